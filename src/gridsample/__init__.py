@@ -1,0 +1,12 @@
+"""gridsample: the GridSample operator for NumPy, any rank, every mode and padding.
+
+``import gridsample`` loads NumPy and Numba only; integrations with other
+frameworks live in their own modules and import those frameworks there.
+"""
+
+from ._api import grid_sample
+from ._errors import GridSampleError, GridSampleTypeError
+
+__version__ = "0.1.0"
+
+__all__ = ["grid_sample", "GridSampleError", "GridSampleTypeError", "__version__"]

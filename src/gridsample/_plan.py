@@ -1,0 +1,162 @@
+"""Validate the arguments of the forward operator and build its plan.
+
+Validation happens once, here, before any kernel runs: kernels never raise.
+The result is a small immutable :class:`ForwardPlan` plus the input arrays in
+a form the engine accepts (native byte order); option names have become
+integer codes (:mod:`gridsample._options`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._errors import GridSampleError, GridSampleTypeError, describe
+from ._options import parse_align_corners, parse_flag, parse_mode, parse_padding
+
+__all__ = ["ForwardPlan", "plan_forward", "as_array", "X_DTYPES", "GRID_DTYPES"]
+
+#: dtypes accepted for X, and the dtypes accepted for the grid.
+X_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+GRID_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+@dataclass(frozen=True)
+class ForwardPlan:
+    """Everything the engine needs to know about one forward call.
+
+    Shapes are logical (channel-first): ``x`` is ``(batch, channels,
+    *in_spatial)`` and the output ``(batch, channels, *out_spatial)``; with
+    ``channel_last`` the arrays themselves hold the channel axis last.
+    """
+
+    rank: int
+    mode: int
+    padding: int
+    align_corners: bool
+    channel_last: bool
+    batch: int
+    channels: int
+    in_spatial: tuple
+    out_spatial: tuple
+    grid_batch: int
+    out_dtype: np.dtype
+    coord_dtype: np.dtype
+    weight_dtype: np.dtype
+
+    @property
+    def out_shape(self) -> tuple:
+        """Shape of the output array in its memory layout."""
+        if self.channel_last:
+            return (self.batch, *self.out_spatial, self.channels)
+        return (self.batch, self.channels, *self.out_spatial)
+
+    @property
+    def out_points(self) -> int:
+        """Number of output points per batch item, ``prod(out_spatial)``."""
+        return math.prod(self.out_spatial)
+
+    @property
+    def is_empty(self) -> bool:
+        return self.batch == 0 or self.channels == 0 or self.out_points == 0
+
+
+def as_array(name: str, value: object) -> np.ndarray:
+    """``np.asarray(value)`` with the package's error for non-array input.
+
+    Arrays in non-native byte order are converted once (Numba reads native
+    order only).
+    """
+    if isinstance(value, np.ndarray):
+        arr = value
+    else:
+        try:
+            arr = np.asarray(value)
+        except Exception as exc:  # ragged lists and other non-arrays
+            raise GridSampleTypeError(
+                f"{name}={describe(value)} cannot be read as an array: {exc}"
+            ) from None
+    if arr.dtype.byteorder not in ("=", "|") and not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    return arr
+
+
+def _check_dtype(name: str, arr: np.ndarray, allowed: tuple) -> None:
+    if arr.dtype not in allowed:
+        names = ", ".join(str(d) for d in allowed)
+        raise GridSampleTypeError(f"{name} has dtype {arr.dtype}; allowed dtypes: {names}")
+
+
+def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last):
+    """Validate the forward arguments.
+
+    Returns
+    -------
+    plan : ForwardPlan
+    x : ndarray
+    grid : ndarray
+    """
+    mode_code = parse_mode(mode)
+    pad_code = parse_padding(padding_mode)
+    align = parse_align_corners(align_corners)
+    chan_last = parse_flag("channel_last", channel_last)
+    x = as_array("x", x)
+    grid = as_array("grid", grid)
+    _check_dtype("x", x, X_DTYPES)
+    _check_dtype("grid", grid, GRID_DTYPES)
+
+    layout = "(N, d1, ..., dr, C)" if chan_last else "(N, C, d1, ..., dr)"
+    if x.ndim < 3:
+        raise GridSampleError(
+            f"x has shape {x.shape}; it must have at least 3 axes {layout} (one spatial axis or more)"
+        )
+    rank = x.ndim - 2
+    if grid.ndim != x.ndim:
+        raise GridSampleError(
+            f"grid has shape {grid.shape}; for x of rank {x.ndim} it must have rank {x.ndim}: "
+            f"(N, D1, ..., D{rank}, {rank})"
+        )
+    if grid.shape[-1] != rank:
+        raise GridSampleError(
+            f"grid has shape {grid.shape}; its last axis must have length {rank}, "
+            f"the number of spatial axes of x"
+        )
+    batch = x.shape[0]
+    if grid.shape[0] not in (batch, 1):
+        raise GridSampleError(
+            f"grid has batch size {grid.shape[0]} (shape {grid.shape}); it must equal x's batch "
+            f"size {batch} or be 1 to broadcast"
+        )
+    if chan_last:
+        channels, in_spatial = x.shape[-1], tuple(x.shape[1:-1])
+    else:
+        channels, in_spatial = x.shape[1], tuple(x.shape[2:])
+    out_spatial = tuple(grid.shape[1:-1])
+    if 0 in in_spatial and batch * channels * math.prod(out_spatial) != 0:
+        raise GridSampleError(
+            f"x has shape {x.shape} with an empty spatial axis, but the output "
+            f"{(batch, channels, *out_spatial)} is not empty: there is nothing to sample from"
+        )
+
+    # Rule 5: coordinates in the grid's precision; weights and sums in the
+    # precision of X (float32 for float32 X, float64 for float64 X).
+    coord_dtype = np.dtype(np.float64) if grid.dtype == np.float64 else np.dtype(np.float32)
+    weight_dtype = np.dtype(np.float64) if x.dtype == np.float64 else np.dtype(np.float32)
+    plan = ForwardPlan(
+        rank=rank,
+        mode=mode_code,
+        padding=pad_code,
+        align_corners=align,
+        channel_last=chan_last,
+        batch=batch,
+        channels=channels,
+        in_spatial=in_spatial,
+        out_spatial=out_spatial,
+        grid_batch=grid.shape[0],
+        out_dtype=x.dtype,
+        coord_dtype=coord_dtype,
+        weight_dtype=weight_dtype,
+    )
+    return plan, x, grid

@@ -1,0 +1,72 @@
+"""Bad arguments raise GridSampleError (a ValueError) or GridSampleTypeError
+(also a TypeError), with a message naming the argument, the value and what is
+allowed; nothing crashes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gridsample
+from gridsample import GridSampleError, GridSampleTypeError
+
+X = np.zeros((1, 2, 4, 5))
+GRID = np.zeros((1, 3, 3, 2))
+
+
+@pytest.mark.parametrize("kwargs,exc,words", [
+    (dict(mode="bilinar"), GridSampleError, ["mode", "'bilinar'", "'linear'"]),
+    (dict(mode=3), GridSampleError, ["mode", "3", "2 (cubic)"]),
+    (dict(mode=True), GridSampleTypeError, ["mode", "True"]),
+    (dict(mode=1.0), GridSampleTypeError, ["mode", "float"]),
+    (dict(padding_mode="wrap"), GridSampleError, ["padding_mode", "'wrap'", "'reflection'"]),
+    (dict(padding_mode=-1), GridSampleError, ["padding_mode", "-1"]),
+    (dict(align_corners=2), GridSampleError, ["align_corners", "2", "0 or 1"]),
+    (dict(align_corners="yes"), GridSampleTypeError, ["align_corners", "'yes'", "bool"]),
+    (dict(channel_last=None), GridSampleTypeError, ["channel_last", "None"]),
+])
+def test_bad_options(kwargs, exc, words):
+    with pytest.raises(exc) as info:
+        gridsample.grid_sample(X, GRID, **kwargs)
+    for word in words:
+        assert word in str(info.value)
+
+
+@pytest.mark.parametrize("x,grid,words", [
+    (np.zeros((4, 5)), np.zeros((1, 3, 2)), ["x", "(4, 5)", "at least 3 axes"]),
+    (X, np.zeros((1, 3, 2)), ["grid", "(1, 3, 2)", "rank 4"]),
+    (X, np.zeros((1, 3, 3, 3)), ["grid", "last axis", "length 2"]),
+    (np.zeros((2, 2, 4, 5)), np.zeros((3, 3, 3, 2)), ["grid", "batch size 3", "2", "be 1"]),
+    (np.zeros((1, 2, 0, 5)), GRID, ["x", "empty spatial axis", "not empty"]),
+])
+def test_bad_shapes(x, grid, words):
+    with pytest.raises(GridSampleError) as info:
+        gridsample.grid_sample(x, grid)
+    for word in words:
+        assert word in str(info.value)
+
+
+@pytest.mark.parametrize("x,grid,name", [
+    (X.astype(np.int32), GRID, "x"),
+    (X, GRID.astype(np.int64), "grid"),
+    (X.astype(object), GRID, "x"),
+    ([[[1, 2], [3]]], GRID, "x"),
+])
+def test_bad_dtypes(x, grid, name):
+    with pytest.raises(GridSampleTypeError) as info:
+        gridsample.grid_sample(x, grid)
+    assert str(info.value).startswith(name)
+
+
+def test_error_types_are_value_and_type_errors():
+    assert issubclass(GridSampleError, ValueError)
+    assert issubclass(GridSampleTypeError, TypeError)
+    assert issubclass(GridSampleTypeError, GridSampleError)
+
+
+def test_lists_and_other_byte_orders_are_accepted():
+    x = (X + 1.0).astype(">f8")
+    grid = GRID.astype(">f4")
+    out = gridsample.grid_sample(x.tolist(), grid)
+    np.testing.assert_array_equal(out, gridsample.grid_sample(x, grid))
+    np.testing.assert_array_equal(out, np.ones((1, 2, 3, 3)))

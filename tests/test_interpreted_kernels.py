@@ -1,0 +1,34 @@
+"""Run the kernels as plain Python (NUMBA_DISABLE_JIT=1) so their code is
+exercised line by line, and checked against the reference, by a coverage tool.
+
+The compiled and the interpreted kernels are the same source; this catches
+mistakes that only show outside Numba's typing (and lets coverage see them).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+
+# Small cases only: interpreted kernels run about 1000x slower.
+SELECTION = ("test_any_rank_matches_reference or test_channel_last_is_bit_identical or "
+             "test_non_finite_and_huge or TestNonFiniteRulesByHand or test_any_strides or "
+             "test_grid_batch_of_one or test_empty_shapes")
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="already interpreted")
+def test_reference_twins_pass_with_jit_disabled():
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         str(HERE / "test_vs_reference.py"), "-k", SELECTION],
+        env=env, capture_output=True, text=True, timeout=1200,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert " passed" in proc.stdout
