@@ -36,9 +36,10 @@ import math
 import numpy as np
 
 from ._jit import inline
-from ._options import MODE_CUBIC, MODE_LINEAR, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
+from ._options import MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
 
-__all__ = ["axis_taps", "reflect_clip", "AXIS_SCALE", "AXIS_SHIFT", "AXIS_HIGH",
+__all__ = ["axis_taps", "reflect_clip", "unnormalize", "pad_continuous", "linear_axis",
+           "nearest_axis", "cubic_axis", "AXIS_SCALE", "AXIS_SHIFT", "AXIS_HIGH",
            "AXIS_REFLECT_LOW", "AXIS_REFLECT_SPAN", "AXIS_FIELDS", "CUBIC_FIELDS",
            "axis_constants", "cubic_constants", "CUBIC_A"]
 
@@ -108,8 +109,120 @@ def _cubic_far(t, kc):
 
 
 @inline
+def unnormalize(g, ax, one):
+    """Rule 2 in the coordinate dtype (see the module notes for the grouping)."""
+    return (g + one) * ax[AXIS_SCALE] - ax[AXIS_SHIFT]
+
+
+@inline
+def pad_continuous(x, pad, ax):
+    """Padding of linear and nearest, on the continuous coordinate.
+
+    Border clips to ``[0, S-1]`` (``±inf`` clips to the edges); reflection
+    reflects, then clips (``±inf`` has no image: NaN).  Zeros leaves ``x``.
+    """
+    high = ax[AXIS_HIGH]
+    if pad == PAD_BORDER:
+        zero = high - high
+        return min(max(x, zero), high)
+    if pad == PAD_REFLECTION:
+        if math.isinf(x):
+            return x - x  # NaN
+        return reflect_clip(x, ax[AXIS_REFLECT_LOW], ax[AXIS_REFLECT_SPAN], high)
+    return x
+
+
+@inline
+def linear_axis(g, pad, ax, one, size):
+    """The two linear taps of one axis.
+
+    Returns ``(i0, w0, w1, ok0, ok1, nan)``: taps ``i0`` and ``i0 + 1`` with
+    weights ``1 - d`` and ``d`` (``d = x - floor(x)``); ``ok`` is False for a
+    tap outside ``[0, S-1]``; ``nan`` marks a NaN point.
+    """
+    x = pad_continuous(unnormalize(g, ax, one), pad, ax)
+    if x != x:
+        return 0, one, one, False, False, True
+    # Outside (-2, S+1) both taps are outside: skip the cast (x may be huge).
+    if not (x > -2 and x < ax[AXIS_HIGH] + 2):
+        return 0, one, one, False, False, False
+    f = np.floor(x)
+    d = x - f
+    i0 = int(f)
+    return i0, one - d, d, i0 >= 0 and i0 < size, i0 >= -1 and i0 + 1 < size, False
+
+
+@inline
+def nearest_axis(g, pad, ax, one, size):
+    """The nearest tap of one axis, rounding half to even (as ``nearbyint``).
+
+    Returns ``(i, ok, nan)``.
+    """
+    x = pad_continuous(unnormalize(g, ax, one), pad, ax)
+    if x != x:
+        return 0, False, True
+    if not (x > -1 and x < ax[AXIS_HIGH] + 1):
+        return 0, False, False
+    i = int(np.rint(x))
+    return i, i >= 0 and i < size, False
+
+
+@inline
+def cubic_axis(g, pad, ax, kc, size):
+    """The four cubic taps ``floor(x)-1 … floor(x)+2`` of one axis, each padded.
+
+    Returns ``(i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2, ok3, nan)``.
+    The coordinate itself is not padded (rule 4); each tap index is: zeros
+    drops it, border clips it, reflection reflects then clips it, all in
+    floating point so that the cast to an integer is always defined.
+    """
+    one = kc[0]
+    x = unnormalize(g, ax, one)
+    high = ax[AXIS_HIGH]
+    zero = high - high
+    if x != x or (math.isinf(x) and pad == PAD_REFLECTION):
+        return 0, 0, 0, 0, one, one, one, one, False, False, False, False, True
+    if math.isinf(x):
+        # Infinitely far out: zeros reads nothing; border reads the edge (all
+        # taps clip to it, weights (0, 1, 0, 0)).
+        edge = size - 1 if x > zero else 0
+        border = pad == PAD_BORDER
+        return edge, edge, edge, edge, zero, one, zero, zero, False, border, False, False, False
+    f = np.floor(x)
+    t = x - f
+    u = one - t
+    w0 = _cubic_far(t + one, kc)
+    w1 = _cubic_near(t, kc)
+    w2 = _cubic_near(u, kc)
+    w3 = _cubic_far(u + one, kc)
+    if pad == PAD_ZEROS:
+        if not (x > -3 and x < high + 3):
+            return 0, 0, 0, 0, w0, w1, w2, w3, False, False, False, False, False
+        i0 = int(f) - 1
+        return (i0, i0 + 1, i0 + 2, i0 + 3, w0, w1, w2, w3, i0 >= 0 and i0 < size,
+                i0 >= -1 and i0 + 1 < size, i0 >= -2 and i0 + 2 < size,
+                i0 >= -3 and i0 + 3 < size, False)
+    # f + (k - 1), each formed from f directly: past 2**24 (float32) f +- 1
+    # rounds, and a running sum would round differently.
+    t0, t1, t2, t3 = f - one, f, f + one, f + (one + one)
+    if pad == PAD_BORDER:
+        t0 = min(max(t0, zero), high)
+        t1 = min(max(t1, zero), high)
+        t2 = min(max(t2, zero), high)
+        t3 = min(max(t3, zero), high)
+    else:
+        lo = ax[AXIS_REFLECT_LOW]
+        span = ax[AXIS_REFLECT_SPAN]
+        t0 = reflect_clip(t0, lo, span, high)
+        t1 = reflect_clip(t1, lo, span, high)
+        t2 = reflect_clip(t2, lo, span, high)
+        t3 = reflect_clip(t3, lo, span, high)
+    return (int(t0), int(t1), int(t2), int(t3), w0, w1, w2, w3, True, True, True, True, False)
+
+
+@inline
 def axis_taps(g, mode, pad, ax, kc, size, stride, off, wts, base):
-    """Write the padded taps of one axis for grid value ``g``.
+    """Write the padded taps of one axis for grid value ``g`` (N-D kernels).
 
     Parameters
     ----------
@@ -124,7 +237,8 @@ def axis_taps(g, mode, pad, ax, kc, size, stride, off, wts, base):
     size, stride : int
         Axis length ``S`` and its element stride in the flat input.
     off : ndarray of int64, wts : ndarray
-        Output buffers; taps are written at ``base``, ``base + 1``, ...
+        Output buffers; the taps inside ``X`` are written at ``base``,
+        ``base + 1``, ... (taps outside are dropped).
 
     Returns
     -------
@@ -132,94 +246,47 @@ def axis_taps(g, mode, pad, ax, kc, size, stride, off, wts, base):
         Number of taps written, or -1 for a NaN point.
     """
     one = kc[0]
-    x = (g + one) * ax[AXIS_SCALE] - ax[AXIS_SHIFT]
-    if x != x:
-        return -1
-    high = ax[AXIS_HIGH]
-
-    if mode == MODE_CUBIC:
-        if math.isinf(x):
-            # A point infinitely far out: zeros reads nothing, border reads the
-            # edge (all four taps clip to it and the weights sum to 1),
-            # reflection has no defined image.
-            if pad == PAD_ZEROS:
-                return 0
-            if pad == PAD_REFLECTION:
-                return -1
-            off[base] = (size - 1) * stride if x > 0 else 0
-            wts[base] = one
-            return 1
-        f = np.floor(x)
-        t = x - f
-        u = one - t
-        w0 = _cubic_far(t + one, kc)
-        w1 = _cubic_near(t, kc)
-        w2 = _cubic_near(u, kc)
-        w3 = _cubic_far(u + one, kc)
-        if pad == PAD_ZEROS:
-            if not (x > -3 and x < high + 3):
-                return 0
-            i0 = int(f) - 1
-            n = 0
-            for k in range(4):
-                i = i0 + k
-                if i >= 0 and i < size:
-                    off[base + n] = i * stride
-                    wk = w0 if k == 0 else (w1 if k == 1 else (w2 if k == 2 else w3))
-                    wts[base + n] = wk
-                    n += 1
-            return n
-        # border / reflection: pad each tap index in floating point, then cast
-        # (a clipped value lies in [0, S-1], so the cast is defined).
-        lo = ax[AXIS_REFLECT_LOW]
-        span = ax[AXIS_REFLECT_SPAN]
-        zero = high - high
-        two = one + one
-        for k in range(4):
-            # f + (k - 1), each formed from f directly: past 2**24 (float32)
-            # f +- 1 rounds, and a running sum would round differently.
-            tap = f - one if k == 0 else (f if k == 1 else (f + one if k == 2 else f + two))
-            if pad == PAD_BORDER:
-                v = min(max(tap, zero), high)
-            else:
-                v = reflect_clip(tap, lo, span, high)
-            off[base + k] = int(v) * stride
-            wk = w0 if k == 0 else (w1 if k == 1 else (w2 if k == 2 else w3))
-            wts[base + k] = wk
-        return 4
-
-    # linear and nearest: pad the continuous coordinate first.
-    if pad == PAD_BORDER:
-        zero = high - high
-        x = min(max(x, zero), high)
-    elif pad == PAD_REFLECTION:
-        if math.isinf(x):
-            return -1
-        x = reflect_clip(x, ax[AXIS_REFLECT_LOW], ax[AXIS_REFLECT_SPAN], high)
-
     if mode == MODE_LINEAR:
-        if not (x > -2 and x < high + 2):
-            return 0
-        f = np.floor(x)
-        d = x - f
-        i0 = int(f)
+        i0, w0, w1, ok0, ok1, nan = linear_axis(g, pad, ax, one, size)
+        if nan:
+            return -1
         n = 0
-        if i0 >= 0 and i0 < size:
+        if ok0:
             off[base] = i0 * stride
-            wts[base] = one - d
+            wts[base] = w0
             n = 1
-        if i0 + 1 >= 0 and i0 + 1 < size:
+        if ok1:
             off[base + n] = (i0 + 1) * stride
-            wts[base + n] = d
+            wts[base + n] = w1
             n += 1
         return n
-
-    # nearest: round half to even (np.rint), as PyTorch's nearbyint.
-    if not (x > -1 and x < high + 1):
+    if mode == MODE_NEAREST:
+        i, ok, nan = nearest_axis(g, pad, ax, one, size)
+        if nan:
+            return -1
+        if ok:
+            off[base] = i * stride
+            wts[base] = one
+            return 1
         return 0
-    i = int(np.rint(x))
-    if i >= 0 and i < size:
-        off[base] = i * stride
-        wts[base] = one
-        return 1
-    return 0
+    i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2, ok3, nan = cubic_axis(g, pad, ax, kc, size)
+    if nan:
+        return -1
+    n = 0
+    if ok0:
+        off[base + n] = i0 * stride
+        wts[base + n] = w0
+        n += 1
+    if ok1:
+        off[base + n] = i1 * stride
+        wts[base + n] = w1
+        n += 1
+    if ok2:
+        off[base + n] = i2 * stride
+        wts[base + n] = w2
+        n += 1
+    if ok3:
+        off[base + n] = i3 * stride
+        wts[base + n] = w3
+        n += 1
+    return n

@@ -1,0 +1,176 @@
+"""Forward GridSample: gridsample against its peers, in one process, same inputs.
+
+Run:  python -m benchmarks.bench_forward [--quick] [--case SUBSTRING] [--markdown FILE]
+
+Each case times every implementation ``repeats`` times, interleaved (one
+call of each in turn, so drift on a shared machine hits all alike), and
+reports medians and the ratio gridsample / peer (< 1: gridsample is faster).
+The first-call compile time is measured in fresh processes: cold (empty Numba
+cache) and warm (cache filled by the cold run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from benchmarks.grids import random_grid, smooth_grid
+from benchmarks.peers import PEERS, Unsupported, make_gridsample
+
+
+@dataclass
+class Case:
+    name: str
+    x_shape: tuple  # channel-first logical shape (N, C, *spatial)
+    out_spatial: tuple
+    mode: str = "linear"
+    padding: str = "zeros"
+    grid: str = "smooth"
+    channel_last: bool = False
+    align: bool = False
+
+    def inputs(self, rng):
+        x = rng.standard_normal(self.x_shape, dtype=np.float32)
+        n = self.x_shape[0]
+        if self.grid == "smooth":
+            grid = np.ascontiguousarray(smooth_grid(n, self.out_spatial))
+        else:
+            grid = random_grid(rng, n, self.out_spatial)
+        if self.channel_last:
+            x = np.ascontiguousarray(np.moveaxis(x, 1, -1))
+        return x, grid
+
+
+def default_cases():
+    img, vol = (1, 3, 1024, 1024), (1, 1, 128, 128, 128)
+    cases = []
+    for mode in ("linear", "nearest", "cubic"):
+        for grid in ("smooth", "random"):
+            cases.append(Case(f"image 1x3x1024² {mode} {grid}", img, (1024, 1024), mode,
+                              grid=grid))
+    cases += [
+        Case("maps 8x32x128² linear", (8, 32, 128, 128), (128, 128)),
+        Case("maps 1x64x256² linear border", (1, 64, 256, 256), (256, 256), padding="border"),
+        Case("volume 1x1x128³ linear", vol, (128, 128, 128)),
+        Case("volume 2x4x64³ linear random", (2, 4, 64, 64, 64), (64, 64, 64), grid="random"),
+        Case("volume 1x2x96³ nearest", (1, 2, 96, 96, 96), (96, 96, 96), "nearest"),
+        Case("image 1x1024²x3 linear channel-last", img, (1024, 1024), channel_last=True),
+        Case("volume 1x128³x1 linear channel-last", vol, (128, 128, 128), channel_last=True),
+        Case("volume 2x64³x4 linear channel-last", (2, 4, 64, 64, 64), (64, 64, 64),
+             channel_last=True),
+    ]
+    return cases
+
+
+def time_case(case, peers, repeats, rng):
+    x, grid = case.inputs(rng)
+    args = (x, grid, case.mode, case.padding, case.align, case.channel_last)
+    runners, notes = {"gridsample": make_gridsample(*args)}, {}
+    for name, make in peers.items():
+        try:
+            runners[name] = make(*args)
+        except Unsupported as why:
+            notes[name] = str(why)
+        except ImportError:
+            notes[name] = "not installed"
+    times = {name: [] for name in runners}
+    for name, run in runners.items():  # warm-up: compile, allocate, page in
+        t0 = time.perf_counter()
+        run()
+        if time.perf_counter() - t0 > 3.0:  # very slow peers: fewer repeats
+            times[name] = None
+    for _ in range(repeats):
+        for name, run in runners.items():
+            if times[name] is None and len(times.get(name + "#", [])) >= 2:
+                continue
+            t0 = time.perf_counter()
+            run()
+            elapsed = time.perf_counter() - t0
+            (times[name] if times[name] is not None else times.setdefault(name + "#", [])).append(
+                elapsed)
+    medians = {}
+    for name in runners:
+        samples = times[name] if times[name] is not None else times[name + "#"]
+        medians[name] = statistics.median(samples)
+    return medians, notes
+
+
+def compile_times():
+    """First-call seconds in a new process: cold (empty cache) and warm (cached)."""
+    code = ("import time; t0 = time.perf_counter(); import numpy as np, gridsample; "
+            "x = np.ones((1, 3, 64, 64), np.float32); g = np.zeros((1, 32, 32, 2), np.float32); "
+            "gridsample.grid_sample(x, g); print(time.perf_counter() - t0)")
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        result = []
+        for _ in range(2):
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                 text=True, check=True)
+            result.append(float(out.stdout.strip().splitlines()[-1]))
+    return result
+
+
+def format_table(rows, peer_names):
+    head = ["case", "gridsample ms"] + [f"{p} ms" for p in peer_names] + [
+        f"÷{p}" for p in peer_names]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, medians, notes in rows:
+        cells = [name, f"{medians['gridsample'] * 1e3:.2f}"]
+        for p in peer_names:
+            cells.append(f"{medians[p] * 1e3:.2f}" if p in medians else notes.get(p, "-"))
+        for p in peer_names:
+            cells.append(f"{medians['gridsample'] / medians[p]:.2f}" if p in medians else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="3 repeats instead of 9")
+    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--case", action="append", default=[],
+                        help="only cases whose name contains this (repeatable)")
+    parser.add_argument("--peers", default=",".join(PEERS), help="comma-separated peers")
+    parser.add_argument("--markdown", default=None, help="also write the table to this file")
+    parser.add_argument("--no-compile", action="store_true", help="skip compile-time runs")
+    args = parser.parse_args(argv)
+    repeats = args.repeats or (3 if args.quick else 9)
+    peers = {p: PEERS[p] for p in args.peers.split(",") if p}
+    cases = [c for c in default_cases() if not args.case or any(s in c.name for s in args.case)]
+
+    import numba
+
+    print(f"gridsample benchmark: {numba.get_num_threads()} threads, {repeats} repeats, "
+          f"median ms (ratio < 1: gridsample faster)", flush=True)
+    rng = np.random.default_rng(0)
+    rows = []
+    for case in cases:
+        medians, notes = time_case(case, peers, repeats, rng)
+        rows.append((case.name, medians, notes))
+        summary = ", ".join(f"{k} {v * 1e3:.1f}" for k, v in medians.items())
+        print(f"  {case.name}: {summary}", flush=True)
+    table = format_table(rows, list(peers))
+    print()
+    print(table)
+    text = table
+    if not args.no_compile:
+        cold, warm = compile_times()
+        line = (f"\nFirst call in a new process (import + compile + run, 2-D linear float32): "
+                f"cold cache {cold:.2f} s, warm cache {warm:.2f} s")
+        print(line)
+        text += "\n" + line
+    if args.markdown:
+        with open(args.markdown, "w") as fh:
+            fh.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
