@@ -1,7 +1,7 @@
-"""Run a validated plan: lay out the arrays for the kernels and call one.
+"""Run a validated plan: lay out the arrays for the kernel and call it.
 
-The kernel is chosen from :data:`FORWARD_KERNELS` by ``(rank, mode)``; ranks
-without a specialised entry use the N-D kernel.
+The kernel is chosen from :data:`FORWARD_KERNELS` by ``(rank, mode)``;
+pairs without a specialised kernel use the general N-D one.
 """
 
 from __future__ import annotations
@@ -9,18 +9,22 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import sample_forward
+from . import _kernels as kern
 from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST
 from ._plan import ForwardPlan
+from ._planners import taps_per_point
 from ._taps import axis_constants, cubic_constants
 
-__all__ = ["run_forward", "flat_view", "FORWARD_KERNELS", "TAPS_PER_AXIS"]
+__all__ = ["run_forward", "flat_view", "FORWARD_KERNELS"]
 
-#: Taps per axis of each mode.
-TAPS_PER_AXIS = {MODE_NEAREST: 1, MODE_LINEAR: 2, MODE_CUBIC: 4}
-
-#: Forward kernels keyed by (rank, mode); ``(None, mode)`` is the N-D fallback.
-FORWARD_KERNELS = {(None, m): sample_forward for m in TAPS_PER_AXIS}
+#: Forward kernel of each (rank, mode); anything else uses ``kern.forward_nd``.
+FORWARD_KERNELS = {
+    (2, MODE_LINEAR): kern.forward_linear_2d,
+    (2, MODE_NEAREST): kern.forward_nearest_2d,
+    (2, MODE_CUBIC): kern.forward_cubic_2d,
+    (3, MODE_LINEAR): kern.forward_linear_3d,
+    (3, MODE_NEAREST): kern.forward_nearest_3d,
+}
 
 # Target number of (offset, weight) pairs planned per block: ~4096 pairs
 # (48-64 KiB of scratch) stays in L2 while the channels are swept.
@@ -28,8 +32,8 @@ _PAIRS_PER_BLOCK = 4096
 _MIN_BLOCK = 16
 
 
-def flat_view(a: np.ndarray):
-    """A read-only 1-D view of the memory ``a`` spans, and ``a``'s element strides.
+def flat_view(a: np.ndarray, writeable: bool = False):
+    """A 1-D view of the memory ``a`` spans, and ``a``'s element strides.
 
     Element ``idx`` of ``a`` is ``flat[sum(idx * strides)]``.  Arrays with
     negative strides or strides that are not a multiple of the item size are
@@ -40,7 +44,8 @@ def flat_view(a: np.ndarray):
         a = np.ascontiguousarray(a)
     strides = tuple(s // item for s in a.strides)
     span = 1 + sum((n - 1) * s for n, s in zip(a.shape, strides))
-    flat = np.lib.stride_tricks.as_strided(a, shape=(span,), strides=(item,), writeable=False)
+    flat = np.lib.stride_tricks.as_strided(a, shape=(span,), strides=(item,),
+                                           writeable=writeable)
     return flat, strides
 
 
@@ -52,6 +57,13 @@ def _block_size(plan: ForwardPlan, taps_total: int) -> int:
     return max(_MIN_BLOCK, min(block, -(-plan.out_points // per_item)))
 
 
+def _split_channels(strides, channel_last):
+    """(batch, channel, spatial...) element strides of an array in its layout."""
+    if channel_last:
+        return strides[0], strides[-1], strides[1:-1]
+    return strides[0], strides[1], strides[2:]
+
+
 def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarray:
     """Compute the forward operator for a validated plan."""
     out = np.empty(plan.out_shape, plan.out_dtype)
@@ -59,29 +71,23 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
         return out
     r = plan.rank
     xflat, xs = flat_view(x)
-    if plan.channel_last:
-        xs_n, xs_c, xs_spatial = xs[0], xs[-1], xs[1:-1]
-    else:
-        xs_n, xs_c, xs_spatial = xs[0], xs[1], xs[2:]
+    xs_n, xs_c, xs_spatial = _split_channels(xs, plan.channel_last)
+    outflat, os = flat_view(out, writeable=True)
+    os_n, os_c, os_spatial = _split_channels(os, plan.channel_last)
+    os_p = os_spatial[-1]  # the output is C-contiguous: points are evenly spaced
     # Kernels list axes in grid order: entry 0 is the innermost spatial axis.
     sizes = np.array(plan.in_spatial[::-1], np.int64)
     strides = np.array(xs_spatial[::-1], np.int64)
     axc = np.array([axis_constants(int(s), plan.align_corners) for s in sizes], plan.coord_dtype)
     kc = np.array(cubic_constants(), plan.coord_dtype)
     wconst = np.array([0.0, 1.0, np.nan], plan.weight_dtype)
-
-    points = plan.out_points
-    grid3 = grid.reshape(plan.grid_batch, points, r)
-    if plan.channel_last:
-        out3 = out.reshape(plan.batch, points, plan.channels).transpose(0, 2, 1)
-    else:
-        out3 = out.reshape(plan.batch, plan.channels, points)
+    grid3 = np.ascontiguousarray(grid.reshape(plan.grid_batch, plan.out_points, r))
     # Sweep channels innermost when they are the closest in memory.
     interleaved = plan.channels > 1 and xs_c <= min(strides)
 
-    taps = TAPS_PER_AXIS[plan.mode]
-    taps_total = taps**r
-    kern = FORWARD_KERNELS.get((r, plan.mode), FORWARD_KERNELS[(None, plan.mode)])
-    kern(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid3, out3, plan.mode, plan.padding,
-         taps, _block_size(plan, taps_total), interleaved, wconst)
+    forward = FORWARD_KERNELS.get((r, plan.mode), kern.forward_nd)
+    K = taps_per_point(plan.mode, r)
+    forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid3,
+            outflat, os_n, os_c, os_p, plan.batch, plan.channels, K, plan.mode, plan.padding,
+            _block_size(plan, K), interleaved, wconst)
     return out

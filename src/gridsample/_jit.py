@@ -1,8 +1,9 @@
 """One place for Numba's flags and its threading layer.
 
 Every compiled function of gridsample is made with :func:`kernel` (parallel
-entry points) or :func:`inline` (scalar helpers the entry points call), so the
-flags are chosen once:
+entry points), :func:`inline` (small helpers inlined into them) or
+:func:`function` (shared helpers called as functions), so the flags are
+chosen once:
 
 * ``cache=True`` keeps compiled code on disk (next to the sources, or under
   ``NUMBA_CACHE_DIR`` for read-only installs), so a new process pays ~0.2 s
@@ -25,7 +26,7 @@ import os
 
 import numba
 
-__all__ = ["kernel", "inline", "prange"]
+__all__ = ["kernel", "inline", "function", "prange"]
 
 if "NUMBA_THREADING_LAYER" not in os.environ:
     numba.config.THREADING_LAYER = "threadsafe"
@@ -41,5 +42,16 @@ def kernel(func):
 
 
 def inline(func):
-    """Compile a scalar helper; LLVM inlines it into the kernels that call it."""
+    """Compile a small helper that Numba inlines into its callers' IR.
+
+    Used for the per-axis math, the fast planners and the sweeps, so that
+    constants (tap counts, strides of 1) reach LLVM and it can unroll and
+    keep everything in registers.  Inlining costs compile time, so the slow
+    general path (:func:`function`) is not inlined.
+    """
+    return numba.njit(inline="always", **_COMMON)(func)
+
+
+def function(func):
+    """Compile a helper called as a function (compiled and cached once, shared)."""
     return numba.njit(**_COMMON)(func)

@@ -1,22 +1,47 @@
-"""Compiled forward kernels.
+"""Forward kernels: blocks of output points, planned, then swept.
 
 Work is split into *blocks* of output points.  For each block a kernel first
-*plans the taps*: for every point it computes the padded taps of each axis
-(:func:`gridsample._taps.axis_taps`) and their tensor product, a short list of
-``(flat input offset, weight)`` pairs with the taps outside ``X`` already
-dropped.  It then *sweeps* the channels over that list:
+*plans the taps* (:mod:`gridsample._planners`): for every point a short list
+of ``(flat input offset, weight)`` pairs, taps outside ``X`` already dropped.
+It then *sweeps* the channels over that list (:mod:`gridsample._sweeps`):
+planar for channel-first memory, interleaved for channel-last.  Both add the
+taps in the same order, so the two layouts give bit-identical results.
 
-* planar layout (channel-first, the channel stride is the largest): one
-  channel at a time over all points of the block, so reads of one input plane
-  stay close together and writes are contiguous;
-* interleaved layout (channel-last, unit channel stride): one point at a
-  time over all channels, so every tap reads ``C`` neighbouring values.
+The prange runs over ``N x blocks``, so every core is busy even for N = 1;
+each block touches only its own scratch and output slice, so results do not
+depend on the number of threads.
 
-Both sweeps add the taps in the same order (innermost axis fastest, as
-PyTorch's nw, ne, sw, se), so channel-first and channel-last results are
-bit-identical.  The prange over ``N x blocks`` keeps every core busy even for
-``N = 1``; each block works only on its own scratch and output slice, so the
-result does not depend on the number of threads.
+There is one entry point per specialised (rank, mode) and one general entry
+for everything else; :data:`gridsample._engine.FORWARD_KERNELS` is the table.
+Each specialised entry fixes ``K`` (taps per point) in its source, so LLVM
+sees a constant-length tap loop in the sweep and unrolls it.
+
+All entries share one signature:
+
+xflat : ndarray, shape (M,)
+    Flat view of the input's memory; element ``(n, c, i_1 … i_r)`` lives at
+    ``n*xs_n + c*xs_c + sum(i_a * stride_a)``.
+sizes, strides : int64 arrays, shape (r,)
+    Input length and element stride of each axis, in *grid order* (entry 0 is
+    the innermost spatial axis, which ``grid[..., 0]`` indexes).
+axc : ndarray, shape (r, AXIS_FIELDS); kc : ndarray, shape (CUBIC_FIELDS,)
+    Per-axis and cubic constants in the coordinate dtype.
+grid : ndarray, shape (Ng, P, r), C-contiguous
+    Normalized coordinates; ``Ng`` is N or 1 (broadcast).
+outflat : ndarray, shape (M_out,)
+    Flat output; element ``(n, c, p)`` at ``n*os_n + c*os_c + p*os_p``.
+N, C : int
+    Batch size and channels.
+K, mode : int
+    Most taps per point and the mode code (used by the general entry only).
+pad : int
+    Padding code.
+block : int
+    Output points per block.
+interleaved : bool
+    Sweep channels innermost (channel-last memory).
+wconst : ndarray, shape (3,)
+    0, 1 and NaN in the weight dtype.
 """
 
 from __future__ import annotations
@@ -24,141 +49,117 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import inline, kernel, prange
-from ._taps import axis_taps
+from ._planners import (
+    plan_cubic_2d,
+    plan_general,
+    plan_linear_2d,
+    plan_linear_3d,
+    plan_nearest_2d,
+    plan_nearest_3d,
+)
+from ._sweeps import sweep
 
-__all__ = ["sample_forward", "plan_block_taps", "WCONST_ZERO", "WCONST_ONE", "WCONST_NAN"]
-
-# Layout of the weight-dtype constants array passed to the kernels.
-WCONST_ZERO, WCONST_ONE, WCONST_NAN = 0, 1, 2
+__all__ = ["forward_nd", "forward_linear_2d", "forward_nearest_2d", "forward_cubic_2d",
+           "forward_linear_3d", "forward_nearest_3d"]
 
 
 @inline
-def plan_block_taps(grid, gn, p0, nb, mode, pad, axc, kc, sizes, strides, taps_total,
-                    off, wts, cnt, ax_off, ax_w, ax_n, wconst):
-    """Fill ``off``/``wts``/``cnt`` for points ``p0 … p0+nb-1`` of grid row ``gn``.
-
-    Point ``j`` owns entries ``j*taps_total …``; ``cnt[j]`` of them are used.
-    A NaN point gets one tap at offset 0 with weight NaN, so every sweep
-    yields NaN for it without a branch.
-    """
+def _block(task, nblk, block, grid, K, wconst):
+    """Batch item, grid row, first point and size of block ``task``, and its scratch."""
+    P = grid.shape[1]
     r = grid.shape[2]
-    for j in range(nb):
-        base = j * taps_total
-        nan_point = False
-        for a in range(r):
-            na = axis_taps(grid[gn, p0 + j, a], mode, pad, axc[a], kc, sizes[a], strides[a],
-                           ax_off, ax_w, a * 4)
-            if na < 0:
-                nan_point = True
-                break
-            ax_n[a] = na
-        if nan_point:
-            off[base] = 0
-            wts[base] = wconst[WCONST_NAN]
-            cnt[j] = 1
-            continue
-        # Tensor product, axis by axis: the c existing combinations are
-        # replicated for each tap t of the new axis (t descending, so the
-        # in-place t = 0 copy comes last and no source is overwritten early).
-        # Weights multiply as ((w_x * w_y) * w_z), PyTorch's order.
-        c = 1
-        off[base] = 0
-        wts[base] = wconst[WCONST_ONE]
-        for a in range(r):
-            na = ax_n[a]
-            if na == 0:
-                c = 0
-                break
-            for t in range(na - 1, -1, -1):
-                ao = ax_off[a * 4 + t]
-                aw = ax_w[a * 4 + t]
-                dst = base + t * c
-                for e in range(c):
-                    off[dst + e] = off[base + e] + ao
-                    wts[dst + e] = wts[base + e] * aw
-            c *= na
-        cnt[j] = c
-
-
-@inline
-def _sweep_planar(xflat, xbase, xs_c, off, wts, cnt, nb, taps_total, out3, n, p0, wconst):
-    C = out3.shape[1]
-    for c in range(C):
-        cbase = xbase + c * xs_c
-        for j in range(nb):
-            acc = wconst[WCONST_ZERO]
-            o = j * taps_total
-            for k in range(cnt[j]):
-                acc += wts[o + k] * xflat[cbase + off[o + k]]
-            out3[n, c, p0 + j] = acc
-
-
-@inline
-def _sweep_interleaved(xflat, xbase, xs_c, off, wts, cnt, nb, taps_total, out3, n, p0, acc):
-    C = out3.shape[1]
-    for j in range(nb):
-        acc[:] = 0
-        o = j * taps_total
-        for k in range(cnt[j]):
-            w = wts[o + k]
-            b = xbase + off[o + k]
-            for c in range(C):
-                acc[c] += w * xflat[b + c * xs_c]
-        for c in range(C):
-            out3[n, c, p0 + j] = acc[c]
+    n = task // nblk
+    p0 = (task - n * nblk) * block
+    nb = min(block, P - p0)
+    gn = 0 if grid.shape[0] == 1 else n
+    off = np.empty(nb * K, np.int64)
+    wts = np.empty(nb * K, wconst.dtype)
+    cnt = np.empty(nb, np.int64)
+    ax_off = np.empty(r * 4, np.int64)
+    ax_w = np.empty(r * 4, wconst.dtype)
+    ax_n = np.empty(r, np.int64)
+    return n, gn, p0, nb, off, wts, cnt, ax_off, ax_w, ax_n
 
 
 @kernel
-def sample_forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, out3,
-                   mode, pad, taps, block, interleaved, wconst):
-    """Forward GridSample over any rank.
-
-    Parameters
-    ----------
-    xflat : ndarray, shape (M,)
-        Flat view of the input's memory; element ``(n, c, i_1 … i_r)`` lives at
-        ``n*xs_n + c*xs_c + sum(i_a * stride_a)``.
-    sizes, strides : int64 arrays, shape (r,)
-        Input length and element stride of each axis, in *grid order*
-        (entry 0 is the innermost spatial axis, which ``grid[..., 0]`` indexes).
-    axc : ndarray, shape (r, AXIS_FIELDS); kc : ndarray, shape (CUBIC_FIELDS,)
-        Per-axis and cubic constants in the coordinate dtype.
-    grid : ndarray, shape (Ng, P, r)
-        Normalized coordinates; ``Ng`` is N or 1 (broadcast).
-    out3 : ndarray, shape (N, C, P)
-        Output, any strides.
-    taps : int
-        Taps per axis (1 nearest, 2 linear, 4 cubic).
-    interleaved : bool
-        Sweep channels innermost (channel-last memory).
-    wconst : ndarray, shape (3,)
-        0, 1 and NaN in the weight dtype.
-    """
-    N = out3.shape[0]
-    C = out3.shape[1]
-    P = out3.shape[2]
-    r = grid.shape[2]
-    taps_total = 1
-    for _ in range(r):
-        taps_total *= taps
-    nblk = (P + block - 1) // block
-    broadcast = grid.shape[0] == 1
+def forward_nd(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p,
+               N, C, K, mode, pad, block, interleaved, wconst):
+    """General entry: any rank and mode."""
+    nblk = (grid.shape[1] + block - 1) // block
     for task in prange(N * nblk):
-        n = task // nblk
-        p0 = (task - n * nblk) * block
-        nb = min(block, P - p0)
-        gn = 0 if broadcast else n
-        off = np.empty(nb * taps_total, np.int64)
-        wts = np.empty(nb * taps_total, wconst.dtype)
-        cnt = np.empty(nb, np.int64)
-        ax_off = np.empty(r * 4, np.int64)
-        ax_w = np.empty(r * 4, wconst.dtype)
-        ax_n = np.empty(r, np.int64)
-        plan_block_taps(grid, gn, p0, nb, mode, pad, axc, kc, sizes, strides, taps_total,
-                        off, wts, cnt, ax_off, ax_w, ax_n, wconst)
-        xbase = n * xs_n
-        if interleaved:
-            acc = np.empty(C, wconst.dtype)
-            _sweep_interleaved(xflat, xbase, xs_c, off, wts, cnt, nb, taps_total, out3, n, p0, acc)
-        else:
-            _sweep_planar(xflat, xbase, xs_c, off, wts, cnt, nb, taps_total, out3, n, p0, wconst)
+        n, gn, p0, nb, off, wts, cnt, ax_off, ax_w, ax_n = _block(task, nblk, block, grid, K,
+                                                                   wconst)
+        plan_general(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
+                     ax_off, ax_w, ax_n, wconst)
+        sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, K, C, outflat, n * os_n + p0 * os_p,
+              os_c, os_p, interleaved, wconst)
+
+
+@kernel
+def forward_linear_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+                      os_p, N, C, K, mode, pad, block, interleaved, wconst):
+    """2-D linear (K = 4)."""
+    nblk = (grid.shape[1] + block - 1) // block
+    for task in prange(N * nblk):
+        n, gn, p0, nb, off, wts, cnt, ax_off, ax_w, ax_n = _block(task, nblk, block, grid, 4,
+                                                                   wconst)
+        plan_linear_2d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+                       ax_off, ax_w, ax_n, wconst)
+        sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 4, C, outflat, n * os_n + p0 * os_p,
+              os_c, os_p, interleaved, wconst)
+
+
+@kernel
+def forward_nearest_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+                       os_p, N, C, K, mode, pad, block, interleaved, wconst):
+    """2-D nearest (K = 1)."""
+    nblk = (grid.shape[1] + block - 1) // block
+    for task in prange(N * nblk):
+        n, gn, p0, nb, off, wts, cnt, ax_off, ax_w, ax_n = _block(task, nblk, block, grid, 1,
+                                                                   wconst)
+        plan_nearest_2d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+                        ax_off, ax_w, ax_n, wconst)
+        sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 1, C, outflat, n * os_n + p0 * os_p,
+              os_c, os_p, interleaved, wconst)
+
+
+@kernel
+def forward_cubic_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+                     os_p, N, C, K, mode, pad, block, interleaved, wconst):
+    """2-D cubic (K = 16)."""
+    nblk = (grid.shape[1] + block - 1) // block
+    for task in prange(N * nblk):
+        n, gn, p0, nb, off, wts, cnt, ax_off, ax_w, ax_n = _block(task, nblk, block, grid, 16,
+                                                                   wconst)
+        plan_cubic_2d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+                      ax_off, ax_w, ax_n, wconst)
+        sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 16, C, outflat, n * os_n + p0 * os_p,
+              os_c, os_p, interleaved, wconst)
+
+
+@kernel
+def forward_linear_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+                      os_p, N, C, K, mode, pad, block, interleaved, wconst):
+    """3-D linear (K = 8)."""
+    nblk = (grid.shape[1] + block - 1) // block
+    for task in prange(N * nblk):
+        n, gn, p0, nb, off, wts, cnt, ax_off, ax_w, ax_n = _block(task, nblk, block, grid, 8,
+                                                                   wconst)
+        plan_linear_3d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+                       ax_off, ax_w, ax_n, wconst)
+        sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 8, C, outflat, n * os_n + p0 * os_p,
+              os_c, os_p, interleaved, wconst)
+
+
+@kernel
+def forward_nearest_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+                       os_p, N, C, K, mode, pad, block, interleaved, wconst):
+    """3-D nearest (K = 1)."""
+    nblk = (grid.shape[1] + block - 1) // block
+    for task in prange(N * nblk):
+        n, gn, p0, nb, off, wts, cnt, ax_off, ax_w, ax_n = _block(task, nblk, block, grid, 1,
+                                                                   wconst)
+        plan_nearest_3d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+                        ax_off, ax_w, ax_n, wconst)
+        sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 1, C, outflat, n * os_n + p0 * os_p,
+              os_c, os_p, interleaved, wconst)

@@ -1,0 +1,211 @@
+"""Tap planners: fill a block's ``(offset, weight)`` lists from the grid.
+
+:func:`plan_point` is the general planner for any rank and mode: per-axis
+taps (:func:`gridsample._taps.axis_taps`), then their tensor product.  The
+rank-specialised planners compute the same lists with the per-axis helpers
+in registers, for the common case of a point whose taps all lie inside
+``X``; any other point (near or past an edge under zeros padding, NaN) is
+handed to :func:`plan_point`.  So each fast planner is, by construction,
+the general one on the points it handles, and the tests compare both
+against the NumPy reference.
+
+Point ``j`` of a block owns entries ``j*K … j*K + K - 1`` of ``off`` and
+``wts``; ``cnt[j]`` of them are used.  Taps are listed innermost axis
+fastest (PyTorch's nw, ne, sw, se order) and weights multiply as
+``(w_x * w_y) * w_z``.
+"""
+
+from __future__ import annotations
+
+from ._jit import function, inline
+from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST
+from ._taps import axis_taps, cubic_axis, linear_axis, nearest_axis
+
+__all__ = ["plan_point", "plan_linear_2d", "plan_nearest_2d", "plan_cubic_2d", "plan_linear_3d",
+           "plan_nearest_3d", "plan_general", "taps_per_point", "WCONST_ZERO", "WCONST_ONE",
+           "WCONST_NAN"]
+
+# Layout of the weight-dtype constants array passed to the kernels.
+WCONST_ZERO, WCONST_ONE, WCONST_NAN = 0, 1, 2
+
+
+def taps_per_point(mode: int, rank: int) -> int:
+    """Most taps a point can have: ``T**r`` with T = 1, 2, 4 (nearest, linear, cubic)."""
+    return {MODE_NEAREST: 1, MODE_LINEAR: 2, MODE_CUBIC: 4}[mode] ** rank
+
+
+@function
+def plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
+               off, wts, cnt, ax_off, ax_w, ax_n, wconst):
+    """General planner: taps of output point ``p`` into slot ``j``, any rank.
+
+    A NaN point gets one tap at offset 0 with weight NaN, so every sweep
+    yields NaN for it without a branch.  ``ax_off``/``ax_w``/``ax_n`` are
+    scratch of length ``4 r``, ``4 r`` and ``r``.
+    """
+    r = grid.shape[2]
+    base = j * K
+    for a in range(r):
+        na = axis_taps(grid[gn, p, a], mode, pad, axc[a], kc, sizes[a], strides[a],
+                       ax_off, ax_w, a * 4)
+        if na < 0:
+            off[base] = 0
+            wts[base] = wconst[WCONST_NAN]
+            cnt[j] = 1
+            return
+        ax_n[a] = na
+    # Tensor product, axis by axis: the c existing combinations are
+    # replicated for each tap t of the new axis (t descending, so the
+    # in-place t = 0 copy comes last and no source is overwritten early).
+    c = 1
+    off[base] = 0
+    wts[base] = wconst[WCONST_ONE]
+    for a in range(r):
+        na = ax_n[a]
+        if na == 0:
+            c = 0
+            break
+        for t in range(na - 1, -1, -1):
+            ao = ax_off[a * 4 + t]
+            aw = ax_w[a * 4 + t]
+            dst = base + t * c
+            for e in range(c):
+                off[dst + e] = off[base + e] + ao
+                wts[dst + e] = wts[base + e] * aw
+        c *= na
+    cnt[j] = c
+
+
+@inline
+def plan_linear_2d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+                    ax_off, ax_w, ax_n, wconst):
+    one = kc[0]
+    sx, sy = strides[0], strides[1]
+    for j in range(nb):
+        p = p0 + j
+        ix, wx0, wx1, okx0, okx1, _ = linear_axis(grid[gn, p, 0], pad, axc[0], one, sizes[0])
+        iy, wy0, wy1, oky0, oky1, _ = linear_axis(grid[gn, p, 1], pad, axc[1], one, sizes[1])
+        if okx0 and okx1 and oky0 and oky1:
+            o = 4 * j
+            b = iy * sy + ix * sx
+            off[o] = b
+            off[o + 1] = b + sx
+            off[o + 2] = b + sy
+            off[o + 3] = b + sy + sx
+            wts[o] = wx0 * wy0
+            wts[o + 1] = wx1 * wy0
+            wts[o + 2] = wx0 * wy1
+            wts[o + 3] = wx1 * wy1
+            cnt[j] = 4
+        else:
+            plan_point(grid, gn, p, j, 4, MODE_LINEAR, pad, axc, kc, sizes, strides,
+                       off, wts, cnt, ax_off, ax_w, ax_n, wconst)
+
+
+@inline
+def plan_nearest_2d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+                     ax_off, ax_w, ax_n, wconst):
+    one = kc[0]
+    for j in range(nb):
+        p = p0 + j
+        ix, okx, _ = nearest_axis(grid[gn, p, 0], pad, axc[0], one, sizes[0])
+        iy, oky, _ = nearest_axis(grid[gn, p, 1], pad, axc[1], one, sizes[1])
+        if okx and oky:
+            off[j] = iy * strides[1] + ix * strides[0]
+            wts[j] = wconst[WCONST_ONE]
+            cnt[j] = 1
+        else:
+            plan_point(grid, gn, p, j, 1, MODE_NEAREST, pad, axc, kc, sizes, strides,
+                       off, wts, cnt, ax_off, ax_w, ax_n, wconst)
+
+
+@inline
+def plan_cubic_2d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+                   ax_off, ax_w, ax_n, wconst):
+    sx, sy = strides[0], strides[1]
+    for j in range(nb):
+        p = p0 + j
+        (x0, x1, x2, x3, wx0, wx1, wx2, wx3, okx0, okx1, okx2, okx3,
+         _) = cubic_axis(grid[gn, p, 0], pad, axc[0], kc, sizes[0])
+        (y0, y1, y2, y3, wy0, wy1, wy2, wy3, oky0, oky1, oky2, oky3,
+         _) = cubic_axis(grid[gn, p, 1], pad, axc[1], kc, sizes[1])
+        if okx0 and okx1 and okx2 and okx3 and oky0 and oky1 and oky2 and oky3:
+            xo = (x0 * sx, x1 * sx, x2 * sx, x3 * sx)
+            yo = (y0 * sy, y1 * sy, y2 * sy, y3 * sy)
+            wx = (wx0, wx1, wx2, wx3)
+            wy = (wy0, wy1, wy2, wy3)
+            o = 16 * j
+            for ky in range(4):
+                for kx in range(4):
+                    off[o + 4 * ky + kx] = yo[ky] + xo[kx]
+                    wts[o + 4 * ky + kx] = wx[kx] * wy[ky]
+            cnt[j] = 16
+        else:
+            plan_point(grid, gn, p, j, 16, MODE_CUBIC, pad, axc, kc, sizes, strides,
+                       off, wts, cnt, ax_off, ax_w, ax_n, wconst)
+
+
+@inline
+def plan_linear_3d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+                    ax_off, ax_w, ax_n, wconst):
+    one = kc[0]
+    sx, sy, sz = strides[0], strides[1], strides[2]
+    for j in range(nb):
+        p = p0 + j
+        ix, wx0, wx1, okx0, okx1, _ = linear_axis(grid[gn, p, 0], pad, axc[0], one, sizes[0])
+        iy, wy0, wy1, oky0, oky1, _ = linear_axis(grid[gn, p, 1], pad, axc[1], one, sizes[1])
+        iz, wz0, wz1, okz0, okz1, _ = linear_axis(grid[gn, p, 2], pad, axc[2], one, sizes[2])
+        if okx0 and okx1 and oky0 and oky1 and okz0 and okz1:
+            o = 8 * j
+            b = iz * sz + iy * sy + ix * sx
+            off[o] = b
+            off[o + 1] = b + sx
+            off[o + 2] = b + sy
+            off[o + 3] = b + sy + sx
+            off[o + 4] = b + sz
+            off[o + 5] = b + sz + sx
+            off[o + 6] = b + sz + sy
+            off[o + 7] = b + sz + sy + sx
+            w00 = wx0 * wy0
+            w01 = wx1 * wy0
+            w10 = wx0 * wy1
+            w11 = wx1 * wy1
+            wts[o] = w00 * wz0
+            wts[o + 1] = w01 * wz0
+            wts[o + 2] = w10 * wz0
+            wts[o + 3] = w11 * wz0
+            wts[o + 4] = w00 * wz1
+            wts[o + 5] = w01 * wz1
+            wts[o + 6] = w10 * wz1
+            wts[o + 7] = w11 * wz1
+            cnt[j] = 8
+        else:
+            plan_point(grid, gn, p, j, 8, MODE_LINEAR, pad, axc, kc, sizes, strides,
+                       off, wts, cnt, ax_off, ax_w, ax_n, wconst)
+
+
+@inline
+def plan_nearest_3d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+                     ax_off, ax_w, ax_n, wconst):
+    one = kc[0]
+    for j in range(nb):
+        p = p0 + j
+        ix, okx, _ = nearest_axis(grid[gn, p, 0], pad, axc[0], one, sizes[0])
+        iy, oky, _ = nearest_axis(grid[gn, p, 1], pad, axc[1], one, sizes[1])
+        iz, okz, _ = nearest_axis(grid[gn, p, 2], pad, axc[2], one, sizes[2])
+        if okx and oky and okz:
+            off[j] = iz * strides[2] + iy * strides[1] + ix * strides[0]
+            wts[j] = wconst[WCONST_ONE]
+            cnt[j] = 1
+        else:
+            plan_point(grid, gn, p, j, 1, MODE_NEAREST, pad, axc, kc, sizes, strides,
+                       off, wts, cnt, ax_off, ax_w, ax_n, wconst)
+
+
+@inline
+def plan_general(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
+                 ax_off, ax_w, ax_n, wconst):
+    """Plan a block with the general planner (any rank and mode)."""
+    for j in range(nb):
+        plan_point(grid, gn, p0 + j, j, K, mode, pad, axc, kc, sizes, strides,
+                   off, wts, cnt, ax_off, ax_w, ax_n, wconst)

@@ -1,0 +1,85 @@
+"""Channel sweeps: apply a block's planned taps to every channel.
+
+A block plan holds, for point ``j`` of the block, ``cnt[j]`` pairs
+``(off[j*K + k], wts[j*K + k])``: the flat input offset of a tap (relative to
+the start of the batch item and channel) and its weight, ``K`` being the
+most taps a point can have.  The output is written through a flat view:
+element ``(c, j)`` of the block lives at ``obase + c*os_c + j*os_p``.  Both sweeps form ``sum_k wts[k] * x[off[k]]``
+starting from the first term and adding the others in plan order, so the
+planar and the interleaved sweep give bit-identical results.  A point with
+no taps (all outside under zeros padding) is 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import inline
+
+__all__ = ["sweep_planar", "sweep_interleaved", "sweep"]
+
+
+@inline
+def sweep_planar(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p, zero):
+    """Channel-first memory: one channel at a time over the whole block.
+
+    Reads of one input plane stay close together and the writes of one
+    output plane are contiguous.  ``cnt[j] == K`` (every tap inside) is the
+    common case and runs a loop of constant length.
+    """
+    for c in range(C):
+        cb = xbase + c * xs_c
+        ob = obase + c * os_c
+        for j in range(nb):
+            o = j * K
+            m = cnt[j]
+            if m == K:
+                acc = wts[o] * xflat[cb + off[o]]
+                for k in range(1, K):
+                    acc += wts[o + k] * xflat[cb + off[o + k]]
+            elif m > 0:
+                acc = wts[o] * xflat[cb + off[o]]
+                for k in range(1, m):
+                    acc += wts[o + k] * xflat[cb + off[o + k]]
+            else:
+                acc = zero
+            outflat[ob + j * os_p] = acc
+
+
+@inline
+def sweep_interleaved(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p,
+                      acc, zero):
+    """Channel-last memory: one point at a time, every tap reading ``C`` neighbours."""
+    for j in range(nb):
+        o = j * K
+        m = cnt[j]
+        ob = obase + j * os_p
+        if m == 0:
+            for c in range(C):
+                outflat[ob + c * os_c] = zero
+            continue
+        w = wts[o]
+        b = xbase + off[o]
+        for c in range(C):
+            acc[c] = w * xflat[b + c * xs_c]
+        for k in range(1, m):
+            w = wts[o + k]
+            b = xbase + off[o + k]
+            for c in range(C):
+                acc[c] += w * xflat[b + c * xs_c]
+        for c in range(C):
+            outflat[ob + c * os_c] = acc[c]
+
+
+@inline
+def sweep(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p,
+          interleaved, wconst):
+    """Apply a planned block to every channel, with the sweep that suits the layout."""
+    zero = wconst[0]
+    if interleaved:
+        acc = np.empty(C, wconst.dtype)
+        sweep_interleaved(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase,
+                          os_c, os_p, acc, zero)
+    else:
+        sweep_planar(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase,
+                     os_c, os_p, zero)
