@@ -214,3 +214,18 @@ def test_results_do_not_depend_on_thread_count(rng):
     finally:
         numba.set_num_threads(before)
     np.testing.assert_array_equal(one, many)
+
+
+def test_concurrent_calls_from_python_threads(rng):
+    """Parallel kernels called from several threads at once (as Dask's threaded
+    scheduler does) give the same results as serial calls, and do not abort."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    x, grid = random_case(rng, (2, 3, 30, 40), (25, 35), x_dtype=np.float32,
+                          grid_dtype=np.float32)
+    want = gridsample.grid_sample(x, grid, "linear", "border", False)
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: gridsample.grid_sample(x, grid, "linear", "border",
+                                                                 False), range(40)))
+    for got in results:
+        np.testing.assert_array_equal(got, want)

@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-from ._jit import function
+from ._jit import function, inline
 from ._options import MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
 
 __all__ = ["axis_taps", "reflect_clip", "unnormalize", "pad_continuous", "linear_axis",
@@ -96,25 +96,25 @@ def reflect_clip(x, low, span, high):
     return y
 
 
-@function
+@inline
 def _cubic_near(t, kc):
     # Keys kernel for |t| <= 1: ((A + 2)|t| - (A + 3)) t^2 + 1
     return (kc[2] * t - kc[3]) * t * t + kc[0]
 
 
-@function
+@inline
 def _cubic_far(t, kc):
     # Keys kernel for 1 < |t| < 2: ((A|t| - 5A)|t| + 8A)|t| - 4A
     return ((kc[1] * t - kc[4]) * t + kc[5]) * t - kc[6]
 
 
-@function
+@inline
 def unnormalize(g, ax, one):
     """Rule 2 in the coordinate dtype (see the module notes for the grouping)."""
     return (g + one) * ax[AXIS_SCALE] - ax[AXIS_SHIFT]
 
 
-@function
+@inline
 def pad_continuous(x, pad, ax):
     """Padding of linear and nearest, on the continuous coordinate.
 
@@ -132,7 +132,7 @@ def pad_continuous(x, pad, ax):
     return x
 
 
-@function
+@inline
 def linear_axis(g, pad, ax, one, size):
     """The two linear taps of one axis.
 
@@ -152,7 +152,7 @@ def linear_axis(g, pad, ax, one, size):
     return i0, one - d, d, i0 >= 0 and i0 < size, i0 >= -1 and i0 + 1 < size, False
 
 
-@function
+@inline
 def nearest_axis(g, pad, ax, one, size):
     """The nearest tap of one axis, rounding half to even (as ``nearbyint``).
 
@@ -167,7 +167,7 @@ def nearest_axis(g, pad, ax, one, size):
     return i, i >= 0 and i < size, False
 
 
-@function
+@inline
 def cubic_axis(g, pad, ax, kc, size):
     """The four cubic taps ``floor(x)-1 … floor(x)+2`` of one axis, each padded.
 
