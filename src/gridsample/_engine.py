@@ -30,6 +30,9 @@ FORWARD_KERNELS = {
 # (48-64 KiB of scratch) stays in L2 while the channels are swept.
 _PAIRS_PER_BLOCK = 4096
 _MIN_BLOCK = 16
+# Up to this many channels the planar sweep wins even on channel-last memory
+# (a few passes over cache lines the first pass brought in; no accumulator array).
+_PLANAR_MAX_CHANNELS = 4
 
 
 def flat_view(a: np.ndarray, writeable: bool = False):
@@ -82,8 +85,8 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
     kc = np.array(cubic_constants(), plan.coord_dtype)
     wconst = np.array([0.0, 1.0, np.nan], plan.weight_dtype)
     grid3 = np.ascontiguousarray(grid.reshape(plan.grid_batch, plan.out_points, r))
-    # Sweep channels innermost when they are the closest in memory.
-    interleaved = plan.channels > 1 and xs_c <= min(strides)
+    # Sweep channels innermost when they are many and the closest in memory.
+    interleaved = plan.channels > _PLANAR_MAX_CHANNELS and xs_c <= min(strides)
 
     forward = FORWARD_KERNELS.get((r, plan.mode), kern.forward_nd)
     K = taps_per_point(plan.mode, r)
