@@ -103,7 +103,7 @@ def forward_linear_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
     for task in prange(N * nblk):
         n, gn, p0, nb, off, wts, cnt, ax_off, ax_w, ax_n = _block(task, nblk, block, grid, 4,
                                                                    wconst)
-        plan_linear_2d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+        plan_linear_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                        ax_off, ax_w, ax_n, wconst)
         sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 4, C, outflat, n * os_n + p0 * os_p,
               os_c, os_p, interleaved, wconst)
@@ -117,7 +117,7 @@ def forward_nearest_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat
     for task in prange(N * nblk):
         n, gn, p0, nb, off, wts, cnt, ax_off, ax_w, ax_n = _block(task, nblk, block, grid, 1,
                                                                    wconst)
-        plan_nearest_2d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+        plan_nearest_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                         ax_off, ax_w, ax_n, wconst)
         sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 1, C, outflat, n * os_n + p0 * os_p,
               os_c, os_p, interleaved, wconst)
@@ -131,7 +131,7 @@ def forward_cubic_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, 
     for task in prange(N * nblk):
         n, gn, p0, nb, off, wts, cnt, ax_off, ax_w, ax_n = _block(task, nblk, block, grid, 16,
                                                                    wconst)
-        plan_cubic_2d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+        plan_cubic_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                       ax_off, ax_w, ax_n, wconst)
         sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 16, C, outflat, n * os_n + p0 * os_p,
               os_c, os_p, interleaved, wconst)
@@ -145,7 +145,7 @@ def forward_linear_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
     for task in prange(N * nblk):
         n, gn, p0, nb, off, wts, cnt, ax_off, ax_w, ax_n = _block(task, nblk, block, grid, 8,
                                                                    wconst)
-        plan_linear_3d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+        plan_linear_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                        ax_off, ax_w, ax_n, wconst)
         sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 8, C, outflat, n * os_n + p0 * os_p,
               os_c, os_p, interleaved, wconst)
@@ -159,7 +159,7 @@ def forward_nearest_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat
     for task in prange(N * nblk):
         n, gn, p0, nb, off, wts, cnt, ax_off, ax_w, ax_n = _block(task, nblk, block, grid, 1,
                                                                    wconst)
-        plan_nearest_3d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+        plan_nearest_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                         ax_off, ax_w, ax_n, wconst)
         sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 1, C, outflat, n * os_n + p0 * os_p,
               os_c, os_p, interleaved, wconst)

@@ -9,6 +9,11 @@ handed to :func:`plan_point`.  So each fast planner is, by construction,
 the general one on the points it handles, and the tests compare both
 against the NumPy reference.
 
+The specialised planners receive ``K`` and ``mode`` as run-time arguments
+only to pass them on to :func:`plan_point`: written as constants there, Numba
+would type them as literals and compile :func:`plan_point` once per planner
+instead of once per dtype signature.
+
 Point ``j`` of a block owns entries ``j*K … j*K + K - 1`` of ``off`` and
 ``wts``; ``cnt[j]`` of them are used.  Taps are listed innermost axis
 fastest (PyTorch's nw, ne, sw, se order) and weights multiply as
@@ -77,7 +82,7 @@ def plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
 
 
 @inline
-def plan_linear_2d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+def plan_linear_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                     ax_off, ax_w, ax_n, wconst):
     one = kc[0]
     sx, sy = strides[0], strides[1]
@@ -98,12 +103,12 @@ def plan_linear_2d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt
             wts[o + 3] = wx1 * wy1
             cnt[j] = 4
         else:
-            plan_point(grid, gn, p, j, 4, MODE_LINEAR, pad, axc, kc, sizes, strides,
+            plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
                        off, wts, cnt, ax_off, ax_w, ax_n, wconst)
 
 
 @inline
-def plan_nearest_2d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+def plan_nearest_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                      ax_off, ax_w, ax_n, wconst):
     one = kc[0]
     for j in range(nb):
@@ -115,12 +120,12 @@ def plan_nearest_2d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cn
             wts[j] = wconst[WCONST_ONE]
             cnt[j] = 1
         else:
-            plan_point(grid, gn, p, j, 1, MODE_NEAREST, pad, axc, kc, sizes, strides,
+            plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
                        off, wts, cnt, ax_off, ax_w, ax_n, wconst)
 
 
 @inline
-def plan_cubic_2d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+def plan_cubic_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                    ax_off, ax_w, ax_n, wconst):
     sx, sy = strides[0], strides[1]
     for j in range(nb):
@@ -141,12 +146,12 @@ def plan_cubic_2d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
                     wts[o + 4 * ky + kx] = wx[kx] * wy[ky]
             cnt[j] = 16
         else:
-            plan_point(grid, gn, p, j, 16, MODE_CUBIC, pad, axc, kc, sizes, strides,
+            plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
                        off, wts, cnt, ax_off, ax_w, ax_n, wconst)
 
 
 @inline
-def plan_linear_3d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+def plan_linear_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                     ax_off, ax_w, ax_n, wconst):
     one = kc[0]
     sx, sy, sz = strides[0], strides[1], strides[2]
@@ -180,12 +185,12 @@ def plan_linear_3d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt
             wts[o + 7] = w11 * wz1
             cnt[j] = 8
         else:
-            plan_point(grid, gn, p, j, 8, MODE_LINEAR, pad, axc, kc, sizes, strides,
+            plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
                        off, wts, cnt, ax_off, ax_w, ax_n, wconst)
 
 
 @inline
-def plan_nearest_3d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cnt,
+def plan_nearest_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                      ax_off, ax_w, ax_n, wconst):
     one = kc[0]
     for j in range(nb):
@@ -198,7 +203,7 @@ def plan_nearest_3d(grid, gn, p0, nb, pad, axc, kc, sizes, strides, off, wts, cn
             wts[j] = wconst[WCONST_ONE]
             cnt[j] = 1
         else:
-            plan_point(grid, gn, p, j, 1, MODE_NEAREST, pad, axc, kc, sizes, strides,
+            plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
                        off, wts, cnt, ax_off, ax_w, ax_n, wconst)
 
 

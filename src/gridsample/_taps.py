@@ -272,21 +272,13 @@ def axis_taps(g, mode, pad, ax, kc, size, stride, off, wts, base):
     i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2, ok3, nan = cubic_axis(g, pad, ax, kc, size)
     if nan:
         return -1
+    idx = (i0, i1, i2, i3)
+    wk = (w0, w1, w2, w3)
+    ok = (ok0, ok1, ok2, ok3)
     n = 0
-    if ok0:
-        off[base + n] = i0 * stride
-        wts[base + n] = w0
-        n += 1
-    if ok1:
-        off[base + n] = i1 * stride
-        wts[base + n] = w1
-        n += 1
-    if ok2:
-        off[base + n] = i2 * stride
-        wts[base + n] = w2
-        n += 1
-    if ok3:
-        off[base + n] = i3 * stride
-        wts[base + n] = w3
-        n += 1
+    for k in range(4):
+        if ok[k]:
+            off[base + n] = idx[k] * stride
+            wts[base + n] = wk[k]
+            n += 1
     return n
