@@ -229,3 +229,12 @@ def test_concurrent_calls_from_python_threads(rng):
                                                                  False), range(40)))
     for got in results:
         np.testing.assert_array_equal(got, want)
+
+
+def test_zero_stride_and_read_only_inputs(rng):
+    """Broadcast views (stride 0) and read-only arrays are read in place."""
+    row = rng.standard_normal((1, 1, 1, 9))
+    x = np.broadcast_to(row, (2, 3, 7, 9))  # read-only, strides 0 on three axes
+    grid = np.broadcast_to(rng.uniform(-1.2, 1.2, (1, 5, 4, 2)), (2, 5, 4, 2))
+    for mode in MODES:
+        assert_twins(x, grid, mode, "reflection", True)
