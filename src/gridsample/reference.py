@@ -19,11 +19,9 @@ import numpy as np
 
 from ._options import (
     MODE_CUBIC,
-    MODE_LINEAR,
     MODE_NEAREST,
     PAD_BORDER,
     PAD_REFLECTION,
-    PAD_ZEROS,
     parse_align_corners,
     parse_flag,
     parse_mode,
