@@ -73,7 +73,8 @@ def test_channel_last_is_bit_identical_to_channel_first(rng, rank, mode, padding
 @pytest.mark.parametrize("mode", MODES)
 def test_mixed_dtypes(rng, x_dtype, grid_dtype, mode):
     x, grid = random_case(rng, (2, 3, 7, 6), (5, 4), x_dtype=x_dtype, grid_dtype=grid_dtype)
-    precision = np.float64 if x_dtype == grid_dtype == np.float64 else np.float32
+    # Rule 5: weights and sums follow x's precision, whatever the grid's.
+    precision = x_dtype
     out = assert_twins(x, grid, mode, "reflection", False, dtype=precision)
     assert out.dtype == x_dtype
 
@@ -147,6 +148,18 @@ class TestNonFiniteRulesByHand:
             assert np.isnan(self.run(np.nan, mode, padding, fn))
         # 1e30 with border is the last element, exactly.
         assert self.run(1e30, mode, "border", fn) == 30.0
+
+    @pytest.mark.parametrize("fn", [gridsample.grid_sample, reference.grid_sample])
+    @pytest.mark.parametrize("mode", MODES)
+    def test_size_one_axis_with_align_corners(self, fn, mode):
+        # S = 1, align_corners: every finite g maps to 0, but +-inf is still
+        # infinitely far out (0 * inf must not turn it into NaN).
+        x = np.array([[[5.0]]])
+        g = np.array([[[np.inf], [-np.inf], [0.7], [np.nan]]])
+        np.testing.assert_array_equal(fn(x, g, mode, "zeros", True)[0, 0], [0, 0, 5, np.nan])
+        np.testing.assert_array_equal(fn(x, g, mode, "border", True)[0, 0], [5, 5, 5, np.nan])
+        out = fn(x, g, mode, "reflection", True)[0, 0]
+        assert np.isnan(out[[0, 1, 3]]).all() and out[2] == 5
 
     @pytest.mark.parametrize("fn", [gridsample.grid_sample, reference.grid_sample])
     def test_huge_reflection_is_exact(self, fn):
@@ -238,3 +251,38 @@ def test_zero_stride_and_read_only_inputs(rng):
     grid = np.broadcast_to(rng.uniform(-1.2, 1.2, (1, 5, 4, 2)), (2, 5, 4, 2))
     for mode in MODES:
         assert_twins(x, grid, mode, "reflection", True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("padding", ["border", "reflection"])
+def test_float32_axis_longer_than_2_to_24_stays_inside(mode, padding):
+    """S - 1 = 16777219 has no float32; clipping must not reach index S (one past the end).
+
+    The last two elements are 1 and a sentinel 777 sits just past the end of x:
+    the edge read must give 1, never 777.
+    """
+    size = 2**24 + 4
+    base = np.zeros(size + 8, np.float32)
+    base[size - 2:size] = 1.0
+    base[size:] = 777.0
+    x = base[:size].reshape(1, 1, size)
+    grid = np.array([[[1.0], [np.inf], [1e30]]], np.float32)
+    out = gridsample.grid_sample(x, grid, mode, padding, True)
+    if padding == "border":
+        np.testing.assert_array_equal(out[0, 0], [1.0, 1.0, 1.0])
+    else:
+        assert out[0, 0, 0] == 1.0 and np.isnan(out[0, 0, 1])
+    assert not (out == 777.0).any()
+
+
+@pytest.mark.parametrize("mode,rank", [("cubic", 9), ("linear", 17)])
+def test_too_many_taps_per_point_is_an_error(mode, rank):
+    x = np.zeros((1, 1) + (1,) * rank)
+    grid = np.zeros((1,) + (1,) * rank + (rank,))
+    with pytest.raises(gridsample.GridSampleError, match=f"{rank} spatial axes"):
+        gridsample.grid_sample(x, grid, mode)
+
+
+def test_nearest_at_high_rank(rng):
+    x, grid = random_case(rng, (1, 2) + (2,) * 12, (1,) * 11 + (3,), spread=1.5)
+    assert_twins(x, grid, "nearest", "border", False)

@@ -81,8 +81,8 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
     # Kernels list axes in grid order: entry 0 is the innermost spatial axis.
     sizes = np.array(plan.in_spatial[::-1], np.int64)
     strides = np.array(xs_spatial[::-1], np.int64)
-    axc = np.array([axis_constants(int(s), plan.align_corners) for s in sizes], plan.coord_dtype)
-    kc = np.array(cubic_constants(), plan.coord_dtype)
+    axc = np.stack([axis_constants(int(s), plan.align_corners, plan.coord_dtype) for s in sizes])
+    kc = np.array(cubic_constants(), plan.weight_dtype)
     wconst = np.array([0.0, 1.0, np.nan], plan.weight_dtype)
     grid3 = np.ascontiguousarray(grid.reshape(plan.grid_batch, plan.out_points, r))
     # Sweep channels innermost when they are many and the closest in memory.

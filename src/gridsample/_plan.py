@@ -14,7 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._errors import GridSampleError, GridSampleTypeError, describe
-from ._options import parse_align_corners, parse_flag, parse_mode, parse_padding
+from ._options import (MODE_NAMES, parse_align_corners, parse_flag, parse_mode,
+                       parse_padding)
+from ._planners import MAX_TAPS_PER_POINT, TAPS_PER_AXIS
 
 __all__ = ["ForwardPlan", "plan_forward", "as_array", "X_DTYPES", "GRID_DTYPES"]
 
@@ -122,6 +124,14 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last):
         raise GridSampleError(
             f"grid has shape {grid.shape}; its last axis must have length {rank}, "
             f"the number of spatial axes of x"
+        )
+    taps = TAPS_PER_AXIS[mode_code] ** rank
+    if taps > MAX_TAPS_PER_POINT:
+        raise GridSampleError(
+            f"x has {rank} spatial axes: mode={MODE_NAMES[mode_code]!r} would read "
+            f"{TAPS_PER_AXIS[mode_code]}**{rank} = {taps} taps per output point; at most "
+            f"{MAX_TAPS_PER_POINT} are supported (linear up to 16 axes, cubic up to 8, "
+            f"nearest any)"
         )
     batch = x.shape[0]
     if grid.shape[0] not in (batch, 1):

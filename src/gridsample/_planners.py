@@ -36,7 +36,14 @@ WCONST_ZERO, WCONST_ONE, WCONST_NAN = 0, 1, 2
 
 def taps_per_point(mode: int, rank: int) -> int:
     """Most taps a point can have: ``T**r`` with T = 1, 2, 4 (nearest, linear, cubic)."""
-    return {MODE_NEAREST: 1, MODE_LINEAR: 2, MODE_CUBIC: 4}[mode] ** rank
+    return TAPS_PER_AXIS[mode] ** rank
+
+
+#: Taps per axis of each mode.
+TAPS_PER_AXIS = {MODE_NEAREST: 1, MODE_LINEAR: 2, MODE_CUBIC: 4}
+#: Most taps per point a kernel plans (its scratch is ``block * K`` pairs):
+#: linear up to r = 16, cubic up to r = 8, nearest at any rank.
+MAX_TAPS_PER_POINT = 2**16
 
 
 @function
@@ -110,11 +117,10 @@ def plan_linear_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off,
 @inline
 def plan_nearest_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                      ax_off, ax_w, ax_n, wconst):
-    one = kc[0]
     for j in range(nb):
         p = p0 + j
-        ix, okx, _ = nearest_axis(grid[gn, p, 0], pad, axc[0], one, sizes[0])
-        iy, oky, _ = nearest_axis(grid[gn, p, 1], pad, axc[1], one, sizes[1])
+        ix, okx, _ = nearest_axis(grid[gn, p, 0], pad, axc[0], sizes[0])
+        iy, oky, _ = nearest_axis(grid[gn, p, 1], pad, axc[1], sizes[1])
         if okx and oky:
             off[j] = iy * strides[1] + ix * strides[0]
             wts[j] = wconst[WCONST_ONE]
@@ -192,12 +198,11 @@ def plan_linear_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off,
 @inline
 def plan_nearest_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                      ax_off, ax_w, ax_n, wconst):
-    one = kc[0]
     for j in range(nb):
         p = p0 + j
-        ix, okx, _ = nearest_axis(grid[gn, p, 0], pad, axc[0], one, sizes[0])
-        iy, oky, _ = nearest_axis(grid[gn, p, 1], pad, axc[1], one, sizes[1])
-        iz, okz, _ = nearest_axis(grid[gn, p, 2], pad, axc[2], one, sizes[2])
+        ix, okx, _ = nearest_axis(grid[gn, p, 0], pad, axc[0], sizes[0])
+        iy, oky, _ = nearest_axis(grid[gn, p, 1], pad, axc[1], sizes[1])
+        iz, okz, _ = nearest_axis(grid[gn, p, 2], pad, axc[2], sizes[2])
         if okx and oky and okz:
             off[j] = iz * strides[2] + iy * strides[1] + ix * strides[0]
             wts[j] = wconst[WCONST_ONE]

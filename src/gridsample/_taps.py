@@ -4,16 +4,17 @@ For one output point and one spatial axis of size ``S``, a *tap* is an input
 index along that axis and its interpolation weight.  The functions here turn
 one normalized grid value ``g`` into the axis's taps, already padded:
 
-* unnormalize (DESIGN §3 rule 2) in the coordinate dtype::
+* unnormalize (DESIGN §3 rule 2) in the coordinate dtype, grouped exactly
+  as the spec writes it (halving is a multiply by 0.5, which is exact)::
 
-      align_corners=1: x = (g + 1) / 2 * (S - 1) = (g + 1) * (S-1)/2
-      align_corners=0: x = ((g + 1) * S - 1) / 2 = (g + 1) * S/2 - 1/2
+      align_corners=1: x = (g + 1) / 2 * (S - 1) = ((g + 1) * 0.5 - 0) * (S - 1)
+      align_corners=0: x = ((g + 1) * S - 1) / 2 = ((g + 1) * S   - 1) * 0.5
 
-  so ``scale`` is ``(S-1)/2`` or ``S/2`` and ``shift`` is 0 or 1/2.  Halving
-  commutes with rounding, so each right-hand side rounds exactly like the
-  left-hand one: the result is bit-identical to the spec's formula, also for
-  huge ``g``, where a different grouping would reflect to another place.
-  A coordinate that overflows its dtype (float32 past 3.4e38) is ``±inf``;
+  i.e. ``((g + 1) * a - b) * c`` with per-axis constants: bit-identical to
+  the spec's formula, also for huge ``g`` (where another grouping rounds or
+  overflows differently and reflects to another place).  A coordinate that
+  overflows its dtype (float32 past 3.4e38) is ``±inf``, and ``g = ±inf``
+  stays ``±inf`` even on an axis of size 1 with align_corners (``c = 0``);
 * linear / nearest pad the *continuous* coordinate, then take 2 or 1 taps;
 * cubic keeps the coordinate, takes 4 taps ``floor(x)-1 … floor(x)+2`` and
   pads each integer tap index on its own (rule 4).
@@ -39,7 +40,7 @@ from ._jit import function, inline
 from ._options import MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
 
 __all__ = ["axis_taps", "reflect_clip", "unnormalize", "pad_continuous", "linear_axis",
-           "nearest_axis", "cubic_axis", "AXIS_SCALE", "AXIS_SHIFT", "AXIS_HIGH",
+           "nearest_axis", "cubic_axis", "AXIS_MUL", "AXIS_SUB", "AXIS_SCALE", "AXIS_HIGH", "AXIS_ONE",
            "AXIS_REFLECT_LOW", "AXIS_REFLECT_SPAN", "AXIS_FIELDS", "CUBIC_FIELDS",
            "axis_constants", "cubic_constants", "CUBIC_A"]
 
@@ -47,26 +48,38 @@ __all__ = ["axis_taps", "reflect_clip", "unnormalize", "pad_continuous", "linear
 CUBIC_A = -0.75
 
 # Layout of the per-axis constant row (in the coordinate dtype).
-AXIS_SCALE, AXIS_SHIFT, AXIS_HIGH, AXIS_REFLECT_LOW, AXIS_REFLECT_SPAN = range(5)
-AXIS_FIELDS = 5
-# Layout of the cubic constant row: 1, A, A+2, A+3, 5A, 8A, 4A.
+(AXIS_MUL, AXIS_SUB, AXIS_SCALE, AXIS_HIGH, AXIS_REFLECT_LOW, AXIS_REFLECT_SPAN,
+ AXIS_ONE) = range(7)
+AXIS_FIELDS = 7
+# Layout of the weight constant row (in the weight dtype): 1, A, A+2, A+3, 5A, 8A, 4A.
 CUBIC_FIELDS = 7
 
 
-def axis_constants(size: int, align_corners: bool) -> tuple:
-    """Per-axis constants: scale, shift, S-1, and the reflection interval.
+def axis_constants(size: int, align_corners: bool, dtype) -> np.ndarray:
+    """Per-axis constants in the coordinate ``dtype`` (layout ``AXIS_*``).
 
-    Reflection folds the coordinate back into ``[low, low + span]``:
+    ``a, b, c`` of the unnormalization, ``S - 1``, the reflection interval
+    and 1.  Reflection folds the coordinate back into ``[low, low + span]``:
     ``[0, S-1]`` with align_corners (the corner pixel centres) and
     ``[-0.5, S-0.5]`` without (the pixel edges).
+
+    ``S - 1`` is rounded *down* to the dtype: in float32 an axis longer than
+    2**24 has no exact ``S - 1``, and rounding up would clip to index ``S``,
+    one past the end.
     """
-    scale = (size - 1) / 2 if align_corners else size / 2
-    shift = 0.0 if align_corners else 0.5
+    dtype = np.dtype(dtype)
+    a, b, c = (0.5, 0.0, size - 1.0) if align_corners else (float(size), 1.0, 0.5)
     low, span = (0.0, float(size - 1)) if align_corners else (-0.5, float(size))
-    return (scale, shift, float(size - 1), low, span)
+    high = dtype.type(size - 1)
+    if float(high) > size - 1:
+        high = np.nextafter(high, dtype.type(0))
+    row = np.array([a, b, c, 0.0, low, span, 1.0], dtype)
+    row[AXIS_HIGH] = high
+    return row
 
 
 def cubic_constants() -> tuple:
+    """Keys' constants ``1, A, A+2, A+3, 5A, 8A, 4A`` (used in the weight dtype)."""
     a = CUBIC_A
     return (1.0, a, a + 2.0, a + 3.0, 5.0 * a, 8.0 * a, 4.0 * a)
 
@@ -109,9 +122,11 @@ def _cubic_far(t, kc):
 
 
 @inline
-def unnormalize(g, ax, one):
+def unnormalize(g, ax):
     """Rule 2 in the coordinate dtype (see the module notes for the grouping)."""
-    return (g + one) * ax[AXIS_SCALE] - ax[AXIS_SHIFT]
+    if math.isinf(g):
+        return g
+    return ((g + ax[AXIS_ONE]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE]
 
 
 @inline
@@ -137,10 +152,12 @@ def linear_axis(g, pad, ax, one, size):
     """The two linear taps of one axis.
 
     Returns ``(i0, w0, w1, ok0, ok1, nan)``: taps ``i0`` and ``i0 + 1`` with
-    weights ``1 - d`` and ``d`` (``d = x - floor(x)``); ``ok`` is False for a
-    tap outside ``[0, S-1]``; ``nan`` marks a NaN point.
+    weights ``1 - d`` and ``d`` (``d = x - floor(x)``, exact in the
+    coordinate dtype; ``one`` is 1 in the weight dtype, so ``1 - d`` is
+    formed in the weight precision, rule 5); ``ok`` is False for a tap
+    outside ``[0, S-1]``; ``nan`` marks a NaN point.
     """
-    x = pad_continuous(unnormalize(g, ax, one), pad, ax)
+    x = pad_continuous(unnormalize(g, ax), pad, ax)
     if x != x:
         return 0, one, one, False, False, True
     # Outside (-2, S+1) both taps are outside: skip the cast (x may be huge).
@@ -153,12 +170,12 @@ def linear_axis(g, pad, ax, one, size):
 
 
 @inline
-def nearest_axis(g, pad, ax, one, size):
+def nearest_axis(g, pad, ax, size):
     """The nearest tap of one axis, rounding half to even (as ``nearbyint``).
 
     Returns ``(i, ok, nan)``.
     """
-    x = pad_continuous(unnormalize(g, ax, one), pad, ax)
+    x = pad_continuous(unnormalize(g, ax), pad, ax)
     if x != x:
         return 0, False, True
     if not (x > -1 and x < ax[AXIS_HIGH] + 1):
@@ -174,10 +191,12 @@ def cubic_axis(g, pad, ax, kc, size):
     Returns ``(i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2, ok3, nan)``.
     The coordinate itself is not padded (rule 4); each tap index is: zeros
     drops it, border clips it, reflection reflects then clips it, all in
-    floating point so that the cast to an integer is always defined.
+    floating point so that the cast to an integer is always defined.  Tap
+    indices are formed in the coordinate dtype, weights in the weight dtype
+    (``kc``, rule 5).
     """
     one = kc[0]
-    x = unnormalize(g, ax, one)
+    x = unnormalize(g, ax)
     high = ax[AXIS_HIGH]
     zero = high - high
     if x != x or (math.isinf(x) and pad == PAD_REFLECTION):
@@ -204,7 +223,8 @@ def cubic_axis(g, pad, ax, kc, size):
                 i0 >= -3 and i0 + 3 < size, False)
     # f + (k - 1), each formed from f directly: past 2**24 (float32) f +- 1
     # rounds, and a running sum would round differently.
-    t0, t1, t2, t3 = f - one, f, f + one, f + (one + one)
+    cone = ax[AXIS_ONE]
+    t0, t1, t2, t3 = f - cone, f, f + cone, f + (cone + cone)
     if pad == PAD_BORDER:
         t0 = min(max(t0, zero), high)
         t1 = min(max(t1, zero), high)
@@ -217,7 +237,10 @@ def cubic_axis(g, pad, ax, kc, size):
         t1 = reflect_clip(t1, lo, span, high)
         t2 = reflect_clip(t2, lo, span, high)
         t3 = reflect_clip(t3, lo, span, high)
-    return (int(t0), int(t1), int(t2), int(t3), w0, w1, w2, w3, True, True, True, True, False)
+    # The clipped values lie in [0, S-1]; min() guards the cast all the same.
+    last = size - 1
+    return (min(int(t0), last), min(int(t1), last), min(int(t2), last), min(int(t3), last),
+            w0, w1, w2, w3, True, True, True, True, False)
 
 
 @function
@@ -261,7 +284,7 @@ def axis_taps(g, mode, pad, ax, kc, size, stride, off, wts, base):
             n += 1
         return n
     if mode == MODE_NEAREST:
-        i, ok, nan = nearest_axis(g, pad, ax, one, size)
+        i, ok, nan = nearest_axis(g, pad, ax, size)
         if nan:
             return -1
         if ok:

@@ -1,7 +1,7 @@
 """A slow, plain NumPy reference of GridSample: the twin of the fast kernels.
 
-It follows ``DESIGN.md`` §3 literally: coordinates, their padding and the
-per-axis weights in the grid's precision (float32 at least), as rule 5 asks;
+It follows ``DESIGN.md`` §3 literally: coordinates, their padding and the tap
+indices in the grid's precision (float32 at least), as rule 5 asks; weights,
 products and sums in float64 (complex128 for complex input), vectorized over output points and looping over the ``T**r`` tap
 combinations.  It shares no arithmetic with the compiled kernels (only the
 option parsing), so the tests can use it as an independent oracle for what
@@ -36,24 +36,27 @@ _A = -0.75  # Keys' cubic convolution parameter
 def _unnormalize(g, size, align_corners):
     # The spec's formulas, as the spec writes them, in g's dtype (NumPy keeps
     # float32 arithmetic float32 when the other operands are Python ints).
+    # +-inf is infinitely far out on every axis, also where S - 1 = 0.
     if align_corners:
-        return (g + 1) / 2 * (size - 1)
-    return ((g + 1) * size - 1) / 2
+        x = (g + 1) / 2 * (size - 1)
+    else:
+        x = ((g + 1) * size - 1) / 2
+    return np.where(np.isinf(g), g, x)
 
 
 def _reflect(x, size, align_corners):
     """Reflect over [0, S-1] (align_corners) or [-0.5, S-0.5], repeatedly; then clip.
 
-    Repeated reflection is a triangle wave of period 2 * span:
-    ``lo + span - |((x - lo) mod 2 span) - span|``.  ``fmod`` is exact, so
-    far points (1e30) land where exact arithmetic puts them.
+    Repeated reflection folds the line with period 2 * span: the distance
+    from ``lo`` modulo ``2 span`` (``fmod`` is exact, so far points such as
+    1e30 land where exact arithmetic puts them), mirrored when past ``span``.
     """
     lo, hi = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
     span = hi - lo
-    if span <= 0:
-        return np.zeros_like(x)
+    if span <= 0:  # an axis of size 1 with align_corners: everything maps to 0
+        return np.where(np.isnan(x), x, np.zeros_like(x))
     phase = np.fmod(np.abs(x - lo), 2 * span)
-    y = lo + span - np.abs(phase - span)
+    y = np.where(phase > span, 2 * span - phase, phase) + lo
     return np.clip(y, 0, size - 1)
 
 
@@ -68,9 +71,9 @@ def _keys(t):
 def _axis_taps(x, size, mode, padding, align_corners):
     """Taps of one axis: list of (float index, weight, valid) and the NaN mask.
 
-    ``x`` is the unnormalized coordinate, in the coordinate dtype; all the
-    arithmetic here stays in that dtype (NumPy keeps float32 float32 when the
-    other operands are Python scalars).  Indices stay float
+    ``x`` is the unnormalized coordinate, in the coordinate dtype; padding and
+    tap indices stay in that dtype (NumPy keeps float32 float32 when the
+    other operands are Python scalars), weights are float64.  Indices stay float
     until the caller masks them, so huge and infinite values are harmless.
     """
     if mode == MODE_CUBIC:
@@ -80,7 +83,7 @@ def _axis_taps(x, size, mode, padding, align_corners):
             # a zero fraction gives the same taps and weights (0, 1, 0, 0).
             x = np.where(np.isinf(x), np.copysign(size + 8.0, x), x)
         f = np.floor(x)
-        frac = x - f
+        frac = (x - f).astype(np.float64)  # exact; weights in float64 from here
         taps = []
         for k in (-1, 0, 1, 2):
             idx = f + k
@@ -103,9 +106,10 @@ def _axis_taps(x, size, mode, padding, align_corners):
         idx = np.rint(x)  # round half to even
         return [(idx, np.ones_like(x), (idx >= 0) & (idx <= size - 1))], nan
     f = np.floor(x)
+    d = (x - f).astype(np.float64)  # exact; weights in float64 from here
     return [
-        (f, 1 - (x - f), (f >= 0) & (f <= size - 1)),
-        (f + 1, x - f, (f + 1 >= 0) & (f + 1 <= size - 1)),
+        (f, 1 - d, (f >= 0) & (f <= size - 1)),
+        (f + 1, d, (f + 1 >= 0) & (f + 1 <= size - 1)),
     ], nan
 
 
@@ -160,7 +164,7 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
             valid = np.ones((n,) + out_spatial, bool)
             index = [None] * r
             for (axis, _), (idx, w, ok) in zip(per_axis, combo):
-                weight = weight * w.astype(np.float64)
+                weight = weight * w
                 valid &= ok
                 index[axis] = idx
             safe = [np.where(valid, i, 0).astype(np.intp) for i in index]
