@@ -5,9 +5,11 @@ taps (:func:`gridsample._taps.axis_taps`), then their tensor product.  The
 rank-specialised planners compute the same lists with the per-axis helpers
 in registers, for the common case of a point whose taps all lie inside
 ``X``; any other point (near or past an edge under zeros padding, NaN) is
-handed to :func:`plan_point`.  So each fast planner is, by construction,
-the general one on the points it handles, and the tests compare both
-against the NumPy reference.
+handed to :func:`plan_point`.  Each fast planner lists the same taps in the
+same order as the general one; the weights agree exactly when x and the grid
+share a dtype (for mixed dtypes the general planner rounds each axis weight
+to the weight dtype before the product, the fast ones round the product
+once).  The tests compare both against the NumPy reference.
 
 The specialised planners receive ``K`` and ``mode`` as run-time arguments
 only to pass them on to :func:`plan_point`: written as constants there, Numba
