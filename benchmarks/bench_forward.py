@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from benchmarks.grids import random_grid, smooth_grid
 from benchmarks.peers import PEERS, Unsupported, make_gridsample
+from benchmarks.timing import interleaved_medians
 
 
 @dataclass
@@ -81,25 +80,7 @@ def time_case(case, peers, repeats, rng):
             notes[name] = str(why)
         except ImportError:
             notes[name] = "not installed"
-    times = {name: [] for name in runners}
-    for name, run in runners.items():  # warm-up: compile, allocate, page in
-        t0 = time.perf_counter()
-        run()
-        if time.perf_counter() - t0 > 3.0:  # very slow peers: fewer repeats
-            times[name] = None
-    for _ in range(repeats):
-        for name, run in runners.items():
-            if times[name] is None and len(times.get(name + "#", [])) >= 2:
-                continue
-            t0 = time.perf_counter()
-            run()
-            elapsed = time.perf_counter() - t0
-            (times[name] if times[name] is not None else times.setdefault(name + "#", [])).append(
-                elapsed)
-    medians = {}
-    for name in runners:
-        samples = times[name] if times[name] is not None else times[name + "#"]
-        medians[name] = statistics.median(samples)
+    medians = interleaved_medians(runners, repeats)
     return medians, notes
 
 

@@ -20,6 +20,8 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper  # noqa: E402
 
+from gridsample.onnx import conformance_cases  # noqa: E402
+
 _ONNX_TYPE = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE}
 
 
@@ -61,18 +63,7 @@ def test_5d_matches_onnxruntime(rng, mode, padding, align, dtype):
                                **tolerance(dtype))
 
 
-def _conformance_cases():
-    import warnings
-
-    from onnx.backend.test.case.node import collect_testcases
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cases = collect_testcases()
-    return [c for c in cases if c.model.graph.node[0].op_type == "GridSample"]
-
-
-_CASES = _conformance_cases()
+_CASES = [c for c in conformance_cases() if c.model.graph.node[0].op_type == "GridSample"]
 
 
 def test_all_gridsample_conformance_cases_are_collected():

@@ -286,3 +286,25 @@ def test_too_many_taps_per_point_is_an_error(mode, rank):
 def test_nearest_at_high_rank(rng):
     x, grid = random_case(rng, (1, 2) + (2,) * 12, (1,) * 11 + (3,), spread=1.5)
     assert_twins(x, grid, "nearest", "border", False)
+
+
+@pytest.mark.parametrize("rank,mode", [(2, "linear"), (2, "nearest"), (2, "cubic"),
+                                       (3, "linear"), (3, "nearest")])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_specialised_kernels_equal_the_general_kernel(monkeypatch, rng, rank, mode, dtype):
+    # Each fast planner must list the same taps, in the same order, with the
+    # same weights as the general planner: inside points, edge points under
+    # zeros padding, far, infinite and NaN points.
+    from gridsample import _engine
+
+    x_shape = (2, 3, 6, 7) if rank == 2 else (1, 2, 4, 5, 6)
+    out_spatial = (9, 10) if rank == 2 else (5, 6, 7)
+    x, grid = random_case(rng, x_shape, out_spatial, spread=1.6, x_dtype=dtype, grid_dtype=dtype)
+    grid.reshape(-1)[::7] = np.array([np.nan, np.inf, -np.inf, 1e30, 1.0, -1.0, 0.0])[
+        np.arange(grid.size)[::7] % 7]
+    for padding, align in itertools.product(PADDINGS, ALIGNS):
+        fast = gridsample.grid_sample(x, grid, mode, padding, align)
+        with monkeypatch.context() as patch:
+            patch.setattr(_engine, "FORWARD_KERNELS", {})
+            general = gridsample.grid_sample(x, grid, mode, padding, align)
+        np.testing.assert_array_equal(fast, general)

@@ -4,9 +4,10 @@
 frameworks live in their own modules and import those frameworks there.
 """
 
+from ._affine import affine_grid
 from ._api import grid_sample
 from ._errors import GridSampleError, GridSampleTypeError
 
 __version__ = "0.1.0"
 
-__all__ = ["grid_sample", "GridSampleError", "GridSampleTypeError", "__version__"]
+__all__ = ["grid_sample", "affine_grid", "GridSampleError", "GridSampleTypeError", "__version__"]

@@ -3,18 +3,16 @@
 :func:`plan_point` is the general planner for any rank and mode: per-axis
 taps (:func:`gridsample._taps.axis_taps`), then their tensor product.  The
 rank-specialised planners compute the same lists with the per-axis helpers
-in registers, for the common case of a point whose taps all lie inside
-``X``; any other point (near or past an edge under zeros padding, NaN) is
-handed to :func:`plan_point`.  Each fast planner lists the same taps in the
-same order as the general one; the weights agree exactly when x and the grid
+in registers: a straight-line path for a point whose taps all lie inside
+``X``, and short inline paths for a NaN point and for a point near or past
+an edge under zeros padding (only its taps inside ``X`` are listed).  Each
+fast planner lists the same taps in the same order as the general one; the weights agree exactly when x and the grid
 share a dtype (for mixed dtypes the general planner rounds each axis weight
 to the weight dtype before the product, the fast ones round the product
 once).  The tests compare both against the NumPy reference.
 
-The specialised planners receive ``K`` and ``mode`` as run-time arguments
-only to pass them on to :func:`plan_point`: written as constants there, Numba
-would type them as literals and compile :func:`plan_point` once per planner
-instead of once per dtype signature.
+All planners share one signature (some arguments are used by
+:func:`plan_general` only), so the kernels can call them alike.
 
 Point ``j`` of a block owns entries ``j*K … j*K + K - 1`` of ``off`` and
 ``wts``; ``cnt[j]`` of them are used.  Taps are listed innermost axis
@@ -91,17 +89,44 @@ def plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
 
 
 @inline
+def _nan_point(off, wts, cnt, j, o, wconst):
+    """Slot ``j`` (entries from ``o``) gets one tap of weight NaN: the point reads NaN."""
+    off[o] = 0
+    wts[o] = wconst[WCONST_NAN]
+    cnt[j] = 1
+
+
+@inline
+def _edge_taps_2d(off, wts, o, b, xo, yo, wx, wy, okx, oky):
+    """List the taps of a 2-D point that lie inside ``X``; return their number.
+
+    ``xo``/``yo`` are the per-tap offsets of each axis relative to ``b``,
+    ``wx``/``wy`` their weights and ``okx``/``oky`` whether each tap is
+    inside.  Same order (x fastest) and products as :func:`plan_point`.
+    """
+    c = 0
+    for ky in range(len(yo)):
+        if oky[ky]:
+            for kx in range(len(xo)):
+                if okx[kx]:
+                    off[o + c] = b + yo[ky] + xo[kx]
+                    wts[o + c] = wx[kx] * wy[ky]
+                    c += 1
+    return c
+
+
+@inline
 def plan_linear_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                     ax_off, ax_w, ax_n, wconst):
     one = kc[0]
     sx, sy = strides[0], strides[1]
     for j in range(nb):
         p = p0 + j
-        ix, wx0, wx1, okx0, okx1, _ = linear_axis(grid[gn, p, 0], pad, axc[0], one, sizes[0])
-        iy, wy0, wy1, oky0, oky1, _ = linear_axis(grid[gn, p, 1], pad, axc[1], one, sizes[1])
+        ix, wx0, wx1, okx0, okx1, nanx = linear_axis(grid[gn, p, 0], pad, axc[0], one, sizes[0])
+        iy, wy0, wy1, oky0, oky1, nany = linear_axis(grid[gn, p, 1], pad, axc[1], one, sizes[1])
+        o = 4 * j
+        b = iy * sy + ix * sx
         if okx0 and okx1 and oky0 and oky1:
-            o = 4 * j
-            b = iy * sy + ix * sx
             off[o] = b
             off[o + 1] = b + sx
             off[o + 2] = b + sy
@@ -111,9 +136,11 @@ def plan_linear_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off,
             wts[o + 2] = wx0 * wy1
             wts[o + 3] = wx1 * wy1
             cnt[j] = 4
-        else:
-            plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
-                       off, wts, cnt, ax_off, ax_w, ax_n, wconst)
+        elif nanx or nany:
+            _nan_point(off, wts, cnt, j, o, wconst)
+        else:  # near or past an edge under zeros padding
+            cnt[j] = _edge_taps_2d(off, wts, o, b, (0, sx), (0, sy), (wx0, wx1), (wy0, wy1),
+                                   (okx0, okx1), (oky0, oky1))
 
 
 @inline
@@ -121,15 +148,16 @@ def plan_nearest_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off
                      ax_off, ax_w, ax_n, wconst):
     for j in range(nb):
         p = p0 + j
-        ix, okx, _ = nearest_axis(grid[gn, p, 0], pad, axc[0], sizes[0])
-        iy, oky, _ = nearest_axis(grid[gn, p, 1], pad, axc[1], sizes[1])
-        if okx and oky:
+        ix, okx, nanx = nearest_axis(grid[gn, p, 0], pad, axc[0], sizes[0])
+        iy, oky, nany = nearest_axis(grid[gn, p, 1], pad, axc[1], sizes[1])
+        if nanx or nany:
+            _nan_point(off, wts, cnt, j, j, wconst)
+        elif okx and oky:
             off[j] = iy * strides[1] + ix * strides[0]
             wts[j] = wconst[WCONST_ONE]
             cnt[j] = 1
         else:
-            plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
-                       off, wts, cnt, ax_off, ax_w, ax_n, wconst)
+            cnt[j] = 0
 
 
 @inline
@@ -139,23 +167,25 @@ def plan_cubic_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, 
     for j in range(nb):
         p = p0 + j
         (x0, x1, x2, x3, wx0, wx1, wx2, wx3, okx0, okx1, okx2, okx3,
-         _) = cubic_axis(grid[gn, p, 0], pad, axc[0], kc, sizes[0])
+         nanx) = cubic_axis(grid[gn, p, 0], pad, axc[0], kc, sizes[0])
         (y0, y1, y2, y3, wy0, wy1, wy2, wy3, oky0, oky1, oky2, oky3,
-         _) = cubic_axis(grid[gn, p, 1], pad, axc[1], kc, sizes[1])
+         nany) = cubic_axis(grid[gn, p, 1], pad, axc[1], kc, sizes[1])
+        xo = (x0 * sx, x1 * sx, x2 * sx, x3 * sx)
+        yo = (y0 * sy, y1 * sy, y2 * sy, y3 * sy)
+        wx = (wx0, wx1, wx2, wx3)
+        wy = (wy0, wy1, wy2, wy3)
+        o = 16 * j
         if okx0 and okx1 and okx2 and okx3 and oky0 and oky1 and oky2 and oky3:
-            xo = (x0 * sx, x1 * sx, x2 * sx, x3 * sx)
-            yo = (y0 * sy, y1 * sy, y2 * sy, y3 * sy)
-            wx = (wx0, wx1, wx2, wx3)
-            wy = (wy0, wy1, wy2, wy3)
-            o = 16 * j
             for ky in range(4):
                 for kx in range(4):
                     off[o + 4 * ky + kx] = yo[ky] + xo[kx]
                     wts[o + 4 * ky + kx] = wx[kx] * wy[ky]
             cnt[j] = 16
-        else:
-            plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
-                       off, wts, cnt, ax_off, ax_w, ax_n, wconst)
+        elif nanx or nany:
+            _nan_point(off, wts, cnt, j, o, wconst)
+        else:  # near or past an edge under zeros padding, or infinitely far out
+            cnt[j] = _edge_taps_2d(off, wts, o, 0, xo, yo, wx, wy,
+                                   (okx0, okx1, okx2, okx3), (oky0, oky1, oky2, oky3))
 
 
 @inline
@@ -165,12 +195,12 @@ def plan_linear_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off,
     sx, sy, sz = strides[0], strides[1], strides[2]
     for j in range(nb):
         p = p0 + j
-        ix, wx0, wx1, okx0, okx1, _ = linear_axis(grid[gn, p, 0], pad, axc[0], one, sizes[0])
-        iy, wy0, wy1, oky0, oky1, _ = linear_axis(grid[gn, p, 1], pad, axc[1], one, sizes[1])
-        iz, wz0, wz1, okz0, okz1, _ = linear_axis(grid[gn, p, 2], pad, axc[2], one, sizes[2])
+        ix, wx0, wx1, okx0, okx1, nanx = linear_axis(grid[gn, p, 0], pad, axc[0], one, sizes[0])
+        iy, wy0, wy1, oky0, oky1, nany = linear_axis(grid[gn, p, 1], pad, axc[1], one, sizes[1])
+        iz, wz0, wz1, okz0, okz1, nanz = linear_axis(grid[gn, p, 2], pad, axc[2], one, sizes[2])
+        o = 8 * j
+        b = iz * sz + iy * sy + ix * sx
         if okx0 and okx1 and oky0 and oky1 and okz0 and okz1:
-            o = 8 * j
-            b = iz * sz + iy * sy + ix * sx
             off[o] = b
             off[o + 1] = b + sx
             off[o + 2] = b + sy
@@ -192,9 +222,21 @@ def plan_linear_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off,
             wts[o + 6] = w10 * wz1
             wts[o + 7] = w11 * wz1
             cnt[j] = 8
-        else:
-            plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
-                       off, wts, cnt, ax_off, ax_w, ax_n, wconst)
+        elif nanx or nany or nanz:
+            _nan_point(off, wts, cnt, j, o, wconst)
+        else:  # near or past an edge under zeros padding: taps inside X only
+            c = 0
+            for kz in range(2):
+                if (okz0, okz1)[kz]:
+                    for ky in range(2):
+                        if (oky0, oky1)[ky]:
+                            for kx in range(2):
+                                if (okx0, okx1)[kx]:
+                                    off[o + c] = b + (0, sz)[kz] + (0, sy)[ky] + (0, sx)[kx]
+                                    # (w_x * w_y) * w_z, as plan_point multiplies
+                                    wts[o + c] = ((wx0, wx1)[kx] * (wy0, wy1)[ky]) * (wz0, wz1)[kz]
+                                    c += 1
+            cnt[j] = c
 
 
 @inline
@@ -202,16 +244,17 @@ def plan_nearest_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off
                      ax_off, ax_w, ax_n, wconst):
     for j in range(nb):
         p = p0 + j
-        ix, okx, _ = nearest_axis(grid[gn, p, 0], pad, axc[0], sizes[0])
-        iy, oky, _ = nearest_axis(grid[gn, p, 1], pad, axc[1], sizes[1])
-        iz, okz, _ = nearest_axis(grid[gn, p, 2], pad, axc[2], sizes[2])
-        if okx and oky and okz:
+        ix, okx, nanx = nearest_axis(grid[gn, p, 0], pad, axc[0], sizes[0])
+        iy, oky, nany = nearest_axis(grid[gn, p, 1], pad, axc[1], sizes[1])
+        iz, okz, nanz = nearest_axis(grid[gn, p, 2], pad, axc[2], sizes[2])
+        if nanx or nany or nanz:
+            _nan_point(off, wts, cnt, j, j, wconst)
+        elif okx and oky and okz:
             off[j] = iz * strides[2] + iy * strides[1] + ix * strides[0]
             wts[j] = wconst[WCONST_ONE]
             cnt[j] = 1
         else:
-            plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
-                       off, wts, cnt, ax_off, ax_w, ax_n, wconst)
+            cnt[j] = 0
 
 
 @inline

@@ -28,7 +28,7 @@ from ._options import (
     parse_padding,
 )
 
-__all__ = ["grid_sample"]
+__all__ = ["grid_sample", "affine_grid"]
 
 _A = -0.75  # Keys' cubic convolution parameter
 
@@ -176,3 +176,39 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     if channel_last:
         out = np.moveaxis(out, 1, -1)
     return out.astype(x.dtype)
+
+
+def affine_grid(theta, size, align_corners=False):
+    """Reference AffineGrid; same signature and result as :func:`gridsample.affine_grid`.
+
+    Builds the homogeneous base grid ``(*spatial, r + 1)`` explicitly (its
+    coordinates from linspace, the ONNX specification's picture) and
+    multiplies it by ``theta`` with a float64 matmul, then casts to
+    ``theta``'s dtype.
+
+    Parameters
+    ----------
+    theta : array_like, shape (N, 2, 3) or (N, 3, 4)
+    size : sequence of int, (N, C, H, W) or (N, C, D, H, W)
+
+    Returns
+    -------
+    ndarray, shape (N, H, W, 2) or (N, D, H, W, 3), dtype of ``theta``
+    """
+    align_corners = parse_align_corners(align_corners)
+    theta = np.asarray(theta)
+    spatial = tuple(int(s) for s in size[2:])
+    axes = []
+    for length in spatial[::-1]:  # W first: grid[..., 0] is x
+        if length == 1:
+            axes.append(np.zeros(1))
+        elif align_corners:
+            axes.append(np.linspace(-1.0, 1.0, length))
+        else:
+            half = 1.0 / length  # centres of `length` equal cells of [-1, 1]
+            axes.append(np.linspace(-1.0 + half, 1.0 - half, length))
+    mesh = np.meshgrid(*axes[::-1], indexing="ij")  # each (*spatial), D/H/W order
+    base = np.stack([*mesh[::-1], np.ones(spatial)], axis=-1)  # (..., x, y[, z], 1)
+    t = theta.astype(np.float64)
+    out = np.einsum("...j,nkj->n...k", base, t)
+    return out.astype(theta.dtype)

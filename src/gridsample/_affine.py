@@ -1,0 +1,219 @@
+"""AffineGrid: the sampling grid of a batch of affine maps (ONNX AffineGrid-20).
+
+For output size ``(N, C, D1, ..., Dr)`` (r = 2 or 3) and ``theta`` of shape
+``(N, r, r + 1)``, point ``(i_1, ..., i_r)`` of item ``n`` gets
+
+    grid[n, i_1, ..., i_r, k] = sum_j theta[n, k, j] * b_j + theta[n, k, r]
+
+where ``b_0`` is the base coordinate along the innermost axis (W), ``b_1``
+along H, ``b_2`` along D -- the same axis order as GridSample's grid.  The
+base coordinate of index ``i`` on an axis of size ``S`` spans ``[-1, 1]``:
+
+    align_corners=True :  b = 2 i / (S - 1) - 1        (corner centres at +-1)
+    align_corners=False:  b = (2 i + 1) / S - 1        (corner edges at +-1)
+
+and an axis of size 1 has ``b = 0`` in both settings (PyTorch's choice; the
+ONNX reference evaluator gives -1 there with align_corners=1, by an
+accident of ``arange``).  Base coordinates are computed in float64 and
+rounded once to the compute dtype.
+
+Precision follows ``DESIGN.md`` rule 5: float64 theta computes in float64,
+float32 in float32; float16 and bfloat16 compute in float32 and are cast back
+block by block, so no float32 copy of the whole grid is ever made.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._errors import GridSampleError, GridSampleTypeError, describe
+from ._jit import kernel, prange
+from ._options import parse_align_corners
+from ._plan import as_array
+
+__all__ = ["affine_grid", "THETA_DTYPE_NAMES", "base_coordinates", "parse_affine_args"]
+
+#: dtype names accepted for theta (bfloat16 comes from ``ml_dtypes``).
+THETA_DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64")
+
+# Points converted per block when a float16/bfloat16 grid is written through a
+# float32 scratch buffer: 256 Ki points x 3 x 4 bytes = 3 MiB, L2/L3-sized.
+_CAST_BLOCK_POINTS = 1 << 18
+
+
+def _compute_dtype(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
+
+
+def parse_affine_args(theta, size, align_corners):
+    """Validate ``affine_grid``'s arguments.
+
+    Returns
+    -------
+    theta : ndarray, shape (N, r, r + 1)
+    spatial : tuple of int
+        ``(D1, ..., Dr)`` taken from ``size``.
+    align : bool
+    """
+    align = parse_align_corners(align_corners)
+    theta = as_array("theta", theta)
+    if theta.dtype.name not in THETA_DTYPE_NAMES:
+        raise GridSampleTypeError(
+            f"theta has dtype {theta.dtype}; allowed dtypes: {', '.join(THETA_DTYPE_NAMES)}"
+        )
+    size = _parse_size(size)
+    r = len(size) - 2
+    if theta.shape[1:] != (r, r + 1) or theta.ndim != 3:
+        raise GridSampleError(
+            f"theta has shape {theta.shape}; for size={size} (r = {r} spatial axes) it must "
+            f"be (N, {r}, {r + 1})"
+        )
+    if theta.shape[0] != size[0]:
+        raise GridSampleError(
+            f"theta has batch size {theta.shape[0]} but size[0]={size[0]}; they must be equal"
+        )
+    return theta, tuple(size[2:]), align
+
+
+def _parse_size(size) -> tuple:
+    allowed = "(N, C, H, W) for 2-D or (N, C, D, H, W) for 3-D, non-negative integers"
+    try:
+        values = list(np.asarray(size).reshape(-1)) if not isinstance(size, (list, tuple)) \
+            else list(size)
+    except Exception:
+        raise GridSampleTypeError(f"size={describe(size)} is not a sequence; it must be {allowed}") \
+            from None
+    if len(values) not in (4, 5):
+        raise GridSampleError(f"size={describe(size)} has {len(values)} entries; it must be {allowed}")
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+               for v in values):
+        raise GridSampleTypeError(f"size={describe(size)} holds non-integers; it must be {allowed}")
+    if any(int(v) < 0 for v in values):
+        raise GridSampleError(f"size={describe(size)} has a negative entry; it must be {allowed}")
+    return tuple(int(v) for v in values)
+
+
+def base_coordinates(length: int, align_corners: bool) -> np.ndarray:
+    """The normalized coordinates of the ``length`` points of one axis, float64.
+
+    See the module docstring for the formulas; a single point sits at 0.
+    """
+    i = np.arange(length, dtype=np.float64)
+    if length == 1:
+        return np.zeros(1)
+    if align_corners:
+        return 2.0 * i / (length - 1) - 1.0
+    return (2.0 * i + 1.0) / length - 1.0
+
+
+@kernel
+def _affine_rows(theta, bases, sizes, row_start, row_stop, out):
+    """Write grid rows ``[row_start, row_stop)`` of the flattened output.
+
+    ``theta`` (N, r, r + 1), ``bases`` (r, max size) and ``out`` share the
+    compute dtype; ``sizes`` lists the spatial sizes innermost first
+    (W, H[, D]).  A row is one line of W points of one batch item; ``out``
+    is (rows, W, r) with its row 0 at global row ``row_start``.  The part of
+    each sum that is constant along the row (translation plus the H and D
+    terms) is formed once per row, in the order
+    ``t[k, r] + t[k, 1] * y + t[k, 2] * z``, then ``t[k, 0] * x`` is added.
+    """
+    r = sizes.shape[0]
+    width = sizes[0]
+    rows_per_item = 1
+    for j in range(1, r):
+        rows_per_item *= sizes[j]
+    for row in prange(row_start, row_stop):
+        n = row // rows_per_item
+        rest = row - n * rows_per_item
+        # r <= 3: the row constants live in three scalars (no per-row array).
+        c0 = theta[n, 0, r]
+        c1 = theta[n, 1, r]
+        c2 = theta[n, r - 1, r]  # only used when r == 3
+        for j in range(1, r):
+            idx = rest % sizes[j]
+            rest //= sizes[j]
+            b = bases[j, idx]
+            c0 += theta[n, 0, j] * b
+            c1 += theta[n, 1, j] * b
+            if r == 3:
+                c2 += theta[n, 2, j] * b
+        local = row - row_start
+        for w in range(width):
+            bx = bases[0, w]
+            out[local, w, 0] = theta[n, 0, 0] * bx + c0
+            out[local, w, 1] = theta[n, 1, 0] * bx + c1
+            if r == 3:
+                out[local, w, 2] = theta[n, 2, 0] * bx + c2
+
+
+def affine_grid(theta, size, align_corners=False) -> np.ndarray:
+    """The sampling grid of a batch of 2-D or 3-D affine maps.
+
+    Equal to ONNX AffineGrid-20 and ``torch.nn.functional.affine_grid``: the
+    output feeds :func:`gridsample.grid_sample` to apply ``theta``.
+
+    Parameters
+    ----------
+    theta : array_like, shape (N, 2, 3) or (N, 3, 4)
+        Affine matrices (the last row ``[0, ..., 0, 1]`` is implicit) mapping
+        output positions to input positions in normalized coordinates;
+        float16, bfloat16, float32 or float64.
+    size : sequence of int, (N, C, H, W) or (N, C, D, H, W)
+        The output size; ``C`` is not used.
+    align_corners : bool or {0, 1}, default False
+        ``True``: -1 and 1 are the centres of the corner elements; ``False``:
+        their outer edges.  Use the same value in ``grid_sample``.
+
+    Returns
+    -------
+    ndarray, shape (N, H, W, 2) or (N, D, H, W, 3)
+        Same dtype as ``theta``; ``[..., 0]`` is the x (W) coordinate.
+
+    Raises
+    ------
+    GridSampleError
+        Wrong shapes or sizes; :class:`GridSampleTypeError` for wrong types.
+
+    Notes
+    -----
+    Base coordinates along an axis of size S are ``2 i / (S - 1) - 1`` with
+    ``align_corners`` and ``(2 i + 1) / S - 1`` without (0 when S = 1).
+    float16/bfloat16 compute in float32, float64 in float64.
+
+    Examples
+    --------
+    >>> import numpy as np, gridsample
+    >>> identity = np.array([[[1, 0, 0], [0, 1, 0]]], np.float32)
+    >>> gridsample.affine_grid(identity, (1, 1, 1, 2))[0, 0]
+    array([[-0.5,  0. ],
+           [ 0.5,  0. ]], dtype=float32)
+    """
+    theta, spatial, align = parse_affine_args(theta, size, align_corners)
+    r = len(spatial)
+    n = theta.shape[0]
+    out = np.empty((n, *spatial, r), theta.dtype)
+    if out.size == 0:
+        return out
+    ct = _compute_dtype(theta.dtype)
+    sizes = np.array(spatial[::-1], np.int64)  # innermost (W) first
+    bases = np.zeros((r, int(sizes.max())), ct)
+    for j, length in enumerate(sizes):
+        bases[j, :length] = base_coordinates(int(length), align).astype(ct)
+    theta_c = np.ascontiguousarray(theta, dtype=ct)
+    width = int(sizes[0])
+    rows = out.size // (width * r)
+    flat = out.reshape(rows, width, r)
+    if out.dtype == ct:
+        _affine_rows(theta_c, bases, sizes, 0, rows, flat)
+        return out
+    # float16 / bfloat16: compute blocks of rows in float32, cast each back.
+    step = max(1, _CAST_BLOCK_POINTS // width)
+    scratch = np.empty((min(step, rows), width, r), ct)
+    for start in range(0, rows, step):
+        stop = min(rows, start + step)
+        _affine_rows(theta_c, bases, sizes, start, stop, scratch)
+        flat[start:stop] = scratch[: stop - start]
+    return out

@@ -1,0 +1,152 @@
+"""gridsample.onnx: the ReferenceEvaluator operators, the helper and the conformance runner."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import gridsample
+from conftest import ALIGNS, MODES, PADDINGS, random_case, tolerance
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+import gridsample.onnx as gso  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+
+_CASES = gso.conformance_cases()
+
+
+def test_every_conformance_case_is_collected():
+    # onnx 1.23: 18 GridSample and 4 single-node AffineGrid cases.
+    ops = [c.model.graph.node[0].op_type for c in _CASES]
+    assert ops.count("GridSample") >= 18 and ops.count("AffineGrid") >= 4
+
+
+@pytest.mark.parametrize("case", _CASES, ids=[c.name for c in _CASES])
+def test_conformance_case_through_the_evaluator(case):
+    sess = gso.evaluator(case.model)
+    names = [i.name for i in case.model.graph.input]
+    for inputs, outputs in case.data_sets:
+        got = sess.run(None, dict(zip(names, inputs)))
+        assert got[0].dtype == outputs[0].dtype
+        np.testing.assert_allclose(got[0], outputs[0], rtol=case.rtol, atol=case.atol)
+
+
+def test_conformance_runner_reports_every_case_passing():
+    results = gso.run_conformance(compare_reference=False)
+    assert len(results) == len(_CASES)
+    assert all(r.passed for r in results), [r for r in results if not r.passed]
+    table = gso.format_table(results)
+    assert f"{len(results)}/{len(results)} conformance cases pass" in table
+
+
+def _grid_sample_model(x_shape, grid_shape, opset, dtype=TensorProto.FLOAT, **attrs):
+    node = helper.make_node("GridSample", ["X", "G"], ["Y"], **attrs)
+    graph = helper.make_graph(
+        [node], "gs",
+        [helper.make_tensor_value_info("X", dtype, list(x_shape)),
+         helper.make_tensor_value_info("G", dtype, list(grid_shape))],
+        [helper.make_tensor_value_info("Y", dtype, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return model
+
+
+@pytest.mark.parametrize("opset_mode,mode", [
+    ((16, "bilinear"), "linear"), ((16, "bicubic"), "cubic"), ((16, "nearest"), "nearest"),
+    ((20, "linear"), "linear"), ((20, "cubic"), "cubic"), ((22, "cubic"), "cubic"),
+])
+def test_each_opset_takes_its_own_mode_names(rng, opset_mode, mode):
+    opset, name = opset_mode
+    x, grid = random_case(rng, (2, 3, 6, 7), (4, 5), x_dtype=np.float32, grid_dtype=np.float32)
+    model = _grid_sample_model(x.shape, grid.shape, opset, mode=name, padding_mode="reflection",
+                               align_corners=1)
+    got = gso.run_model(model, {"X": x, "G": grid})[0]
+    np.testing.assert_array_equal(got, gridsample.grid_sample(x, grid, mode, "reflection", True))
+
+
+def test_opset_20_rejects_opset_16_names(rng):
+    x, grid = random_case(rng, (1, 1, 3, 3), (2, 2), x_dtype=np.float32, grid_dtype=np.float32)
+    model = _grid_sample_model(x.shape, grid.shape, 20, mode="bilinear")
+    with pytest.raises(gridsample.GridSampleError, match="mode='bilinear' is not a GridSample-20"):
+        gso.run_model(model, {"X": x, "G": grid})
+
+
+def test_opset_16_is_4d_only(rng):
+    x, grid = random_case(rng, (1, 1, 3, 3, 3), (2, 2, 2), x_dtype=np.float32,
+                          grid_dtype=np.float32)
+    model = _grid_sample_model(x.shape, grid.shape, 16, mode="bilinear")
+    with pytest.raises(gridsample.GridSampleError, match="GridSample-16 takes 4-D X"):
+        gso.run_model(model, {"X": x, "G": grid})
+
+
+def test_opset_20_runs_any_rank(rng):
+    x, grid = random_case(rng, (1, 2, 4, 3, 3, 3), (2, 2, 2, 2), x_dtype=np.float32,
+                          grid_dtype=np.float32)
+    model = _grid_sample_model(x.shape, grid.shape, 20, mode="linear")
+    got = gso.run_model(model, {"X": x, "G": grid})[0]
+    np.testing.assert_array_equal(got, gridsample.grid_sample(x, grid))
+
+
+def test_gridsample_before_opset_16_is_an_error():
+    with pytest.raises(gridsample.GridSampleError, match="opset=15"):
+        gso.gridsample_version(15)
+
+
+def test_run_model_reads_paths_and_bytes(rng, tmp_path):
+    x, grid = random_case(rng, (1, 2, 5, 5), (3, 3), x_dtype=np.float32, grid_dtype=np.float32)
+    model = _grid_sample_model(x.shape, grid.shape, 22, mode="cubic")
+    path = tmp_path / "gs.onnx"
+    onnx.save(model, path)
+    want = gridsample.grid_sample(x, grid, "cubic")
+    for source in (model, path, str(path), model.SerializeToString()):
+        np.testing.assert_array_equal(gso.run_model(source, {"X": x, "G": grid})[0], want)
+    with pytest.raises(gridsample.GridSampleTypeError, match="model=.*onnx.ModelProto"):
+        gso.run_model(3.5, {})
+
+
+def _stn_inputs(rng, x_shape, dtype):
+    r = len(x_shape) - 2
+    x = rng.standard_normal(x_shape).astype(dtype)
+    theta = (np.eye(r, r + 1) + 0.4 * rng.standard_normal((x_shape[0], r, r + 1))).astype(dtype)
+    return x, theta
+
+
+def _stn_functions(x, theta, out_spatial, mode, padding, align):
+    size = (*x.shape[:2], *out_spatial)
+    return gridsample.grid_sample(x, gridsample.affine_grid(theta, size, align), mode, padding,
+                                  align)
+
+
+def _onnxruntime(model, feeds):
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)[0]
+
+
+@pytest.mark.parametrize("mode,padding,align", list(itertools.product(MODES, PADDINGS, ALIGNS)))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_spatial_transformer_2d(rng, mode, padding, align, dtype):
+    x, theta = _stn_inputs(rng, (2, 3, 9, 11), dtype)
+    model = gso.spatial_transformer_model(x.shape, (7, 8), mode=mode, padding_mode=padding,
+                                          align_corners=align, dtype=dtype)
+    got = gso.run_model(model, {"X": x, "theta": theta})[0]
+    np.testing.assert_array_equal(got, _stn_functions(x, theta, (7, 8), mode, padding, align))
+    np.testing.assert_allclose(got, _onnxruntime(model, {"X": x, "theta": theta}),
+                               **tolerance(dtype))
+
+
+@pytest.mark.parametrize("mode,padding,align", list(itertools.product(MODES, PADDINGS, ALIGNS)))
+def test_spatial_transformer_3d(rng, mode, padding, align):
+    x, theta = _stn_inputs(rng, (1, 2, 5, 6, 7), np.float32)
+    model = gso.spatial_transformer_model(x.shape, (4, 5, 6), mode=mode, padding_mode=padding,
+                                          align_corners=align, opset=22)
+    got = gso.run_model(model, {"X": x, "theta": theta})[0]
+    np.testing.assert_array_equal(got, _stn_functions(x, theta, (4, 5, 6), mode, padding, align))
+    if mode == "cubic":  # onnxruntime rejects 5-D cubic; gridsample runs it
+        with pytest.raises(Exception, match="Cubic"):
+            _onnxruntime(model, {"X": x, "theta": theta})
+    else:
+        np.testing.assert_allclose(got, _onnxruntime(model, {"X": x, "theta": theta}),
+                                   **tolerance(np.float32))
