@@ -16,6 +16,7 @@ import argparse
 
 import numpy as np
 
+from benchmarks.peers import ort_session_options
 from benchmarks.timing import interleaved_medians
 
 # (name, x shape, output spatial, mode, opset, time the plain evaluator): the
@@ -51,9 +52,7 @@ def model_runners(x_shape, out_spatial, mode, opset, rng):
     try:
         import onnxruntime as ort
 
-        opts = ort.SessionOptions()
-        opts.log_severity_level = 4  # its own error log would repeat the exception
-        sess = ort.InferenceSession(model.SerializeToString(), opts,
+        sess = ort.InferenceSession(model.SerializeToString(), ort_session_options(),
                                     providers=["CPUExecutionProvider"])
         sess.run(None, feeds)
         runners["onnxruntime"] = lambda: sess.run(None, feeds)

@@ -1,0 +1,16 @@
+"""The examples in the public docstrings run and print what they show."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+import gridsample._affine
+import gridsample._api
+
+
+@pytest.mark.parametrize("module", [gridsample._api, gridsample._affine])
+def test_docstring_examples(module):
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
