@@ -17,10 +17,13 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     Parameters
     ----------
     x : array_like, shape (N, C, d1, ..., dr), or (N, d1, ..., dr, C) with ``channel_last``
-        Input with ``r >= 1`` spatial axes; float32 or float64.  Any strides.
+        Input with ``r >= 1`` spatial axes, any strides.  Any ONNX tensor type:
+        float16, bfloat16 (``ml_dtypes``), float32, float64, int8-int64,
+        uint8-uint64, bool, complex64, complex128, and strings (str, bytes or
+        object arrays; nearest only).
     grid : array_like, shape (N, D1, ..., Dr, r) or (1, D1, ..., Dr, r)
-        Normalized sampling positions, mostly in ``[-1, 1]``; float32 or
-        float64.  ``grid[..., 0]`` indexes the innermost spatial axis of ``x``
+        Normalized sampling positions, mostly in ``[-1, 1]``; float16,
+        bfloat16, float32 or float64 (independent of ``x``).  ``grid[..., 0]`` indexes the innermost spatial axis of ``x``
         (its width), ``grid[..., 1]`` the next one, and so on.  A batch of 1
         is broadcast over ``x``'s batch.
     mode : {"linear", "nearest", "cubic"} or {0, 1, 2}, default "linear"
@@ -40,7 +43,9 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     Returns
     -------
     ndarray, shape (N, C, D1, ..., Dr), or (N, D1, ..., Dr, C) with ``channel_last``
-        Same dtype as ``x``.
+        Same dtype as ``x``.  Integer and bool results are the float64
+        interpolation rounded half to even and saturated; float16/bfloat16
+        results the float32 computation rounded to nearest even.
 
     Raises
     ------

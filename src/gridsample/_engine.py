@@ -6,16 +6,19 @@ pairs without a specialised kernel use the general N-D one.
 
 from __future__ import annotations
 
-import numba
+import math
+
 import numpy as np
 
 from . import _kernels as kern
+from ._dtypes import is_half, is_string, x_conversion
 from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST
 from ._plan import ForwardPlan
 from ._planners import taps_per_point
 from ._taps import axis_constants, cubic_constants
+from ._threads import num_threads, run_shared
 
-__all__ = ["run_forward", "flat_view", "FORWARD_KERNELS"]
+__all__ = ["run_forward", "flat_view", "FORWARD_KERNELS", "TASK_KERNELS"]
 
 #: Forward kernel of each (rank, mode); anything else uses ``kern.forward_nd``.
 FORWARD_KERNELS = {
@@ -26,6 +29,18 @@ FORWARD_KERNELS = {
     (3, MODE_NEAREST): kern.forward_nearest_3d,
 }
 
+#: X dtypes computed by the prange kernels (``FORWARD_KERNELS``).
+_PRANGE_DTYPES = ("float32", "float64", "float16", "bfloat16", "uint8")
+
+#: Entry for every other element type of each (rank, mode); else ``kern.task_nd``.
+TASK_KERNELS = {
+    (2, MODE_LINEAR): kern.task_linear_2d,
+    (2, MODE_NEAREST): kern.task_nearest_2d,
+    (2, MODE_CUBIC): kern.task_cubic_2d,
+    (3, MODE_LINEAR): kern.task_linear_3d,
+    (3, MODE_NEAREST): kern.task_nearest_3d,
+}
+
 # Target number of (offset, weight) pairs planned per block: ~4096 pairs
 # (48-64 KiB of scratch) stays in L2 while the channels are swept.
 _PAIRS_PER_BLOCK = 4096
@@ -33,6 +48,9 @@ _MIN_BLOCK = 16
 # Up to this many channels the planar sweep wins even on channel-last memory
 # (a few passes over cache lines the first pass brought in; no accumulator array).
 _PLANAR_MAX_CHANNELS = 4
+# Points per chunk when a float16/bfloat16 grid is converted to float32 on the
+# way in: 64 Ki points x 3 axes x 4 bytes = 768 KiB of float32 coordinates.
+_HALF_GRID_CHUNK_POINTS = 1 << 16
 
 
 def flat_view(a: np.ndarray, writeable: bool = False):
@@ -52,12 +70,12 @@ def flat_view(a: np.ndarray, writeable: bool = False):
     return flat, strides
 
 
-def _block_size(plan: ForwardPlan, taps_total: int) -> int:
+def _block_size(points: int, batch: int, taps_total: int, threads: int) -> int:
     block = max(_MIN_BLOCK, _PAIRS_PER_BLOCK // taps_total)
     # Enough blocks for every thread (x4 for balance) even when N is small.
-    wanted = 4 * numba.get_num_threads()
-    per_item = -(-wanted // max(plan.batch, 1))
-    return max(_MIN_BLOCK, min(block, -(-plan.out_points // per_item)))
+    wanted = 4 * threads
+    per_item = -(-wanted // max(batch, 1))
+    return max(_MIN_BLOCK, min(block, -(-points // per_item)))
 
 
 def _split_channels(strides, channel_last):
@@ -69,13 +87,17 @@ def _split_channels(strides, channel_last):
 
 def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarray:
     """Compute the forward operator for a validated plan."""
+    if is_string(plan.out_dtype):
+        return _run_strings(plan, x, grid)
     out = np.empty(plan.out_shape, plan.out_dtype)
     if plan.is_empty:
         return out
+    conv = x_conversion(plan.out_dtype)
     r = plan.rank
-    xflat, xs = flat_view(x)
+    # Kernels see storage views: uint16 bits for float16/bfloat16, uint8 for bool.
+    xflat, xs = flat_view(x.view(conv.storage))
     xs_n, xs_c, xs_spatial = _split_channels(xs, plan.channel_last)
-    outflat, os = flat_view(out, writeable=True)
+    outflat, os = flat_view(out.view(conv.storage), writeable=True)
     os_n, os_c, os_spatial = _split_channels(os, plan.channel_last)
     os_p = os_spatial[-1]  # the output is C-contiguous: points are evenly spaced
     # Kernels list axes in grid order: entry 0 is the innermost spatial axis.
@@ -84,13 +106,73 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
     axc = np.stack([axis_constants(int(s), plan.align_corners, plan.coord_dtype) for s in sizes])
     kc = np.array(cubic_constants(), plan.weight_dtype)
     wconst = np.array([0.0, 1.0, np.nan], plan.weight_dtype)
-    grid3 = np.ascontiguousarray(grid.reshape(plan.grid_batch, plan.out_points, r))
+    azero = np.zeros(1, conv.accumulator)
     # Sweep channels innermost when they are many and the closest in memory.
     interleaved = plan.channels > _PLANAR_MAX_CHANNELS and xs_c <= min(strides)
-
-    forward = FORWARD_KERNELS.get((r, plan.mode), kern.forward_nd)
     K = taps_per_point(plan.mode, r)
-    forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid3,
-            outflat, os_n, os_c, os_p, plan.batch, plan.channels, K, plan.mode, plan.padding,
-            _block_size(plan, K), interleaved, wconst)
+    threads = num_threads()
+    # The inlined prange kernels for the types that must be fast (float32,
+    # float64, float16/bfloat16 bits, uint8 images); every other element type
+    # runs the quick-to-compile task entries on the thread pool (see
+    # gridsample._kernels).
+    native = plan.out_dtype.name in _PRANGE_DTYPES
+    forward = FORWARD_KERNELS.get((r, plan.mode), kern.forward_nd)
+    task = TASK_KERNELS.get((r, plan.mode), kern.task_nd)
+
+    def launch(grid3, xflat, outflat, batch):
+        points = grid3.shape[1]
+        block = _block_size(points, batch, K, threads)
+        rest = (xflat, xs_n, xs_c, sizes, strides, axc, kc, grid3, outflat, os_n, os_c, os_p,
+                batch, plan.channels, K, plan.mode, plan.padding, block, interleaved, wconst,
+                conv.kind, azero)
+        if native:
+            forward(*rest)
+        else:
+            run_shared(task, batch * (-(-points // block)), rest, threads)
+
+    grid3 = grid.reshape(plan.grid_batch, plan.out_points, r)
+    if not is_half(grid.dtype):
+        launch(np.ascontiguousarray(grid3), xflat, outflat, plan.batch)
+        return out
+    # float16/bfloat16 grid: coordinates in float32, converted one chunk of
+    # points at a time (never a float32 copy of the whole grid).  A chunk of
+    # a broadcast grid serves every batch item; otherwise item by item.
+    step = _HALF_GRID_CHUNK_POINTS
+    for p0 in range(0, plan.out_points, step):
+        p1 = min(plan.out_points, p0 + step)
+        if plan.grid_batch == 1:
+            launch(grid3[:, p0:p1].astype(np.float32), xflat, outflat[p0 * os_p:], plan.batch)
+            continue
+        for n in range(plan.batch):
+            launch(grid3[n:n + 1, p0:p1].astype(np.float32), xflat[n * xs_n:],
+                   outflat[n * os_n + p0 * os_p:], 1)
+    return out
+
+
+def _run_strings(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Nearest sampling of str/bytes/object X (rule 6).
+
+    An index image holding ``1 + flat spatial index`` is sampled with nearest
+    (an exact int64 result: weight 1, values < 2**53), where 0 marks a point
+    that reads nothing (outside under zeros padding, or NaN); then each
+    channel is gathered by those indices and the empty points get ``""``.
+    """
+    fill = b"" if plan.out_dtype.kind == "S" else ""
+    out = np.full(plan.out_shape, fill, plan.out_dtype)
+    if plan.is_empty:
+        return out
+    spatial = math.prod(plan.in_spatial)
+    index = np.arange(1, spatial + 1, dtype=np.int64).reshape(1, 1, *plan.in_spatial)
+    index = np.broadcast_to(index, (plan.grid_batch, 1, *plan.in_spatial))
+    sub = ForwardPlan(**{**plan.__dict__, "batch": plan.grid_batch, "channels": 1,
+                         "channel_last": False, "out_dtype": np.dtype(np.int64),
+                         "weight_dtype": np.dtype(np.float64)})
+    picked = run_forward(sub, index, grid).reshape(plan.grid_batch, 1, -1)  # (Ng, 1, P)
+    picked = np.broadcast_to(picked, (plan.batch, 1, picked.shape[-1]))
+    xc = np.moveaxis(x, -1, 1) if plan.channel_last else x
+    values = xc.reshape(plan.batch, plan.channels, spatial)
+    gathered = np.take_along_axis(values, np.maximum(picked - 1, 0), axis=2)
+    result = np.where(picked > 0, gathered, np.array(fill, plan.out_dtype))
+    result = result.reshape(plan.batch, plan.channels, *plan.out_spatial)
+    out[...] = np.moveaxis(result, 1, -1) if plan.channel_last else result
     return out

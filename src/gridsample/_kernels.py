@@ -42,15 +42,41 @@ interleaved : bool
     Sweep channels innermost (channel-last memory).
 wconst : ndarray, shape (3,)
     0, 1 and NaN in the weight dtype.
+kind : int
+    How elements are read and results stored (``KIND_*`` of
+    :mod:`gridsample._convert`).
+azero : ndarray, shape (1,)
+    0 in the accumulator dtype (the weight dtype; complex for complex X).
+
+Two families of entries share these building blocks:
+
+* ``forward_*``: ``prange`` kernels with everything inlined into the loop
+  body, one per specialised (rank, mode) -- the fastest code (Numba declares
+  the loop body's arrays ``noalias``), used for float32 and float64 X.  Each
+  costs ~5-20 s to compile per dtype signature (Numba's parfor passes grow
+  with the body), paid once and cached on disk.
+* ``task_*``: plain compiled entries, one per (rank, mode) like the above,
+  for every other element type (integers, bool, float16/bfloat16, complex).
+  They call the planner as a compiled function (``plan_*_fn``, compiled once
+  per grid/weight dtype and shared by all element types) and inline only the
+  sweep, so a new element type compiles in a few seconds.  The engine runs
+  them on several threads (:mod:`gridsample._threads`), one contiguous range
+  of blocks each.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._jit import inline, kernel, prange
+from ._jit import function, inline, kernel, prange
 from ._planners import (
     plan_cubic_2d,
+    plan_cubic_2d_fn,
+    plan_general_fn,
+    plan_linear_2d_fn,
+    plan_linear_3d_fn,
+    plan_nearest_2d_fn,
+    plan_nearest_3d_fn,
     plan_general,
     plan_linear_2d,
     plan_linear_3d,
@@ -60,7 +86,8 @@ from ._planners import (
 from ._sweeps import sweep
 
 __all__ = ["forward_nd", "forward_linear_2d", "forward_nearest_2d", "forward_cubic_2d",
-           "forward_linear_3d", "forward_nearest_3d"]
+           "forward_linear_3d", "forward_nearest_3d", "task_nd", "task_linear_2d",
+           "task_nearest_2d", "task_cubic_2d", "task_linear_3d", "task_nearest_3d"]
 
 
 @inline
@@ -83,7 +110,7 @@ def _block(task, nblk, block, grid, K, wconst):
 
 @kernel
 def forward_nd(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p,
-               N, C, K, mode, pad, block, interleaved, wconst):
+               N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
     """General entry: any rank and mode."""
     nblk = (grid.shape[1] + block - 1) // block
     for task in prange(N * nblk):
@@ -92,12 +119,12 @@ def forward_nd(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, 
         plan_general(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                      ax_off, ax_w, ax_n, wconst)
         sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, K, C, outflat, n * os_n + p0 * os_p,
-              os_c, os_p, interleaved, wconst)
+              os_c, os_p, interleaved, kind, azero)
 
 
 @kernel
 def forward_linear_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-                      os_p, N, C, K, mode, pad, block, interleaved, wconst):
+                      os_p, N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
     """2-D linear (K = 4)."""
     nblk = (grid.shape[1] + block - 1) // block
     for task in prange(N * nblk):
@@ -106,12 +133,12 @@ def forward_linear_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
         plan_linear_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                        ax_off, ax_w, ax_n, wconst)
         sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 4, C, outflat, n * os_n + p0 * os_p,
-              os_c, os_p, interleaved, wconst)
+              os_c, os_p, interleaved, kind, azero)
 
 
 @kernel
 def forward_nearest_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-                       os_p, N, C, K, mode, pad, block, interleaved, wconst):
+                       os_p, N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
     """2-D nearest (K = 1)."""
     nblk = (grid.shape[1] + block - 1) // block
     for task in prange(N * nblk):
@@ -120,12 +147,12 @@ def forward_nearest_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat
         plan_nearest_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                         ax_off, ax_w, ax_n, wconst)
         sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 1, C, outflat, n * os_n + p0 * os_p,
-              os_c, os_p, interleaved, wconst)
+              os_c, os_p, interleaved, kind, azero)
 
 
 @kernel
 def forward_cubic_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-                     os_p, N, C, K, mode, pad, block, interleaved, wconst):
+                     os_p, N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
     """2-D cubic (K = 16)."""
     nblk = (grid.shape[1] + block - 1) // block
     for task in prange(N * nblk):
@@ -134,12 +161,12 @@ def forward_cubic_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, 
         plan_cubic_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                       ax_off, ax_w, ax_n, wconst)
         sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 16, C, outflat, n * os_n + p0 * os_p,
-              os_c, os_p, interleaved, wconst)
+              os_c, os_p, interleaved, kind, azero)
 
 
 @kernel
 def forward_linear_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-                      os_p, N, C, K, mode, pad, block, interleaved, wconst):
+                      os_p, N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
     """3-D linear (K = 8)."""
     nblk = (grid.shape[1] + block - 1) // block
     for task in prange(N * nblk):
@@ -148,12 +175,12 @@ def forward_linear_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
         plan_linear_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                        ax_off, ax_w, ax_n, wconst)
         sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 8, C, outflat, n * os_n + p0 * os_p,
-              os_c, os_p, interleaved, wconst)
+              os_c, os_p, interleaved, kind, azero)
 
 
 @kernel
 def forward_nearest_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-                       os_p, N, C, K, mode, pad, block, interleaved, wconst):
+                       os_p, N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
     """3-D nearest (K = 1)."""
     nblk = (grid.shape[1] + block - 1) // block
     for task in prange(N * nblk):
@@ -162,4 +189,107 @@ def forward_nearest_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat
         plan_nearest_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                         ax_off, ax_w, ax_n, wconst)
         sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 1, C, outflat, n * os_n + p0 * os_p,
-              os_c, os_p, interleaved, wconst)
+              os_c, os_p, interleaved, kind, azero)
+
+
+@inline
+def _task_scratch(block, K, r, wconst):
+    off = np.empty(block * K, np.int64)
+    wts = np.empty(block * K, wconst.dtype)
+    cnt = np.empty(block, np.int64)
+    ax_off = np.empty(r * 4, np.int64)
+    ax_w = np.empty(r * 4, wconst.dtype)
+    ax_n = np.empty(r, np.int64)
+    return off, wts, cnt, ax_off, ax_w, ax_n
+
+
+@inline
+def _task_block(task, nblk, block, grid):
+    n = task // nblk
+    p0 = (task - n * nblk) * block
+    return n, 0 if grid.shape[0] == 1 else n, p0, min(block, grid.shape[1] - p0)
+
+
+
+@function
+def task_nd(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+            os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
+    """Blocks ``first .. stop - 1``, any rank and mode, any element type."""
+    nblk = (grid.shape[1] + block - 1) // block
+    off, wts, cnt, ax_off, ax_w, ax_n = _task_scratch(block, K, grid.shape[2], wconst)
+    for task in range(first, stop):
+        n, gn, p0, nb = _task_block(task, nblk, block, grid)
+        plan_general_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
+                        ax_off, ax_w, ax_n, wconst)
+        sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, K, C, outflat, n * os_n + p0 * os_p,
+              os_c, os_p, interleaved, kind, azero)
+
+
+@function
+def task_linear_2d(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                   os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
+    """Blocks ``first .. stop - 1``, linear-2d, any element type."""
+    nblk = (grid.shape[1] + block - 1) // block
+    off, wts, cnt, ax_off, ax_w, ax_n = _task_scratch(block, 4, grid.shape[2], wconst)
+    for task in range(first, stop):
+        n, gn, p0, nb = _task_block(task, nblk, block, grid)
+        plan_linear_2d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
+                          ax_off, ax_w, ax_n, wconst)
+        sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 4, C, outflat, n * os_n + p0 * os_p,
+              os_c, os_p, interleaved, kind, azero)
+
+
+@function
+def task_nearest_2d(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                    os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
+    """Blocks ``first .. stop - 1``, nearest-2d, any element type."""
+    nblk = (grid.shape[1] + block - 1) // block
+    off, wts, cnt, ax_off, ax_w, ax_n = _task_scratch(block, 1, grid.shape[2], wconst)
+    for task in range(first, stop):
+        n, gn, p0, nb = _task_block(task, nblk, block, grid)
+        plan_nearest_2d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
+                           ax_off, ax_w, ax_n, wconst)
+        sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 1, C, outflat, n * os_n + p0 * os_p,
+              os_c, os_p, interleaved, kind, azero)
+
+
+@function
+def task_cubic_2d(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                  os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
+    """Blocks ``first .. stop - 1``, cubic-2d, any element type."""
+    nblk = (grid.shape[1] + block - 1) // block
+    off, wts, cnt, ax_off, ax_w, ax_n = _task_scratch(block, 16, grid.shape[2], wconst)
+    for task in range(first, stop):
+        n, gn, p0, nb = _task_block(task, nblk, block, grid)
+        plan_cubic_2d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
+                         ax_off, ax_w, ax_n, wconst)
+        sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 16, C, outflat, n * os_n + p0 * os_p,
+              os_c, os_p, interleaved, kind, azero)
+
+
+@function
+def task_linear_3d(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                   os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
+    """Blocks ``first .. stop - 1``, linear-3d, any element type."""
+    nblk = (grid.shape[1] + block - 1) // block
+    off, wts, cnt, ax_off, ax_w, ax_n = _task_scratch(block, 8, grid.shape[2], wconst)
+    for task in range(first, stop):
+        n, gn, p0, nb = _task_block(task, nblk, block, grid)
+        plan_linear_3d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
+                          ax_off, ax_w, ax_n, wconst)
+        sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 8, C, outflat, n * os_n + p0 * os_p,
+              os_c, os_p, interleaved, kind, azero)
+
+
+@function
+def task_nearest_3d(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                    os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
+    """Blocks ``first .. stop - 1``, nearest-3d, any element type."""
+    nblk = (grid.shape[1] + block - 1) // block
+    off, wts, cnt, ax_off, ax_w, ax_n = _task_scratch(block, 1, grid.shape[2], wconst)
+    for task in range(first, stop):
+        n, gn, p0, nb = _task_block(task, nblk, block, grid)
+        plan_nearest_3d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
+                           ax_off, ax_w, ax_n, wconst)
+        sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 1, C, outflat, n * os_n + p0 * os_p,
+              os_c, os_p, interleaved, kind, azero)

@@ -14,15 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._errors import GridSampleError, GridSampleTypeError, describe
-from ._options import (MODE_NAMES, parse_align_corners, parse_flag, parse_mode,
+from ._dtypes import GRID_DTYPE_NAMES, X_DTYPE_NAMES, coord_dtype, is_string, x_conversion
+from ._options import (MODE_NAMES, MODE_NEAREST, parse_align_corners, parse_flag, parse_mode,
                        parse_padding)
 from ._planners import MAX_TAPS_PER_POINT, TAPS_PER_AXIS
 
-__all__ = ["ForwardPlan", "plan_forward", "as_array", "X_DTYPES", "GRID_DTYPES"]
-
-#: dtypes accepted for X, and the dtypes accepted for the grid.
-X_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-GRID_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+__all__ = ["ForwardPlan", "plan_forward", "as_array"]
 
 
 @dataclass(frozen=True)
@@ -85,10 +82,21 @@ def as_array(name: str, value: object) -> np.ndarray:
     return arr
 
 
-def _check_dtype(name: str, arr: np.ndarray, allowed: tuple) -> None:
-    if arr.dtype not in allowed:
-        names = ", ".join(str(d) for d in allowed)
-        raise GridSampleTypeError(f"{name} has dtype {arr.dtype}; allowed dtypes: {names}")
+def _check_dtypes(x: np.ndarray, grid: np.ndarray, mode_code: int) -> None:
+    if x.dtype.name not in X_DTYPE_NAMES and not is_string(x.dtype):
+        raise GridSampleTypeError(
+            f"x has dtype {x.dtype}; allowed dtypes: {', '.join(X_DTYPE_NAMES)}, "
+            f"and str / bytes / object (strings, mode='nearest' only)"
+        )
+    if is_string(x.dtype) and mode_code != MODE_NEAREST:
+        raise GridSampleError(
+            f"mode={MODE_NAMES[mode_code]!r} is not defined for x of string dtype {x.dtype}: "
+            f"strings cannot be interpolated; use mode='nearest'"
+        )
+    if grid.dtype.name not in GRID_DTYPE_NAMES:
+        raise GridSampleTypeError(
+            f"grid has dtype {grid.dtype}; allowed dtypes: {', '.join(GRID_DTYPE_NAMES)}"
+        )
 
 
 def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last):
@@ -106,8 +114,7 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last):
     chan_last = parse_flag("channel_last", channel_last)
     x = as_array("x", x)
     grid = as_array("grid", grid)
-    _check_dtype("x", x, X_DTYPES)
-    _check_dtype("grid", grid, GRID_DTYPES)
+    _check_dtypes(x, grid, mode_code)
 
     layout = "(N, d1, ..., dr, C)" if chan_last else "(N, C, d1, ..., dr)"
     if x.ndim < 3:
@@ -150,10 +157,9 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last):
             f"{(batch, channels, *out_spatial)} is not empty: there is nothing to sample from"
         )
 
-    # Rule 5: coordinates in the grid's precision; weights and sums in the
-    # precision of X (float32 for float32 X, float64 for float64 X).
-    coord_dtype = np.dtype(np.float64) if grid.dtype == np.float64 else np.dtype(np.float32)
-    weight_dtype = np.dtype(np.float64) if x.dtype == np.float64 else np.dtype(np.float32)
+    # Rule 5: coordinates in the grid's precision (float32 at least); weights
+    # and sums by X's type (gridsample._dtypes has the table).
+    weight_dtype = np.dtype(np.int64) if is_string(x.dtype) else x_conversion(x.dtype).weight
     plan = ForwardPlan(
         rank=rank,
         mode=mode_code,
@@ -166,7 +172,7 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last):
         out_spatial=out_spatial,
         grid_batch=grid.shape[0],
         out_dtype=x.dtype,
-        coord_dtype=coord_dtype,
+        coord_dtype=coord_dtype(grid.dtype),
         weight_dtype=weight_dtype,
     )
     return plan, x, grid

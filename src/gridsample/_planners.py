@@ -264,3 +264,50 @@ def plan_general(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, w
     for j in range(nb):
         plan_point(grid, gn, p0 + j, j, K, mode, pad, axc, kc, sizes, strides,
                    off, wts, cnt, ax_off, ax_w, ax_n, wconst)
+
+
+# Compiled (not inlined) versions of the block planners, for the
+# per-element-type entries of gridsample._kernels: compiled once per
+# (grid dtype, weight dtype) and shared by every element type.
+
+
+@function
+def plan_linear_2d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off,
+                      ax_w, ax_n, wconst):
+    plan_linear_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off, ax_w,
+                   ax_n, wconst)
+
+
+@function
+def plan_nearest_2d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off,
+                       ax_w, ax_n, wconst):
+    plan_nearest_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off, ax_w,
+                    ax_n, wconst)
+
+
+@function
+def plan_cubic_2d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off,
+                     ax_w, ax_n, wconst):
+    plan_cubic_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off, ax_w,
+                  ax_n, wconst)
+
+
+@function
+def plan_linear_3d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off,
+                      ax_w, ax_n, wconst):
+    plan_linear_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off, ax_w,
+                   ax_n, wconst)
+
+
+@function
+def plan_nearest_3d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off,
+                       ax_w, ax_n, wconst):
+    plan_nearest_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off, ax_w,
+                    ax_n, wconst)
+
+
+@function
+def plan_general_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off,
+                    ax_w, ax_n, wconst):
+    plan_general(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off, ax_w,
+                 ax_n, wconst)

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._convert import load, store
 from ._jit import inline
 
 __all__ = ["sweep_planar", "sweep_interleaved", "sweep"]
 
 
 @inline
-def sweep_planar(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p, zero):
+def sweep_planar(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p,
+                 kind, zero):
     """Channel-first memory: one channel at a time over the whole block.
 
     Reads of one input plane stay close together and the writes of one
@@ -37,21 +39,21 @@ def sweep_planar(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os
             o = j * K
             m = cnt[j]
             if m == K:
-                acc = wts[o] * xc[off[o]]
+                acc = wts[o] * load(xc, kind, off[o])
                 for k in range(1, K):
-                    acc += wts[o + k] * xc[off[o + k]]
+                    acc += wts[o + k] * load(xc, kind, off[o + k])
             elif m > 0:
-                acc = wts[o] * xc[off[o]]
+                acc = wts[o] * load(xc, kind, off[o])
                 for k in range(1, m):
-                    acc += wts[o + k] * xc[off[o + k]]
+                    acc += wts[o + k] * load(xc, kind, off[o + k])
             else:
                 acc = zero
-            oc[j * os_p] = acc
+            store(oc, j * os_p, acc, kind)
 
 
 @inline
 def sweep_interleaved(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p,
-                      acc, zero):
+                      kind, acc, zero):
     """Channel-last memory: one point at a time, every tap reading ``C`` neighbours."""
     xn = xflat[xbase:]
     for j in range(nb):
@@ -60,30 +62,35 @@ def sweep_interleaved(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obas
         oj = outflat[obase + j * os_p:]
         if m == 0:
             for c in range(C):
-                oj[c * os_c] = zero
+                store(oj, c * os_c, zero, kind)
             continue
         w = wts[o]
         xt = xn[off[o]:]
         for c in range(C):
-            acc[c] = w * xt[c * xs_c]
+            acc[c] = w * load(xt, kind, c * xs_c)
         for k in range(1, m):
             w = wts[o + k]
             xt = xn[off[o + k]:]
             for c in range(C):
-                acc[c] += w * xt[c * xs_c]
+                acc[c] += w * load(xt, kind, c * xs_c)
         for c in range(C):
-            oj[c * os_c] = acc[c]
+            store(oj, c * os_c, acc[c], kind)
 
 
 @inline
 def sweep(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p,
-          interleaved, wconst):
-    """Apply a planned block to every channel, with the sweep that suits the layout."""
-    zero = wconst[0]
+          interleaved, kind, azero):
+    """Apply a planned block to every channel, with the sweep that suits the layout.
+
+    ``kind`` says how elements are read and results stored
+    (:mod:`gridsample._convert`); ``azero`` is a 1-element zero array of the
+    accumulator dtype (the weight dtype, or complex for complex X).
+    """
+    zero = azero[0]
     if interleaved:
-        acc = np.empty(C, wconst.dtype)
+        acc = np.empty(C, azero.dtype)
         sweep_interleaved(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase,
-                          os_c, os_p, acc, zero)
+                          os_c, os_p, kind, acc, zero)
     else:
         sweep_planar(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase,
-                     os_c, os_p, zero)
+                     os_c, os_p, kind, zero)

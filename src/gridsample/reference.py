@@ -8,6 +8,14 @@ option parsing), so the tests can use it as an independent oracle for what
 PyTorch and onnxruntime do not cover: r = 1 and r >= 4, 3-D cubic,
 channel-last, broadcasting, mixed dtypes and the non-finite rules.
 
+Element types (rules 5-7): numbers are summed in float64 (complex128 for
+complex X), then cast once to X's dtype -- integers rounded half to even and
+saturated, bool nonzero after rounding, NaN to 0 for both; float16 and
+bfloat16 by NumPy's / ml_dtypes' casts.  Strings (str, bytes, object) are
+gathered with nearest only, ``""`` where a point reads nothing.  (The fast
+kernels sum float16/bfloat16 in float32, so the two may differ by one unit
+in the last place of those types.)
+
 It is meant for small inputs: it materializes one gather per tap.
 """
 
@@ -142,8 +150,12 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     r = len(in_spatial)
     grid = np.broadcast_to(grid, (n,) + grid.shape[1:])
     out_spatial = grid.shape[1:-1]
+    strings = x.dtype.kind in "USO"
+    if strings and mode != MODE_NEAREST:
+        raise ValueError("strings are sampled with mode='nearest' only")
+    # Rule 5/6: float64 sums (complex128 for complex X); strings are gathered.
     work = np.complex128 if np.iscomplexobj(x) else np.float64
-    xw = x.astype(work)
+    xw = x if strings else x.astype(work)
 
     with np.errstate(invalid="ignore", over="ignore"):
         per_axis = []
@@ -157,7 +169,8 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
             per_axis.append((axis, taps))
             nan |= axis_nan
 
-        out = np.zeros((n,) + out_spatial + (c,), work)
+        fill = (b"" if x.dtype.kind == "S" else "") if strings else 0
+        out = np.full((n,) + out_spatial + (c,), fill, x.dtype if strings else work)
         batch_idx = np.arange(n).reshape((n,) + (1,) * len(out_spatial))
         for combo in itertools.product(*(taps for _, taps in per_axis)):
             weight = np.ones((n,) + out_spatial)
@@ -169,13 +182,43 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
                 index[axis] = idx
             safe = [np.where(valid, i, 0).astype(np.intp) for i in index]
             values = xw[(batch_idx, slice(None), *safe)]  # (N, *out_spatial, C)
-            out += np.where(valid[..., None], weight[..., None] * values, 0)
-        out[nan] = np.nan
+            if strings:  # nearest: one tap; a NaN point reads nothing
+                out = np.where((valid & ~nan)[..., None], values, out)
+            else:
+                out += np.where(valid[..., None], weight[..., None] * values, 0)
+        if not strings:
+            out[nan] = complex(np.nan, np.nan) if work is np.complex128 else np.nan
 
     out = np.moveaxis(out, -1, 1)  # (N, C, *out_spatial)
     if channel_last:
         out = np.moveaxis(out, 1, -1)
-    return out.astype(x.dtype)
+    return _cast(out, x.dtype)
+
+
+def _cast(values, dtype):
+    """float64 / complex128 sums to X's dtype (rule 6).
+
+    Integers: round half to even, saturate to the range, NaN -> 0.  bool:
+    nonzero after rounding, NaN -> False.  Floats and complex: one rounding
+    (float16/bfloat16 through NumPy / ml_dtypes casts).
+    """
+    if dtype.kind in "USO":
+        return values
+    if dtype.kind == "b":
+        v = np.rint(values)
+        return (v != 0) & ~np.isnan(v)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        v = np.rint(values)
+        out = np.zeros(v.shape, dtype)
+        high = v >= float(info.max)
+        low = v <= float(info.min)
+        mid = ~(high | low | np.isnan(v))
+        out[high] = info.max
+        out[low] = info.min
+        out[mid] = v[mid].astype(dtype)
+        return out
+    return values.astype(dtype)
 
 
 def affine_grid(theta, size, align_corners=False):

@@ -1,0 +1,87 @@
+"""Element types: what X and the grid may be, and how kernels compute each.
+
+DESIGN.md rules 5-7, as a table the engine reads.  Every X type is computed
+through a *storage view* the kernels can handle (:mod:`gridsample._convert`):
+
+============================  ===========  =========  ===========  ========
+X dtype                       storage      weights    accumulator  stored
+============================  ===========  =========  ===========  ========
+float32                       float32      float32    float32      as is
+float64                       float64      float64    float64      as is
+float16, bfloat16             uint16 bits  float32    float32      rounded to nearest even
+int8 ... int64, uint8 ... 64  itself       float64    float64      rint, saturated, NaN -> 0
+bool                          uint8        float64    float64      rint != 0, NaN -> 0
+complex64                     complex64    float32    complex64    as is
+complex128                    complex128   float64    complex128   as is
+str / bytes / object          (nearest only: an index image is sampled, then gathered)
+============================  ===========  =========  ===========  ========
+
+The grid may be float16, bfloat16, float32 or float64; coordinates are
+computed in float64 for a float64 grid and in float32 otherwise.  A
+float16/bfloat16 grid is converted to float32 a chunk of points at a time.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._convert import KIND_BF16, KIND_BOOL, KIND_F16, KIND_INT, KIND_NATIVE
+
+__all__ = ["XConversion", "x_conversion", "is_string", "is_half", "X_DTYPE_NAMES",
+           "GRID_DTYPE_NAMES", "coord_dtype"]
+
+_INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+#: Names of the numeric X dtypes; strings (str, bytes, object) come on top.
+X_DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64", *_INTS, "bool", "complex64",
+                 "complex128")
+#: Names of the grid dtypes.
+GRID_DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64")
+
+
+@dataclass(frozen=True, eq=False)
+class XConversion:
+    """How kernels read an X dtype and store results in it."""
+
+    storage: np.dtype      # the view of X (and of the output) the kernels see
+    kind: int              # KIND_* of gridsample._convert
+    weight: np.dtype       # dtype of weights and tap products (rule 5)
+    accumulator: np.dtype  # dtype of the per-channel sums
+
+
+def is_string(dtype: np.dtype) -> bool:
+    """True for NumPy str, bytes and object dtypes (sampled with nearest only)."""
+    return dtype.kind in "USO"
+
+
+def is_half(dtype: np.dtype) -> bool:
+    """True for float16 and bfloat16."""
+    return dtype.name in ("float16", "bfloat16")
+
+
+def coord_dtype(grid_dtype: np.dtype) -> np.dtype:
+    """Coordinates in the grid's precision, float32 at least (rule 5)."""
+    return np.dtype(np.float64) if grid_dtype == np.float64 else np.dtype(np.float32)
+
+
+@functools.lru_cache(maxsize=None)
+def _conversion(name: str, dtype: np.dtype) -> XConversion:
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    if name in ("float32", "float64"):
+        return XConversion(dtype, KIND_NATIVE, dtype, dtype)
+    if name in ("complex64", "complex128"):
+        w = f32 if name == "complex64" else f64
+        return XConversion(dtype, KIND_NATIVE, w, dtype)
+    if name in ("float16", "bfloat16"):
+        kind = KIND_F16 if name == "float16" else KIND_BF16
+        return XConversion(np.dtype(np.uint16), kind, f32, f32)
+    if name == "bool":
+        return XConversion(np.dtype(np.uint8), KIND_BOOL, f64, f64)
+    return XConversion(dtype, KIND_INT, f64, f64)  # integers
+
+
+def x_conversion(dtype: np.dtype) -> XConversion:
+    """The :class:`XConversion` of a numeric X dtype (one in ``X_DTYPE_NAMES``)."""
+    return _conversion(dtype.name, dtype)
