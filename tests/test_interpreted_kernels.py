@@ -22,12 +22,20 @@ SELECTION = ("test_any_rank_matches_reference or test_channel_last_is_bit_identi
              "test_grid_batch_of_one or test_empty_shapes")
 
 
+# Element types: the Python bodies of the load/store helpers stand in for
+# their compiled overloads.
+DTYPE_SELECTION = ("TestRoundingAndSaturationByHand or test_every_type_channel_last or "
+                   "TestStrings")
+
+
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="already interpreted")
-def test_reference_twins_pass_with_jit_disabled():
+@pytest.mark.parametrize("module,selection", [("test_vs_reference.py", SELECTION),
+                                              ("test_dtypes.py", DTYPE_SELECTION)])
+def test_reference_twins_pass_with_jit_disabled(module, selection):
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         str(HERE / "test_vs_reference.py"), "-k", SELECTION],
+         str(HERE / module), "-k", selection],
         env=env, capture_output=True, text=True, timeout=1200,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

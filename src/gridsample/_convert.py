@@ -87,9 +87,18 @@ def bf16_bits_to_f32(bits):
     return np.uint32(np.uint32(bits) << np.uint32(16)).view(np.float32)
 
 
-def load(x, kind, i):  # pragma: no cover - replaced by the overload in compiled code
-    """Element ``i`` of ``x`` as a number (see the module docstring)."""
-    return x[i]
+def load(x, kind, i):
+    """Element ``i`` of ``x`` as a number (see the module docstring).
+
+    This Python body runs only with ``NUMBA_DISABLE_JIT=1``; compiled code
+    uses the overload below.
+    """
+    v = x[i]
+    if x.dtype == np.uint16 and kind == KIND_F16:
+        return np.float32(np.array(v, np.uint16).view(np.float16))
+    if x.dtype == np.uint16 and kind == KIND_BF16:
+        return np.array(np.uint32(v) << np.uint32(16), np.uint32).view(np.float32)[()]
+    return v
 
 
 @overload(load, inline="always")
@@ -115,9 +124,32 @@ def saturate_kind(dtype: np.dtype):
     return int(info.min), int(info.max)
 
 
-def store(out, i, acc, kind):  # pragma: no cover - replaced by the overload in compiled code
-    """Store ``acc`` into ``out[i]`` converted by ``kind`` (see the module docstring)."""
-    out[i] = acc
+def store(out, i, acc, kind):
+    """Store ``acc`` into ``out[i]`` converted by ``kind`` (see the module docstring).
+
+    This Python body runs only with ``NUMBA_DISABLE_JIT=1``; compiled code
+    uses the overload below.
+    """
+    if out.dtype.kind not in "iu":
+        out[i] = acc
+    elif out.dtype == np.uint16 and kind == KIND_F16:
+        out[i] = np.array(np.float32(acc), np.float32).astype(np.float16).view(np.uint16)
+    elif out.dtype == np.uint16 and kind == KIND_BF16:
+        out[i] = f32_to_bf16_bits(acc)
+    else:
+        with np.errstate(invalid="ignore"):
+            v = np.rint(acc)
+        low, high = saturate_kind(out.dtype)
+        if kind == KIND_BOOL:
+            out[i] = 1 if (v == v and v != 0) else 0
+        elif not (v == v):
+            out[i] = 0
+        elif v >= float(high):
+            out[i] = high
+        elif v <= float(low):
+            out[i] = low
+        else:
+            out[i] = int(v)
 
 
 def _saturating_store(dtype):
@@ -157,9 +189,9 @@ def _saturating_store(dtype):
     return impl
 
 
-def store_integer(out, i, acc, kind):  # pragma: no cover - replaced by the overload
+def store_integer(out, i, acc, kind):
     """:func:`store` for integer views (rounding, saturation, half bits)."""
-    out[i] = acc
+    store(out, i, acc, kind)
 
 
 # Not inlined at the Numba IR level: Numba's SSA pass mis-tracks the branch
