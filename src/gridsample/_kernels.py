@@ -91,21 +91,30 @@ __all__ = ["forward_nd", "forward_linear_2d", "forward_nearest_2d", "forward_cub
 
 
 @inline
-def _block(task, nblk, block, grid, K, wconst):
-    """Batch item, grid row, first point and size of block ``task``, and its scratch."""
-    P = grid.shape[1]
-    r = grid.shape[2]
-    n = task // nblk
-    p0 = (task - n * nblk) * block
-    nb = min(block, P - p0)
-    gn = 0 if grid.shape[0] == 1 else n
-    off = np.empty(nb * K, np.int64)
-    wts = np.empty(nb * K, wconst.dtype)
-    cnt = np.empty(nb, np.int64)
+def _scratch(points, K, r, wconst):
+    """Scratch for planning ``points`` points: the plan and the general planner's per-axis lists."""
+    off = np.empty(points * K, np.int64)
+    wts = np.empty(points * K, wconst.dtype)
+    cnt = np.empty(points, np.int64)
     ax_off = np.empty(r * 4, np.int64)
     ax_w = np.empty(r * 4, wconst.dtype)
     ax_n = np.empty(r, np.int64)
-    return n, gn, p0, nb, off, wts, cnt, ax_off, ax_w, ax_n
+    return off, wts, cnt, ax_off, ax_w, ax_n
+
+
+@inline
+def _locate(task, nblk, block, grid):
+    """Batch item, grid row, first point and size of block ``task``."""
+    n = task // nblk
+    p0 = (task - n * nblk) * block
+    return n, 0 if grid.shape[0] == 1 else n, p0, min(block, grid.shape[1] - p0)
+
+
+@inline
+def _block(task, nblk, block, grid, K, wconst):
+    """Batch item, grid row, first point and size of block ``task``, and its scratch."""
+    n, gn, p0, nb = _locate(task, nblk, block, grid)
+    return (n, gn, p0, nb) + _scratch(nb, K, grid.shape[2], wconst)
 
 
 @kernel
@@ -192,33 +201,14 @@ def forward_nearest_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat
               os_c, os_p, interleaved, kind, azero)
 
 
-@inline
-def _task_scratch(block, K, r, wconst):
-    off = np.empty(block * K, np.int64)
-    wts = np.empty(block * K, wconst.dtype)
-    cnt = np.empty(block, np.int64)
-    ax_off = np.empty(r * 4, np.int64)
-    ax_w = np.empty(r * 4, wconst.dtype)
-    ax_n = np.empty(r, np.int64)
-    return off, wts, cnt, ax_off, ax_w, ax_n
-
-
-@inline
-def _task_block(task, nblk, block, grid):
-    n = task // nblk
-    p0 = (task - n * nblk) * block
-    return n, 0 if grid.shape[0] == 1 else n, p0, min(block, grid.shape[1] - p0)
-
-
-
 @function
 def task_nd(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
             os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
     """Blocks ``first .. stop - 1``, any rank and mode, any element type."""
     nblk = (grid.shape[1] + block - 1) // block
-    off, wts, cnt, ax_off, ax_w, ax_n = _task_scratch(block, K, grid.shape[2], wconst)
+    off, wts, cnt, ax_off, ax_w, ax_n = _scratch(block, K, grid.shape[2], wconst)
     for task in range(first, stop):
-        n, gn, p0, nb = _task_block(task, nblk, block, grid)
+        n, gn, p0, nb = _locate(task, nblk, block, grid)
         plan_general_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                         ax_off, ax_w, ax_n, wconst)
         sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, K, C, outflat, n * os_n + p0 * os_p,
@@ -230,9 +220,9 @@ def task_linear_2d(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid
                    os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
     """Blocks ``first .. stop - 1``, linear-2d, any element type."""
     nblk = (grid.shape[1] + block - 1) // block
-    off, wts, cnt, ax_off, ax_w, ax_n = _task_scratch(block, 4, grid.shape[2], wconst)
+    off, wts, cnt, ax_off, ax_w, ax_n = _scratch(block, 4, grid.shape[2], wconst)
     for task in range(first, stop):
-        n, gn, p0, nb = _task_block(task, nblk, block, grid)
+        n, gn, p0, nb = _locate(task, nblk, block, grid)
         plan_linear_2d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                           ax_off, ax_w, ax_n, wconst)
         sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 4, C, outflat, n * os_n + p0 * os_p,
@@ -244,9 +234,9 @@ def task_nearest_2d(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gri
                     os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
     """Blocks ``first .. stop - 1``, nearest-2d, any element type."""
     nblk = (grid.shape[1] + block - 1) // block
-    off, wts, cnt, ax_off, ax_w, ax_n = _task_scratch(block, 1, grid.shape[2], wconst)
+    off, wts, cnt, ax_off, ax_w, ax_n = _scratch(block, 1, grid.shape[2], wconst)
     for task in range(first, stop):
-        n, gn, p0, nb = _task_block(task, nblk, block, grid)
+        n, gn, p0, nb = _locate(task, nblk, block, grid)
         plan_nearest_2d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                            ax_off, ax_w, ax_n, wconst)
         sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 1, C, outflat, n * os_n + p0 * os_p,
@@ -258,9 +248,9 @@ def task_cubic_2d(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                   os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
     """Blocks ``first .. stop - 1``, cubic-2d, any element type."""
     nblk = (grid.shape[1] + block - 1) // block
-    off, wts, cnt, ax_off, ax_w, ax_n = _task_scratch(block, 16, grid.shape[2], wconst)
+    off, wts, cnt, ax_off, ax_w, ax_n = _scratch(block, 16, grid.shape[2], wconst)
     for task in range(first, stop):
-        n, gn, p0, nb = _task_block(task, nblk, block, grid)
+        n, gn, p0, nb = _locate(task, nblk, block, grid)
         plan_cubic_2d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                          ax_off, ax_w, ax_n, wconst)
         sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 16, C, outflat, n * os_n + p0 * os_p,
@@ -272,9 +262,9 @@ def task_linear_3d(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid
                    os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
     """Blocks ``first .. stop - 1``, linear-3d, any element type."""
     nblk = (grid.shape[1] + block - 1) // block
-    off, wts, cnt, ax_off, ax_w, ax_n = _task_scratch(block, 8, grid.shape[2], wconst)
+    off, wts, cnt, ax_off, ax_w, ax_n = _scratch(block, 8, grid.shape[2], wconst)
     for task in range(first, stop):
-        n, gn, p0, nb = _task_block(task, nblk, block, grid)
+        n, gn, p0, nb = _locate(task, nblk, block, grid)
         plan_linear_3d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                           ax_off, ax_w, ax_n, wconst)
         sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 8, C, outflat, n * os_n + p0 * os_p,
@@ -286,9 +276,9 @@ def task_nearest_3d(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gri
                     os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind, azero):
     """Blocks ``first .. stop - 1``, nearest-3d, any element type."""
     nblk = (grid.shape[1] + block - 1) // block
-    off, wts, cnt, ax_off, ax_w, ax_n = _task_scratch(block, 1, grid.shape[2], wconst)
+    off, wts, cnt, ax_off, ax_w, ax_n = _scratch(block, 1, grid.shape[2], wconst)
     for task in range(first, stop):
-        n, gn, p0, nb = _task_block(task, nblk, block, grid)
+        n, gn, p0, nb = _locate(task, nblk, block, grid)
         plan_nearest_3d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                            ax_off, ax_w, ax_n, wconst)
         sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, 1, C, outflat, n * os_n + p0 * os_p,

@@ -1,4 +1,4 @@
-"""Run a compiled entry on several threads, each on its own stride of blocks.
+"""Run a compiled entry on several threads, each on its own contiguous range of blocks.
 
 The entries release the GIL (``nogil``), so plain Python threads run them
 in parallel.  The caller's thread takes the first share itself and a
