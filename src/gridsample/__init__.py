@@ -6,8 +6,9 @@ frameworks live in their own modules and import those frameworks there.
 
 from ._affine import affine_grid
 from ._api import grid_sample
+from ._backward import grid_sample_backward
 from ._errors import GridSampleError, GridSampleTypeError
 
 __version__ = "0.1.0"
 
-__all__ = ["grid_sample", "affine_grid", "GridSampleError", "GridSampleTypeError", "__version__"]
+__all__ = ["grid_sample", "grid_sample_backward", "affine_grid", "GridSampleError", "GridSampleTypeError", "__version__"]

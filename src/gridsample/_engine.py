@@ -70,7 +70,7 @@ def flat_view(a: np.ndarray, writeable: bool = False):
     return flat, strides
 
 
-def _block_size(points: int, batch: int, taps_total: int, threads: int) -> int:
+def block_size(points: int, batch: int, taps_total: int, threads: int) -> int:
     block = max(_MIN_BLOCK, _PAIRS_PER_BLOCK // taps_total)
     # Enough blocks for every thread (x4 for balance) even when N is small.
     wanted = 4 * threads
@@ -78,7 +78,7 @@ def _block_size(points: int, batch: int, taps_total: int, threads: int) -> int:
     return max(_MIN_BLOCK, min(block, -(-points // per_item)))
 
 
-def _split_channels(strides, channel_last):
+def split_channels(strides, channel_last):
     """(batch, channel, spatial...) element strides of an array in its layout."""
     if channel_last:
         return strides[0], strides[-1], strides[1:-1]
@@ -96,9 +96,9 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
     r = plan.rank
     # Kernels see storage views: uint16 bits for float16/bfloat16, uint8 for bool.
     xflat, xs = flat_view(x.view(conv.storage))
-    xs_n, xs_c, xs_spatial = _split_channels(xs, plan.channel_last)
+    xs_n, xs_c, xs_spatial = split_channels(xs, plan.channel_last)
     outflat, os = flat_view(out.view(conv.storage), writeable=True)
-    os_n, os_c, os_spatial = _split_channels(os, plan.channel_last)
+    os_n, os_c, os_spatial = split_channels(os, plan.channel_last)
     os_p = os_spatial[-1]  # the output is C-contiguous: points are evenly spaced
     # Kernels list axes in grid order: entry 0 is the innermost spatial axis.
     sizes = np.array(plan.in_spatial[::-1], np.int64)
@@ -121,7 +121,7 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
 
     def launch(grid3, xflat, outflat, batch):
         points = grid3.shape[1]
-        block = _block_size(points, batch, K, threads)
+        block = block_size(points, batch, K, threads)
         rest = (xflat, xs_n, xs_c, sizes, strides, axc, kc, grid3, outflat, os_n, os_c, os_p,
                 batch, plan.channels, K, plan.mode, plan.padding, block, interleaved, wconst,
                 conv.kind, azero)

@@ -1,0 +1,210 @@
+"""The backward operator: validate, plan, run the gradient kernels.
+
+``grid_sample_backward`` returns ``dL/dx`` and ``dL/dgrid`` for
+``y = grid_sample(x, grid, ...)`` given ``dL/dy`` (DESIGN.md rule 10).
+Validation reuses the forward's (:func:`gridsample._plan.plan_forward`) and
+adds what the backward needs; the kernels are in
+:mod:`gridsample._grad_kernels`.
+
+Precision: gradients are computed in float64 when x or the grid is
+float64, else in float32 (float16 and bfloat16 inputs are widened to
+float32 first, and the gradients rounded back to their types at the end).
+Mixed float32/float64 therefore computes in float64 -- at most one ulp of
+float32 apart from a pure float32 computation, and it keeps one compiled
+signature per precision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import _grad_kernels as gk
+from ._dtypes import is_string
+from ._engine import block_size, flat_view, split_channels
+from ._errors import GridSampleError, GridSampleTypeError, describe
+from ._grad_taps import cubic_slope_constants
+from ._options import MODE_NEAREST
+from ._plan import ForwardPlan, as_array, plan_forward
+from ._planners import taps_per_point
+from ._taps import axis_constants, cubic_constants
+from ._threads import num_threads, run_shared
+
+__all__ = ["grid_sample_backward", "GRAD_DTYPE_NAMES"]
+
+#: Element types that have gradients (x, grid and grad_output).
+GRAD_DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64")
+
+# The grid pass keeps K * r slopes per point in scratch: cap a block's size
+# so that (cubic at high rank) it stays near 1 MiB.
+_MAX_SLOPES_PER_BLOCK = 1 << 17
+
+
+def _parse_output_mask(output_mask) -> tuple:
+    text = describe(output_mask)
+    if isinstance(output_mask, (str, bytes)) or not isinstance(output_mask, (Sequence, np.ndarray)):
+        raise GridSampleTypeError(
+            f"output_mask={text} must be a pair of bools (want grad_x, want grad_grid)"
+        )
+    mask = list(output_mask)
+    if len(mask) != 2 or not all(isinstance(m, (bool, np.bool_)) or m in (0, 1) for m in mask):
+        raise GridSampleError(
+            f"output_mask={text} must be a pair of bools (want grad_x, want grad_grid)"
+        )
+    return bool(mask[0]), bool(mask[1])
+
+
+def plan_backward(grad_output, x, grid, mode, padding_mode, align_corners, channel_last,
+                  output_mask):
+    """Validate the backward's arguments; return the forward plan, arrays and mask."""
+    plan, x, grid = plan_forward(x, grid, mode, padding_mode, align_corners, channel_last)
+    if is_string(x.dtype) or x.dtype.name not in GRAD_DTYPE_NAMES:
+        raise GridSampleTypeError(
+            f"x has dtype {x.dtype}; gradients are defined for {', '.join(GRAD_DTYPE_NAMES)}"
+        )
+    g = as_array("grad_output", grad_output)
+    if g.dtype.name not in GRAD_DTYPE_NAMES:
+        raise GridSampleTypeError(
+            f"grad_output has dtype {g.dtype}; allowed dtypes: {', '.join(GRAD_DTYPE_NAMES)}"
+        )
+    if g.shape != plan.out_shape:
+        layout = "(N, D1, ..., Dr, C)" if plan.channel_last else "(N, C, D1, ..., Dr)"
+        raise GridSampleError(
+            f"grad_output has shape {g.shape}; it must have the forward output's shape "
+            f"{plan.out_shape} {layout}"
+        )
+    return plan, g, x, grid, _parse_output_mask(output_mask)
+
+
+def _compute_dtype(x: np.ndarray, grid: np.ndarray) -> np.dtype:
+    wide = np.float64 in (x.dtype, grid.dtype)
+    return np.dtype(np.float64 if wide else np.float32)
+
+
+def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
+    """Compute the requested gradients for a validated plan."""
+    dt = _compute_dtype(x, grid)
+    grad_x = np.zeros(x.shape, dt) if want_x else None
+    grad_grid = np.zeros(grid.shape, dt) if want_grid else None
+    if plan.is_empty or not (want_x or want_grid):
+        return _finish(grad_x, x.dtype), _finish(grad_grid, grid.dtype)
+    r = plan.rank
+    K = taps_per_point(plan.mode, r)
+    xw = x.astype(dt, copy=False)
+    grid3 = np.ascontiguousarray(grid.reshape(plan.grid_batch, plan.out_points, r), dt)
+    # grad_output as (N, C, P) or (N, P, C) in its own layout (a view when possible).
+    shape3 = ((plan.batch, plan.out_points, plan.channels) if plan.channel_last
+              else (plan.batch, plan.channels, plan.out_points))
+    g3 = gout.astype(dt, copy=False).reshape(shape3)
+    gflat, gs = flat_view(g3)
+    gs_n, gs_c, (gs_p,) = split_channels(gs, plan.channel_last)
+
+    sizes = np.array(plan.in_spatial[::-1], np.int64)
+    axc = np.stack([axis_constants(int(s), plan.align_corners, dt) for s in sizes])
+    kc = np.array(cubic_constants(), dt)
+    dk = np.array(cubic_slope_constants(), dt)
+    threads = num_threads()
+    block = block_size(plan.out_points, plan.grid_batch, K, threads)
+    block = max(1, min(block, _MAX_SLOPES_PER_BLOCK // (K * r)))
+    consts = (axc, kc, dk, grid3)
+    tail = (plan.batch, plan.channels, K, plan.mode, plan.padding, block)
+
+    if want_grid and plan.mode != MODE_NEAREST:
+        # Nearest is piecewise constant: its grid gradient is 0 (also at NaN
+        # points, as in PyTorch), so that pass is skipped.
+        xflat, xs = flat_view(xw)
+        xs_n, xs_c, xs_sp = split_channels(xs, plan.channel_last)
+        strides = np.array(xs_sp[::-1], np.int64)
+        interleaved = plan.channel_last
+        ggrid = np.empty((plan.grid_batch, plan.out_points, r), dt)
+        tasks = plan.grid_batch * (-(-plan.out_points // block))
+        args = (xflat, xs_n, xs_c, sizes, strides, *consts, gflat, gs_n, gs_c, gs_p, ggrid,
+                *tail, interleaved)
+        run_shared(gk.task_grad_grid, tasks, args, threads)
+        grad_grid = ggrid.reshape(grid.shape)
+    if want_x:
+        gxflat, gxs = flat_view(grad_x, writeable=True)
+        gxs_n, gxs_c, gxs_sp = split_channels(gxs, plan.channel_last)
+        strides = np.array(gxs_sp[::-1], np.int64)
+        # Whole channels per task (see gridsample._grad_kernels): enough
+        # channel groups per item to feed every thread.
+        groups = max(1, min(plan.channels, -(-threads // plan.batch)))
+        args = (groups, gxflat, gxs_n, gxs_c, sizes, strides, *consts, gflat, gs_n, gs_c,
+                gs_p, *tail, plan.channel_last)
+        run_shared(gk.task_grad_x, plan.batch * groups, args, threads)
+    return _finish(grad_x, x.dtype), _finish(grad_grid, grid.dtype)
+
+
+def _finish(grad, dtype):
+    """Round a gradient to its argument's dtype (float16/bfloat16: nearest even)."""
+    if grad is None or grad.dtype == dtype:
+        return grad
+    return grad.astype(dtype)
+
+
+def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zeros",
+                         align_corners=False, *, channel_last=False, output_mask=(True, True)):
+    """Gradients of :func:`gridsample.grid_sample` w.r.t. ``x`` and ``grid``.
+
+    Parameters
+    ----------
+    grad_output : array_like, shape (N, C, D1, ..., Dr), or (N, D1, ..., Dr, C) with ``channel_last``
+        ``dL/dy`` for ``y = grid_sample(x, grid, ...)``; float16, bfloat16,
+        float32 or float64, any strides.
+    x : array_like, shape (N, C, d1, ..., dr), or (N, d1, ..., dr, C) with ``channel_last``
+        The forward's input; float16, bfloat16, float32 or float64.
+    grid : array_like, shape (N, D1, ..., Dr, r) or (1, D1, ..., Dr, r)
+        The forward's grid; a batch of 1 was broadcast, so its gradient is
+        summed over the batch.
+    mode, padding_mode, align_corners, channel_last
+        As in :func:`gridsample.grid_sample`.
+    output_mask : pair of bool, default (True, True)
+        Which gradients to compute; a skipped one is returned as ``None``
+        and costs nothing.
+
+    Returns
+    -------
+    grad_x : ndarray, shape and dtype of ``x`` (C-contiguous), or None
+        The adjoint of the forward: every output point's ``grad_output``
+        scattered to its taps with the forward's weights.
+    grad_grid : ndarray, shape and dtype of ``grid``, or None
+        ``dL/dgrid`` through unnormalization and padding: 0 where border or
+        reflection clips the coordinate (the edges count as clipped), the
+        sign of each reflection; cubic differentiates the weights only (its
+        tap indices are padded, not its coordinate); nearest is 0.
+
+    Raises
+    ------
+    GridSampleError, GridSampleTypeError
+        As the forward; also for an integer, bool, complex or string ``x``,
+        a ``grad_output`` of another shape than the forward's output, or a
+        bad ``output_mask``.
+
+    Notes
+    -----
+    Same results as PyTorch's ``grid_sample`` backward on 4-D and 5-D
+    inputs, for every rank here.  Rule 7 extended: a point with a NaN
+    coordinate adds nothing to ``grad_x`` and gets a NaN grid gradient
+    (linear, cubic; nearest gives 0); a point infinitely far out gets a grid
+    gradient of 0.  Deterministic: each gradient element is summed by one
+    thread in a fixed order, so the result is bit-identical at any thread
+    count.  Gradients are computed in float64 when ``x`` or ``grid`` is
+    float64, in float32 otherwise.
+
+    Examples
+    --------
+    >>> import numpy as np, gridsample
+    >>> x = np.arange(4.0).reshape(1, 1, 2, 2)
+    >>> grid = np.zeros((1, 1, 1, 2))                       # the centre
+    >>> gx, gg = gridsample.grid_sample_backward(np.ones((1, 1, 1, 1)), x, grid,
+    ...                                          align_corners=True)
+    >>> gx            # each of the 4 taps had weight 1/4
+    array([[[[0.25, 0.25],
+             [0.25, 0.25]]]])
+    >>> gg            # d/dg of (x00 + x01 + x10 + x11)/4 ... = (1/2 per unit of g) * 1
+    array([[[[0.5, 1. ]]]])
+    """
+    plan, gout, x, grid, (want_x, want_grid) = plan_backward(
+        grad_output, x, grid, mode, padding_mode, align_corners, channel_last, output_mask)
+    return run_backward(plan, gout, x, grid, want_x, want_grid)

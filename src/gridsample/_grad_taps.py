@@ -1,0 +1,186 @@
+"""Per-axis taps with their derivatives: the scalar math of the backward.
+
+The forward reads, on each axis, taps ``i_k`` with weights ``w_k(x)`` of the
+unnormalized coordinate ``x = u(g)`` (:mod:`gridsample._taps`).  The backward
+also needs ``dw_k/dx`` and the chain factor ``dx/dg`` of the axis:
+
+* unnormalize is affine, ``x = ((g + 1) a - b) c``, so ``dx/dg = a c``:
+  ``(S - 1) / 2`` with align_corners, ``S / 2`` without;
+* linear and nearest pad the continuous coordinate first, ``x' = pad(x)``,
+  so the chain factor is ``a c * dpad/dx``.  Border clipping has slope 1
+  strictly inside ``(0, S-1)`` and 0 at or past an edge (the edges count as
+  clipped, as in PyTorch); reflection has slope ``±1`` (the sign flips with
+  each fold and with the side of ``low`` the point lies on), times the
+  slope of the clip that follows it;
+* linear: ``w_0 = 1 - d``, ``w_1 = d`` with ``d = x' - floor(x')``, so
+  ``dw/dx' = (-1, +1)``; nearest: piecewise constant, ``dw/dx = 0``;
+* cubic keeps the coordinate unpadded (rule 4; padding acts on the integer
+  tap indices, which do not move with ``x``), so the chain factor is just
+  ``a c``.  With ``t = x - floor(x)`` the weights are Keys' kernel ``k`` at
+  distances ``t + 1, t, 1 - t, 2 - t``; differentiating each distance
+  w.r.t. ``x`` gives ``(k'(t+1), k'(t), -k'(1-t), -k'(2-t))`` with::
+
+      k'(s) = (3(A+2) s - 2(A+3)) s        for 0 <= s <= 1
+      k'(s) = (3A s - 10A) s + 8A          for 1 <  s <  2
+
+A point infinitely far out has a locally constant value: chain factor 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._jit import inline
+from ._options import MODE_CUBIC, MODE_LINEAR, PAD_BORDER, PAD_REFLECTION
+from ._taps import (AXIS_HIGH, AXIS_MUL, AXIS_REFLECT_LOW, AXIS_REFLECT_SPAN, AXIS_SCALE,
+                    CUBIC_A, cubic_axis, linear_axis, nearest_axis, reflect_clip, unnormalize)
+
+__all__ = ["grad_axis_taps", "pad_slope", "cubic_slope_constants", "SLOPE_FIELDS"]
+
+#: Layout of the Keys-derivative constants: 3(A+2), 2(A+3), 3A, 10A, 8A.
+SLOPE_FIELDS = 5
+
+
+def cubic_slope_constants() -> tuple:
+    """``3(A+2), 2(A+3), 3A, 10A, 8A`` (all exact in binary floating point for A = -0.75)."""
+    a = CUBIC_A
+    return (3.0 * (a + 2.0), 2.0 * (a + 3.0), 3.0 * a, 10.0 * a, 8.0 * a)
+
+
+@inline
+def _slope_near(s, dk):
+    return (dk[0] * s - dk[1]) * s
+
+
+@inline
+def _slope_far(s, dk):
+    return (dk[2] * s - dk[3]) * s + dk[4]
+
+
+@inline
+def pad_slope(x, pad, ax):
+    """``d pad(x) / dx`` for linear and nearest (1, 0 or -1; NaN maps to 1).
+
+    Border: 0 at or outside the edges ``[0, S-1]``.  Reflection: fold
+    ``|x - low|`` with period ``2 span`` (as :func:`reflect_clip` does);
+    the slope is the sign of ``x - low``, negated when the fold lands in the
+    mirrored half; then 0 where the reflected value is clipped (at or
+    outside ``[0, S-1]``), and 0 on an axis that reflects to a point
+    (``span == 0``).
+    """
+    high = ax[AXIS_HIGH]
+    zero = high - high
+    one = zero + 1
+    if pad == PAD_BORDER:
+        if x <= zero or x >= high:
+            return zero
+        return one
+    if pad == PAD_REFLECTION:
+        if math.isinf(x):
+            return one  # a NaN point; the caller reports it
+        low = ax[AXIS_REFLECT_LOW]
+        span = ax[AXIS_REFLECT_SPAN]
+        if span <= zero:
+            return zero
+        d = x - low
+        sign = one if d >= zero else -one
+        m = np.fmod(abs(d), span + span)
+        if m > span:
+            sign = -sign
+        y = reflect_clip(x, low, span, high)
+        if y <= zero or y >= high:
+            return zero
+        return sign
+    return one
+
+
+@inline
+def grad_axis_taps(g, mode, pad, ax, kc, dk, size, stride, off, wts, dws, base):
+    """Write one axis's taps, weights and weight slopes for grid value ``g``.
+
+    Parameters
+    ----------
+    g : float
+        Normalized coordinate (coordinate dtype).
+    mode, pad : int
+        Interpolation and padding codes.
+    ax : ndarray, shape (AXIS_FIELDS,)
+        The axis's constants (:func:`gridsample._taps.axis_constants`).
+    kc : ndarray, shape (CUBIC_FIELDS,); dk : ndarray, shape (SLOPE_FIELDS,)
+        Keys' constants and those of its derivative, in the weight dtype.
+    size, stride : int
+        Axis length and element stride.
+    off : int64 array; wts, dws : arrays
+        Outputs: taps inside ``X`` at ``base, base + 1, ...`` (taps outside
+        are dropped, as in the forward): offset, weight, ``dw/dx``.
+
+    Returns
+    -------
+    n : int
+        Taps written; -1 for a NaN point (rule 7).
+    chain : float
+        ``dx/dg`` including the padding's slope (0 for nearest and for
+        infinite coordinates).
+    """
+    one = kc[0]
+    zero = one - one
+    scale = ax[AXIS_MUL] * ax[AXIS_SCALE]
+    if mode == MODE_CUBIC:
+        (i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2, ok3,
+         nan) = cubic_axis(g, pad, ax, kc, size)
+        if nan:
+            return -1, scale
+        x = unnormalize(g, ax)
+        if math.isinf(x):
+            chain = scale - scale
+            d0 = d1 = d2 = d3 = zero
+        else:
+            chain = scale
+            t = x - np.floor(x)
+            u = one - t
+            d0 = _slope_far(t + one, dk)
+            d1 = _slope_near(t, dk)
+            d2 = -_slope_near(u, dk)
+            d3 = -_slope_far(u + one, dk)
+        idx = (i0, i1, i2, i3)
+        wk = (w0, w1, w2, w3)
+        dwk = (d0, d1, d2, d3)
+        ok = (ok0, ok1, ok2, ok3)
+        n = 0
+        for k in range(4):
+            if ok[k]:
+                off[base + n] = idx[k] * stride
+                wts[base + n] = wk[k]
+                dws[base + n] = dwk[k]
+                n += 1
+        return n, chain
+    x = unnormalize(g, ax)
+    slope = pad_slope(x, pad, ax)
+    if mode == MODE_LINEAR:
+        i0, w0, w1, ok0, ok1, nan = linear_axis(g, pad, ax, one, size)
+        if nan:
+            return -1, scale
+        chain = scale * slope if not math.isinf(x) else scale - scale
+        n = 0
+        if ok0:
+            off[base] = i0 * stride
+            wts[base] = w0
+            dws[base] = -one
+            n = 1
+        if ok1:
+            off[base + n] = (i0 + 1) * stride
+            wts[base + n] = w1
+            dws[base + n] = one
+            n += 1
+        return n, chain
+    i, ok, nan = nearest_axis(g, pad, ax, size)
+    if nan:
+        return -1, scale
+    if ok:
+        off[base] = i * stride
+        wts[base] = one
+        dws[base] = zero
+        return 1, scale - scale
+    return 0, scale - scale
