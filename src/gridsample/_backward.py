@@ -24,6 +24,7 @@ from . import _grad_kernels as gk
 from ._dtypes import is_string
 from ._engine import block_size, flat_view, split_channels
 from ._errors import GridSampleError, GridSampleTypeError, describe
+from ._grad_planners import grad_planner_id
 from ._grad_taps import cubic_slope_constants
 from ._options import MODE_NEAREST
 from ._plan import ForwardPlan, as_array, plan_forward
@@ -108,6 +109,7 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
     block = block_size(plan.out_points, plan.grid_batch, K, threads)
     block = max(1, min(block, _MAX_SLOPES_PER_BLOCK // (K * r)))
     consts = (axc, kc, dk, grid3)
+    planner = grad_planner_id(r, plan.mode)
     tail = (plan.batch, plan.channels, K, plan.mode, plan.padding, block)
 
     if want_grid and plan.mode != MODE_NEAREST:
@@ -120,7 +122,7 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
         ggrid = np.empty((plan.grid_batch, plan.out_points, r), dt)
         tasks = plan.grid_batch * (-(-plan.out_points // block))
         args = (xflat, xs_n, xs_c, sizes, strides, *consts, gflat, gs_n, gs_c, gs_p, ggrid,
-                *tail, interleaved)
+                *tail, interleaved, planner)
         run_shared(gk.task_grad_grid, tasks, args, threads)
         grad_grid = ggrid.reshape(grid.shape)
     if want_x:
@@ -131,7 +133,7 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
         # channel groups per item to feed every thread.
         groups = max(1, min(plan.channels, -(-threads // plan.batch)))
         args = (groups, gxflat, gxs_n, gxs_c, sizes, strides, *consts, gflat, gs_n, gs_c,
-                gs_p, *tail, plan.channel_last)
+                gs_p, *tail, plan.channel_last, planner)
         run_shared(gk.task_grad_x, plan.batch * groups, args, threads)
     return _finish(grad_x, x.dtype), _finish(grad_grid, grid.dtype)
 

@@ -28,68 +28,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._grad_taps import grad_axis_taps
+from ._grad_planners import plan_grad_block
 from ._jit import function, inline
 
-__all__ = ["task_grad_grid", "task_grad_x", "plan_grad_block"]
-
-
-@inline
-def plan_grad_block(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts,
-                    dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes):
-    """Plan points ``p0 .. p0 + nb - 1`` of grid item ``gn``.
-
-    Point ``j`` owns entries ``j*K ...`` of ``off``/``wts`` (and
-    ``(j*K + t)*r + a`` of ``dws``, the ``D`` of tap ``t`` and axis ``a``,
-    when ``want_slopes``); ``cnt[j]`` taps are used, -1 marks a NaN point.
-    ``chain[j*r + a]`` is the axis's chain factor.  Taps are listed
-    innermost axis fastest with weights multiplied ``(w_x * w_y) * w_z``, as
-    in the forward planners.
-    """
-    r = grid.shape[2]
-    one = kc[0]
-    for j in range(nb):
-        base = j * K
-        nan = False
-        for a in range(r):
-            na, ch = grad_axis_taps(grid[gn, p0 + j, a], mode, pad, axc[a], kc, dk, sizes[a],
-                                    strides[a], ax_off, ax_w, ax_dw, a * 4)
-            if na < 0:
-                nan = True
-                break
-            ax_n[a] = na
-            chain[j * r + a] = ch
-        if nan:
-            cnt[j] = -1
-            continue
-        # Tensor product, axis by axis (see gridsample._planners.plan_point):
-        # combination e of the axes so far is replicated for each tap t of
-        # axis a; t descends so the in-place t = 0 copy comes last.  For the
-        # slopes, D of an earlier axis b picks up the factor w_a, and D of
-        # axis a is the product so far times dw_a.
-        c = 1
-        off[base] = 0
-        wts[base] = one
-        for a in range(r):
-            na = ax_n[a]
-            if na == 0:
-                c = 0
-                break
-            for t in range(na - 1, -1, -1):
-                ao = ax_off[a * 4 + t]
-                aw = ax_w[a * 4 + t]
-                adw = ax_dw[a * 4 + t]
-                dst = base + t * c
-                for e in range(c):
-                    src = base + e
-                    if want_slopes:
-                        for b in range(a):
-                            dws[(dst + e) * r + b] = dws[src * r + b] * aw
-                        dws[(dst + e) * r + a] = wts[src] * adw
-                    off[dst + e] = off[src] + ao
-                    wts[dst + e] = wts[src] * aw
-            c *= na
-        cnt[j] = c
+__all__ = ["task_grad_grid", "task_grad_x"]
 
 
 @inline
@@ -105,9 +47,16 @@ def _scratch(block, K, r, like):
     return off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n
 
 
+@inline
+def _constants(kc, dk):
+    """Keys' constants and slopes as tuples (scalars travel into helpers without refcounts)."""
+    return ((kc[0], kc[1], kc[2], kc[3], kc[4], kc[5], kc[6]),
+            (dk[0], dk[1], dk[2], dk[3], dk[4]))
+
+
 @function
 def task_grad_grid(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
-                   gs_n, gs_c, gs_p, ggrid, N, C, K, mode, pad, block, interleaved):
+                   gs_n, gs_c, gs_p, ggrid, N, C, K, mode, pad, block, interleaved, planner):
     """Grid gradient of blocks ``first .. stop - 1`` (``Ng x blocks`` tasks).
 
     Parameters
@@ -121,10 +70,13 @@ def task_grad_grid(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, 
         Flat ``dL/dy``, element ``(n, c, p)`` at ``n*gs_n + c*gs_c + p*gs_p``.
     ggrid : ndarray, shape (Ng, P, r)
         Output, written for every point of the tasks' blocks.
+    planner : int
+        Block planner (``PLANNER_*`` of :mod:`gridsample._grad_planners`).
     """
     r = grid.shape[2]
     P = grid.shape[1]
     Ng = grid.shape[0]
+    kct, dkt = _constants(kc, dk)
     nblk = (P + block - 1) // block
     off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n = _scratch(block, K, r, kc)
     dws = np.empty(block * K * r, kc.dtype)
@@ -134,26 +86,27 @@ def task_grad_grid(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, 
         gn = task // nblk
         p0 = (task - gn * nblk) * block
         nb = min(block, P - p0)
-        plan_grad_block(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts,
-                        dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, True)
-        vals[:nb * K] = zero
+        plan_grad_block(planner, grid, gn, p0, nb, K, mode, pad, axc, kct, dkt, sizes, strides,
+                        off, wts, dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, True)
+        for i in range(nb * K):
+            vals[i] = zero
         n_first, n_stop = (0, N) if Ng == 1 else (gn, gn + 1)
         for n in range(n_first, n_stop):
-            xn = xflat[n * xs_n:]
+            xb = n * xs_n
             gb = n * gs_n + p0 * gs_p
             if interleaved:
                 # Channel-last: V_o = sum_c G[c] x[c, o], channels innermost.
                 for j in range(nb):
-                    gj = gflat[gb + j * gs_p:]
+                    gj = gb + j * gs_p
                     for t in range(max(cnt[j], 0)):
-                        xt = xn[off[j * K + t]:]
+                        xt = xb + off[j * K + t]
                         acc = zero
                         for c in range(C):
-                            acc += gj[c * gs_c] * xt[c * xs_c]
+                            acc += gflat[gj + c * gs_c] * xflat[xt + c * xs_c]
                         vals[j * K + t] += acc
             else:
                 for c in range(C):
-                    xc = xn[c * xs_c:]
+                    xc = xflat[xb + c * xs_c:]
                     gc = gflat[gb + c * gs_c:]
                     for j in range(nb):
                         gv = gc[j * gs_p]
@@ -174,7 +127,7 @@ def task_grad_grid(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, 
 
 @function
 def task_grad_x(first, stop, groups, gxflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                gflat, gs_n, gs_c, gs_p, N, C, K, mode, pad, block, interleaved):
+                gflat, gs_n, gs_c, gs_p, N, C, K, mode, pad, block, interleaved, planner):
     """Input gradient of tasks ``first .. stop - 1`` (``N x groups`` tasks).
 
     Task ``(n, q)`` owns channels ``[q*C//groups, (q+1)*C//groups)`` of
@@ -185,6 +138,7 @@ def task_grad_x(first, stop, groups, gxflat, xs_n, xs_c, sizes, strides, axc, kc
     r = grid.shape[2]
     P = grid.shape[1]
     Ng = grid.shape[0]
+    kct, dkt = _constants(kc, dk)
     off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n = _scratch(block, K, r, kc)
     dws = np.empty(1, kc.dtype)
     for task in range(first, stop):
@@ -193,23 +147,23 @@ def task_grad_x(first, stop, groups, gxflat, xs_n, xs_c, sizes, strides, axc, kc
         c0 = q * C // groups
         c1 = (q + 1) * C // groups
         gn = 0 if Ng == 1 else n
-        gxn = gxflat[n * xs_n:]
+        xb = n * xs_n
         for p0 in range(0, P, block):
             nb = min(block, P - p0)
-            plan_grad_block(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off,
-                            wts, dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, False)
+            plan_grad_block(planner, grid, gn, p0, nb, K, mode, pad, axc, kct, dkt, sizes,
+                            strides, off, wts, dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, False)
             gb = n * gs_n + p0 * gs_p
             if interleaved:
                 for j in range(nb):
-                    gj = gflat[gb + j * gs_p:]
+                    gj = gb + j * gs_p
                     for t in range(max(cnt[j], 0)):
                         w = wts[j * K + t]
-                        xt = gxn[off[j * K + t]:]
+                        xt = xb + off[j * K + t]
                         for c in range(c0, c1):
-                            xt[c * xs_c] += gj[c * gs_c] * w
+                            gxflat[xt + c * xs_c] += gflat[gj + c * gs_c] * w
             else:
                 for c in range(c0, c1):
-                    gxc = gxn[c * xs_c:]
+                    gxc = gxflat[xb + c * xs_c:]
                     gc = gflat[gb + c * gs_c:]
                     for j in range(nb):
                         gv = gc[j * gs_p]

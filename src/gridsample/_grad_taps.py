@@ -37,7 +37,7 @@ from ._options import MODE_CUBIC, MODE_LINEAR, PAD_BORDER, PAD_REFLECTION
 from ._taps import (AXIS_HIGH, AXIS_MUL, AXIS_REFLECT_LOW, AXIS_REFLECT_SPAN, AXIS_SCALE,
                     CUBIC_A, cubic_axis, linear_axis, nearest_axis, reflect_clip, unnormalize)
 
-__all__ = ["grad_axis_taps", "pad_slope", "cubic_slope_constants", "SLOPE_FIELDS"]
+__all__ = ["grad_axis_taps", "axis_row", "pad_slope", "cubic_slope_constants", "SLOPE_FIELDS"]
 
 #: Layout of the Keys-derivative constants: 3(A+2), 2(A+3), 3A, 10A, 8A.
 SLOPE_FIELDS = 5
@@ -97,8 +97,8 @@ def pad_slope(x, pad, ax):
 
 
 @inline
-def grad_axis_taps(g, mode, pad, ax, kc, dk, size, stride, off, wts, dws, base):
-    """Write one axis's taps, weights and weight slopes for grid value ``g``.
+def grad_axis_taps(g, mode, pad, ax, kc, dk, size):
+    """One axis's taps, weights and weight slopes for grid value ``g``.
 
     Parameters
     ----------
@@ -106,81 +106,58 @@ def grad_axis_taps(g, mode, pad, ax, kc, dk, size, stride, off, wts, dws, base):
         Normalized coordinate (coordinate dtype).
     mode, pad : int
         Interpolation and padding codes.
-    ax : ndarray, shape (AXIS_FIELDS,)
+    ax : tuple of AXIS_FIELDS floats
         The axis's constants (:func:`gridsample._taps.axis_constants`).
-    kc : ndarray, shape (CUBIC_FIELDS,); dk : ndarray, shape (SLOPE_FIELDS,)
+    kc : tuple of CUBIC_FIELDS floats; dk : tuple of SLOPE_FIELDS floats
         Keys' constants and those of its derivative, in the weight dtype.
-    size, stride : int
-        Axis length and element stride.
-    off : int64 array; wts, dws : arrays
-        Outputs: taps inside ``X`` at ``base, base + 1, ...`` (taps outside
-        are dropped, as in the forward): offset, weight, ``dw/dx``.
+    size : int
+        Axis length.
 
     Returns
     -------
-    n : int
-        Taps written; -1 for a NaN point (rule 7).
+    nan : bool
+        A NaN point (rule 7); the rest is then meaningless.
     chain : float
         ``dx/dg`` including the padding's slope (0 for nearest and for
         infinite coordinates).
+    idx, w, dw, ok : 4-tuples
+        Tap indices (inside ``[0, S-1]`` where ``ok``), weights and ``dw/dx``;
+        linear uses the first 2 entries, nearest the first.  A tap that is
+        not ``ok`` lies outside ``X`` under zeros padding: it is dropped, as
+        in the forward.
+
+    Everything is returned as scalars and tuples, never through arrays: an
+    array handed to an inlined helper costs two atomic reference-count
+    updates per call in Numba (measured: 8x slower planners).
     """
     one = kc[0]
     zero = one - one
     scale = ax[AXIS_MUL] * ax[AXIS_SCALE]
+    flat = scale - scale
     if mode == MODE_CUBIC:
         (i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2, ok3,
          nan) = cubic_axis(g, pad, ax, kc, size)
-        if nan:
-            return -1, scale
         x = unnormalize(g, ax)
-        if math.isinf(x):
-            chain = scale - scale
-            d0 = d1 = d2 = d3 = zero
-        else:
-            chain = scale
-            t = x - np.floor(x)
-            u = one - t
-            d0 = _slope_far(t + one, dk)
-            d1 = _slope_near(t, dk)
-            d2 = -_slope_near(u, dk)
-            d3 = -_slope_far(u + one, dk)
-        idx = (i0, i1, i2, i3)
-        wk = (w0, w1, w2, w3)
-        dwk = (d0, d1, d2, d3)
-        ok = (ok0, ok1, ok2, ok3)
-        n = 0
-        for k in range(4):
-            if ok[k]:
-                off[base + n] = idx[k] * stride
-                wts[base + n] = wk[k]
-                dws[base + n] = dwk[k]
-                n += 1
-        return n, chain
+        if nan or math.isinf(x):
+            return (nan, flat, (i0, i1, i2, i3), (w0, w1, w2, w3), (zero, zero, zero, zero),
+                    (ok0, ok1, ok2, ok3))
+        t = x - np.floor(x)
+        u = one - t
+        dws = (_slope_far(t + one, dk), _slope_near(t, dk), -_slope_near(u, dk),
+               -_slope_far(u + one, dk))
+        return nan, scale, (i0, i1, i2, i3), (w0, w1, w2, w3), dws, (ok0, ok1, ok2, ok3)
     x = unnormalize(g, ax)
-    slope = pad_slope(x, pad, ax)
     if mode == MODE_LINEAR:
         i0, w0, w1, ok0, ok1, nan = linear_axis(g, pad, ax, one, size)
-        if nan:
-            return -1, scale
-        chain = scale * slope if not math.isinf(x) else scale - scale
-        n = 0
-        if ok0:
-            off[base] = i0 * stride
-            wts[base] = w0
-            dws[base] = -one
-            n = 1
-        if ok1:
-            off[base + n] = (i0 + 1) * stride
-            wts[base + n] = w1
-            dws[base + n] = one
-            n += 1
-        return n, chain
+        chain = flat if math.isinf(x) else scale * pad_slope(x, pad, ax)
+        return (nan, chain, (i0, i0 + 1, 0, 0), (w0, w1, zero, zero), (-one, one, zero, zero),
+                (ok0, ok1, False, False))
     i, ok, nan = nearest_axis(g, pad, ax, size)
-    if nan:
-        return -1, scale
-    if ok:
-        off[base] = i * stride
-        wts[base] = one
-        dws[base] = zero
-        return 1, scale - scale
-    return 0, scale - scale
+    return (nan, flat, (i, 0, 0, 0), (one, zero, zero, zero), (zero, zero, zero, zero),
+            (ok, False, False, False))
+
+
+@inline
+def axis_row(axc, a):
+    """Row ``a`` of the per-axis constants as a tuple (no array view: see :func:`grad_axis_taps`)."""
+    return (axc[a, 0], axc[a, 1], axc[a, 2], axc[a, 3], axc[a, 4], axc[a, 5], axc[a, 6])
