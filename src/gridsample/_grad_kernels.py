@@ -10,17 +10,22 @@ For output point ``p`` with taps ``o`` (flat input offsets) and weights
   (the product rule over the tensor-product weights; ``chain_a = dx_a/dg_a``,
   :mod:`gridsample._grad_taps`).
 
-Both passes plan blocks of points like the forward (a list of taps per
-point, taps outside ``X`` dropped), then sweep the channels.
+One pass computes both: blocks of points are planned like the forward (a
+list of taps per point, taps outside ``X`` dropped, plus the slopes ``D``),
+then one sweep over the channels gathers ``V`` and scatters into ``dL/dx``.
 
-Determinism: every gradient element is accumulated by exactly one task, in
-an order fixed by the data alone.  The grid pass gives each point to one
-task (summing over the batch inside the task when the grid is broadcast);
-the input pass gives each task whole channels of one batch item and walks
-all points of the item in order.  So the result is bit-identical at any
-thread count and any block size -- no atomics, no racy scatter.
+Determinism without atomics: the work is split into ``N x G x Q`` tasks:
+batch item, one of ``G`` groups of channels, one of ``Q`` contiguous chunks
+of the item's points.  Channel groups write disjoint parts of ``dL/dx``;
+point chunks scatter into private buffers, summed afterwards in the order
+``((b_0 + b_1) + b_2) + ...``.  The grid gradient of a point is computed
+whole by the one task that owns it (a broadcast grid's rows are summed
+over the batch afterwards, in batch order).  ``G`` and ``Q`` depend on the shapes only,
+never on the thread count, and every buffer element receives its terms in
+point order; so the gradients are bit-identical at any thread count and
+any block size.
 
-Both entries are plain compiled functions run on the thread pool
+The entries are plain compiled functions run on the thread pool
 (:mod:`gridsample._threads`): quick to compile, ``noalias`` arrays.
 """
 
@@ -31,7 +36,7 @@ import numpy as np
 from ._grad_planners import plan_grad_block
 from ._jit import function, inline
 
-__all__ = ["task_grad_grid", "task_grad_x"]
+__all__ = ["task_backward", "task_sum_buffers"]
 
 
 @inline
@@ -54,119 +59,128 @@ def _constants(kc, dk):
             (dk[0], dk[1], dk[2], dk[3], dk[4]))
 
 
+@inline
+def _grid_grads(ggrid, row, p0, nb, K, r, cnt, vals, dws, chain, zero):
+    """``dL/dg[p, a] = chain_a * sum_t V_t D_{t,a}`` for the block's points (NaN points: NaN)."""
+    for j in range(nb):
+        m = cnt[j]
+        for a in range(r):
+            if m < 0:  # a NaN point (rule 7): its gradient is NaN too
+                ggrid[row, p0 + j, a] = zero + np.nan
+                continue
+            s = zero
+            for t in range(m):
+                s += vals[j * K + t] * dws[(j * K + t) * r + a]
+            ggrid[row, p0 + j, a] = s * chain[j * r + a]
+
+
 @function
-def task_grad_grid(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
-                   gs_n, gs_c, gs_p, ggrid, N, C, K, mode, pad, block, interleaved, planner):
-    """Grid gradient of blocks ``first .. stop - 1`` (``Ng x blocks`` tasks).
+def task_backward(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                  gs_n, gs_c, gs_p, gxflat, gx_q, ggrid, N, C, K, mode, pad, block,
+                  interleaved, planner, want_x, want_grid):
+    """Both gradients for tasks ``first .. stop - 1`` of ``N x G x Q``.
+
+    Task ``(n, g, q)`` takes batch item ``n``, the ``g``-th of ``G`` groups
+    of channels and the ``q``-th of ``Q`` contiguous chunks of output
+    points.  Per block of points it plans the taps once, then sweeps its
+    channels: it gathers ``V_o = sum_c G[c] x[c, o]`` (grid gradient; the
+    engine asks for it with ``G = 1`` only, so a point's sum is complete in
+    one task) and scatters ``G[c] W_o`` into input-gradient buffer ``q``
+    (``gxflat``, buffers ``gx_q`` elements apart, laid out like ``x``, which
+    the engine made contiguous so both share the tap offsets).  The engine
+    sums the ``Q`` buffers in order afterwards.
 
     Parameters
     ----------
     xflat : ndarray, shape (M,)
-        Flat input (element ``(n, c, i...)`` at ``n*xs_n + c*xs_c + sum i*stride``).
+        Flat input: element ``(n, c, i...)`` at ``n*xs_n + c*xs_c + sum i*stride``.
     grid : ndarray, shape (Ng, P, r)
-        Normalized coordinates; ``Ng`` is N or 1 (a broadcast grid: its
-        gradient sums over the batch, inside the task, in batch order).
+        Normalized coordinates; ``Ng`` is N or 1 (broadcast).
     gflat : ndarray
-        Flat ``dL/dy``, element ``(n, c, p)`` at ``n*gs_n + c*gs_c + p*gs_p``.
-    ggrid : ndarray, shape (Ng, P, r)
-        Output, written for every point of the tasks' blocks.
+        Flat ``dL/dy``: element ``(n, c, p)`` at ``n*gs_n + c*gs_c + p*gs_p``.
+    ggrid : ndarray, shape (N, P, r)
+        Grid gradient of each item's points.
     planner : int
         Block planner (``PLANNER_*`` of :mod:`gridsample._grad_planners`).
+    want_x, want_grid : bool
+        Which gradients to compute.
     """
     r = grid.shape[2]
     P = grid.shape[1]
     Ng = grid.shape[0]
     kct, dkt = _constants(kc, dk)
-    nblk = (P + block - 1) // block
     off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n = _scratch(block, K, r, kc)
-    dws = np.empty(block * K * r, kc.dtype)
+    dws = np.empty(block * K * r if want_grid else 1, kc.dtype)
     vals = np.empty(block * K, kc.dtype)
     zero = kc[0] - kc[0]
     for task in range(first, stop):
-        gn = task // nblk
-        p0 = (task - gn * nblk) * block
-        nb = min(block, P - p0)
-        plan_grad_block(planner, grid, gn, p0, nb, K, mode, pad, axc, kct, dkt, sizes, strides,
-                        off, wts, dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, True)
-        for i in range(nb * K):
-            vals[i] = zero
-        n_first, n_stop = (0, N) if Ng == 1 else (gn, gn + 1)
-        for n in range(n_first, n_stop):
-            xb = n * xs_n
+        n = task // (G * Q)
+        g = (task // Q) % G
+        q = task % Q
+        c0 = g * C // G
+        c1 = (g + 1) * C // G
+        gn = 0 if Ng == 1 else n
+        xb = n * xs_n
+        gxb = q * gx_q + n * xs_n
+        for p0 in range(q * P // Q, (q + 1) * P // Q, block):
+            nb = min(block, (q + 1) * P // Q - p0)
+            plan_grad_block(planner, grid, gn, p0, nb, K, mode, pad, axc, kct, dkt, sizes,
+                            strides, off, wts, dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n,
+                            want_grid)
             gb = n * gs_n + p0 * gs_p
+            if want_grid:
+                for i in range(nb * K):
+                    vals[i] = zero
+            # Gather and scatter run as separate loops over the block (its
+            # plan is in cache): fused into one loop they were 2x slower on
+            # random grids, the stores holding back the next gathers.
             if interleaved:
-                # Channel-last: V_o = sum_c G[c] x[c, o], channels innermost.
+                # Channel-last: channels innermost at each tap.
                 for j in range(nb):
                     gj = gb + j * gs_p
                     for t in range(max(cnt[j], 0)):
-                        xt = xb + off[j * K + t]
-                        acc = zero
-                        for c in range(C):
-                            acc += gflat[gj + c * gs_c] * xflat[xt + c * xs_c]
-                        vals[j * K + t] += acc
+                        o = xb + off[j * K + t]
+                        if want_grid:
+                            acc = zero
+                            for c in range(c0, c1):
+                                acc += gflat[gj + c * gs_c] * xflat[o + c * xs_c]
+                            vals[j * K + t] = acc
+                        if want_x:
+                            w = wts[j * K + t]
+                            o = o - xb + gxb
+                            for c in range(c0, c1):
+                                gxflat[o + c * xs_c] += gflat[gj + c * gs_c] * w
             else:
-                for c in range(C):
-                    xc = xflat[xb + c * xs_c:]
+                for c in range(c0, c1):
                     gc = gflat[gb + c * gs_c:]
-                    for j in range(nb):
-                        gv = gc[j * gs_p]
-                        o = j * K
-                        for t in range(cnt[j]):
-                            vals[o + t] += gv * xc[off[o + t]]
-        for j in range(nb):
-            m = cnt[j]
-            for a in range(r):
-                if m < 0:  # a NaN point (rule 7): its gradient is NaN too
-                    ggrid[gn, p0 + j, a] = zero + np.nan
-                    continue
-                s = zero
-                for t in range(m):
-                    s += vals[j * K + t] * dws[(j * K + t) * r + a]
-                ggrid[gn, p0 + j, a] = s * chain[j * r + a]
+                    if want_grid:
+                        xc = xflat[xb + c * xs_c:]
+                        for j in range(nb):
+                            gv = gc[j * gs_p]
+                            o = j * K
+                            for t in range(cnt[j]):
+                                vals[o + t] += gv * xc[off[o + t]]
+                    if want_x:
+                        gxc = gxflat[gxb + c * xs_c:]
+                        for j in range(nb):
+                            gv = gc[j * gs_p]
+                            o = j * K
+                            for t in range(cnt[j]):
+                                gxc[off[o + t]] += gv * wts[o + t]
+            if want_grid:
+                _grid_grads(ggrid, n, p0, nb, K, r, cnt, vals, dws, chain, zero)
 
 
 @function
-def task_grad_x(first, stop, groups, gxflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                gflat, gs_n, gs_c, gs_p, N, C, K, mode, pad, block, interleaved, planner):
-    """Input gradient of tasks ``first .. stop - 1`` (``N x groups`` tasks).
+def task_sum_buffers(first, stop, bufs, Q, size, chunk, out):
+    """``out[i] = ((b_0[i] + b_1[i]) + ...) + b_{Q-1}[i]`` for chunks ``first .. stop - 1``.
 
-    Task ``(n, q)`` owns channels ``[q*C//groups, (q+1)*C//groups)`` of
-    batch item ``n`` and scatters ``G[c, p] * W_o`` into ``gxflat`` (laid
-    out like ``x``, strides ``xs_*``) for every point ``p`` in order, so no
-    two tasks write the same element.
+    ``bufs`` holds ``Q`` buffers of ``size`` elements back to back; chunk
+    ``k`` is elements ``k*chunk .. (k+1)*chunk - 1``.
     """
-    r = grid.shape[2]
-    P = grid.shape[1]
-    Ng = grid.shape[0]
-    kct, dkt = _constants(kc, dk)
-    off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n = _scratch(block, K, r, kc)
-    dws = np.empty(1, kc.dtype)
-    for task in range(first, stop):
-        n = task // groups
-        q = task - n * groups
-        c0 = q * C // groups
-        c1 = (q + 1) * C // groups
-        gn = 0 if Ng == 1 else n
-        xb = n * xs_n
-        for p0 in range(0, P, block):
-            nb = min(block, P - p0)
-            plan_grad_block(planner, grid, gn, p0, nb, K, mode, pad, axc, kct, dkt, sizes,
-                            strides, off, wts, dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, False)
-            gb = n * gs_n + p0 * gs_p
-            if interleaved:
-                for j in range(nb):
-                    gj = gb + j * gs_p
-                    for t in range(max(cnt[j], 0)):
-                        w = wts[j * K + t]
-                        xt = xb + off[j * K + t]
-                        for c in range(c0, c1):
-                            gxflat[xt + c * xs_c] += gflat[gj + c * gs_c] * w
-            else:
-                for c in range(c0, c1):
-                    gxc = gxflat[xb + c * xs_c:]
-                    gc = gflat[gb + c * gs_c:]
-                    for j in range(nb):
-                        gv = gc[j * gs_p]
-                        o = j * K
-                        for t in range(cnt[j]):
-                            gxc[off[o + t]] += gv * wts[o + t]
+    for k in range(first, stop):
+        for i in range(k * chunk, min(size, (k + 1) * chunk)):
+            acc = bufs[i]
+            for q in range(1, Q):
+                acc += bufs[q * size + i]
+            out[i] = acc
