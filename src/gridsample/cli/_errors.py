@@ -1,0 +1,65 @@
+"""The command line's one error type, and lazy imports of optional libraries.
+
+Every failure a user can cause (a bad option, an unreadable file, a wrong
+shape, a :class:`gridsample.GridSampleError` from the operator) becomes a
+:class:`CLIError`; :func:`gridsample.cli.main` prints it as
+``gridsample: error: <message>`` and returns its exit code, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["CLIError", "USAGE", "FAILURE", "require"]
+
+#: Exit code of a bad command line (unknown option, bad value, options that
+#: conflict): found before any file is read.
+USAGE = 2
+#: Exit code of a failure while running (a file that cannot be read or written,
+#: a wrong shape, an error from the operator).
+FAILURE = 1
+
+# The pip extra that provides each optional module.
+_EXTRA = {"PIL": "cli", "tifffile": "cli", "tqdm": "cli", "nibabel": "nifti"}
+_PACKAGE = {"PIL": "pillow"}
+
+
+class CLIError(Exception):
+    """A user-facing error: the message is printed, ``code`` is the exit status.
+
+    Parameters
+    ----------
+    message : str
+        What went wrong and, where there is one, the fix.
+    code : int, default FAILURE (1)
+        :data:`USAGE` (2) for command-line mistakes, :data:`FAILURE` (1) otherwise.
+    """
+
+    def __init__(self, message: str, code: int = FAILURE):
+        super().__init__(message)
+        self.code = code
+
+
+def require(module: str, what: str):
+    """Import an optional module, or raise a :class:`CLIError` naming the extra.
+
+    Parameters
+    ----------
+    module : str
+        The import name (``"PIL"``, ``"tifffile"``, ``"nibabel"``, ...).
+    what : str
+        What it is needed for, for the message (``"PNG files"``).
+
+    Returns
+    -------
+    module
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        top = module.split(".")[0]
+        extra = _EXTRA.get(top, "cli")
+        package = _PACKAGE.get(top, top)
+        raise CLIError(f"{package} is needed for {what} but is not installed; "
+                       f'install it with: pip install "gridsample[{extra}]"') from None

@@ -1,0 +1,213 @@
+"""``gridsample warp``: read, build the grid, sample slab by slab, write atomically.
+
+The output is computed along its first spatial axis in slabs of about
+:data:`SLAB_POINTS` points: each slab's grid is made, sampled and dropped,
+so the grid never exists whole (a 512^3 float32 grid would be 1.5 GiB), and
+the progress bar has something to count.  Output points are independent,
+so the slabs together equal one ``grid_sample`` call on the whole grid.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import grid_sample
+from ._errors import FAILURE, USAGE, CLIError
+from ._io import Raster, check_writable, expand_inputs, format_of, full_suffix, read_raster, \
+    write_raster
+from ._progress import progress_bar
+from ._transforms import AffineSource, AffineSpec, FlowSource, forward_matrix, grid_dtype_for, \
+    load_flow, load_matrix, theta_from_forward, theta_from_matrix
+
+__all__ = ["SLAB_POINTS", "warp_array", "run_warp", "affine_spec_from_args"]
+
+#: Output points per slab: 256 Ki points is a 3 MiB float32 2-D grid, plenty of
+#: blocks for every thread, and few enough Python steps to cost nothing.
+SLAB_POINTS = 1 << 18
+
+_AFFINE_DEFAULTS = AffineSpec()
+_AFFINE_FIELDS = ("rotate", "rotate_x", "rotate_y", "rotate_z", "scale", "scale_x", "scale_y",
+                  "scale_z", "shear_x", "shear_y", "translate", "translate_z")
+
+
+def warp_array(x: np.ndarray, spatial_dims: int, source, mode: str, padding: str,
+               align_corners: bool, *, slab_points: int = SLAB_POINTS, bar=None) -> np.ndarray:
+    """Sample ``x`` (channels last) on the grid of ``source``, slab by slab.
+
+    Parameters
+    ----------
+    x : ndarray, shape (*spatial) or (*spatial, C)
+    spatial_dims : int
+        2 or 3.
+    source : AffineSource or FlowSource
+        Has ``out_spatial`` and ``rows(start, stop, dtype)``.
+    mode, padding, align_corners
+        As for :func:`gridsample.grid_sample`.
+    slab_points : int
+        Output points per slab (at least one row of the first axis).
+    bar : progress bar, optional
+        ``update(1)`` per slab.
+
+    Returns
+    -------
+    ndarray, shape (*source.out_spatial) or (*source.out_spatial, C), x's dtype
+    """
+    spatial = x.shape[:spatial_dims]
+    extra = x.shape[spatial_dims:]
+    channels = extra[0] if extra else 1
+    x_in = x.reshape(1, *spatial, channels)
+    out_spatial = source.out_spatial
+    out = np.empty((1, *out_spatial, channels), x.dtype)
+    per_row = math.prod(out_spatial[1:])
+    step = max(1, slab_points // max(per_row, 1))
+    gdtype = grid_dtype_for(x.dtype)
+    for start in range(0, out_spatial[0], step):
+        stop = min(out_spatial[0], start + step)
+        grid = source.rows(start, stop, gdtype)
+        out[:, start:stop] = grid_sample(x_in, grid, mode, padding, align_corners,
+                                         channel_last=True)
+        if bar is not None:
+            bar.update(1)
+    return out.reshape(*out_spatial, *extra)
+
+
+def slab_count(out_spatial: tuple, slab_points: int = SLAB_POINTS) -> int:
+    """How many slabs :func:`warp_array` takes."""
+    per_row = math.prod(out_spatial[1:])
+    step = max(1, slab_points // max(per_row, 1))
+    return -(-out_spatial[0] // step)
+
+
+def affine_spec_from_args(args) -> AffineSpec:
+    """The :class:`AffineSpec` of the parsed options (defaults where not given)."""
+    values = {}
+    for name in _AFFINE_FIELDS:
+        v = getattr(args, name, None)
+        if v is not None:
+            values[name] = tuple(v) if name == "translate" else v
+    return AffineSpec(**values)
+
+
+def _transform_kind(args) -> str:
+    """``"affine"``, ``"matrix"`` or ``"flow"``; usage errors for conflicting options."""
+    affine_used = [n for n in _AFFINE_FIELDS if getattr(args, n, None) is not None]
+    kinds = [k for k, used in (("affine", affine_used), ("matrix", args.matrix),
+                               ("flow", args.flow)) if used]
+    if len(kinds) > 1:
+        opts = {"affine": "--" + (affine_used[0].replace("_", "-") if affine_used else "rotate"),
+                "matrix": "--matrix", "flow": "--flow"}
+        raise CLIError(f"{' and '.join(opts[k] for k in kinds)} cannot be combined: give affine "
+                       f"options, a --matrix file or a --flow field", USAGE)
+    if not args.matrix and (args.matrix_units is not None or args.invert_matrix):
+        raise CLIError("--matrix-units and --invert-matrix need --matrix FILE", USAGE)
+    if not args.flow and (args.flow_type is not None or args.flow_units is not None):
+        raise CLIError("--flow-type and --flow-units need --flow FILE", USAGE)
+    return kinds[0] if kinds else "affine"
+
+
+def _plan_outputs(inputs, output: str, ext, force: bool) -> list:
+    out = Path(output)
+    if ext is not None:
+        ext = ext if ext.startswith(".") else "." + ext
+        format_of("x" + ext)
+    if len(inputs) > 1 and not out.is_dir():
+        raise CLIError(f"{len(inputs)} inputs need OUTPUT to be an existing directory; "
+                       f"{output} is not one", FAILURE)
+    if out.is_dir():
+        outputs = []
+        for inp in inputs:
+            name = inp.name
+            if ext is not None:
+                name = name[:len(name) - len(full_suffix(name))] + ext
+            outputs.append(out / name)
+    else:
+        if ext is not None:
+            raise CLIError("--ext applies when OUTPUT is a directory", USAGE)
+        outputs = [out]
+    seen = {}
+    for inp, dst in zip(inputs, outputs):
+        format_of(inp)
+        format_of(dst)
+        parent = dst.parent
+        if not parent.is_dir():
+            raise CLIError(f"cannot write {dst}: the directory {parent} does not exist", FAILURE)
+        if dst in seen:
+            raise CLIError(f"{seen[dst]} and {inp} would both be written to {dst}", FAILURE)
+        seen[dst] = inp
+        if dst.exists() and inp.exists() and os.path.samefile(inp, dst) and not force:
+            raise CLIError(f"{dst} is the input itself; pass --force to overwrite it, or write "
+                           f"elsewhere", FAILURE)
+    return outputs
+
+
+def _out_spatial(args, raster: Raster) -> tuple:
+    if args.size is None:
+        return raster.spatial
+    size = tuple(args.size)
+    if len(size) != raster.spatial_dims:
+        want = "WxH" if raster.spatial_dims == 2 else "WxHxD"
+        raise CLIError(f"--size {'x'.join(map(str, size))} has {len(size)} values; this input "
+                       f"is a {raster.describe()}, give {want}", FAILURE)
+    return size[::-1]  # x, y[, z] -> array order
+
+
+def _source(args, kind, raster: Raster, loaded):
+    r = raster.spatial_dims
+    align = args.align_corners
+    if kind == "flow":
+        field = loaded
+        if field.shape[-1] != r:
+            raise CLIError(f"the flow field has {field.shape[-1]} components per point but the "
+                           f"input is a {raster.describe()} ({r} axes)", FAILURE)
+        if args.size is not None and tuple(args.size)[::-1] != field.shape[:-1]:
+            raise CLIError(f"--size {'x'.join(map(str, args.size))} differs from the flow "
+                           f"field's shape {field.shape[:-1]} (the field sets the output size)",
+                           FAILURE)
+        return FlowSource(field, args.flow_type or "relative", args.flow_units or "pixels",
+                          raster.spatial, align)
+    out_spatial = _out_spatial(args, raster)
+    if kind == "matrix":
+        theta = theta_from_matrix(loaded, args.matrix_units or "normalized", args.invert_matrix,
+                                  raster.spatial, out_spatial, align)
+    else:
+        theta = theta_from_forward(forward_matrix(loaded, r), out_spatial, align)
+    return AffineSource(theta, out_spatial, align)
+
+
+def run_warp(args) -> int:
+    """Run ``gridsample warp`` on parsed arguments; returns the exit status."""
+    kind = _transform_kind(args)
+    progress_mode = "never" if args.quiet else ("always" if args.progress else "auto")
+    inputs = expand_inputs(args.inputs)
+    outputs = _plan_outputs(inputs, args.output, args.ext, args.force)
+    if kind == "matrix":
+        loaded = load_matrix(args.matrix)
+    elif kind == "flow":
+        loaded = load_flow(args.flow)
+    else:
+        loaded = affine_spec_from_args(args)
+    many = len(inputs) > 1
+    with progress_bar(len(inputs), "warp", "file", progress_mode) as files_bar:
+        for inp, dst in zip(inputs, outputs):
+            raster = read_raster(inp, args.spatial_dims, args.key)
+            source = _source(args, kind, raster, loaded)
+            check_writable(dst, raster.array.dtype, raster.spatial_dims, raster.channels)
+            t0 = time.perf_counter()
+            slabs = 1 if many else slab_count(source.out_spatial)
+            with progress_bar(slabs, inp.name, "slab", progress_mode) as slab_bar:
+                result = warp_array(raster.array, raster.spatial_dims, source, args.mode,
+                                    args.padding, args.align_corners, bar=slab_bar)
+            seconds = time.perf_counter() - t0
+            out = Raster(result, raster.spatial_dims, raster.meta)
+            write_raster(dst, out)
+            files_bar.update(1)
+            if not args.quiet:
+                files_bar.write(f"{inp} -> {dst}: {out.describe()}, {args.mode} / {args.padding}"
+                                f"{', align_corners' if args.align_corners else ''}, "
+                                f"{seconds * 1e3:.1f} ms")
+    return 0
