@@ -8,9 +8,17 @@ import pytest
 
 import gridsample._affine
 import gridsample._api
+import gridsample._backward
+
+MODULES = [gridsample._api, gridsample._affine, gridsample._backward]
+try:
+    import gridsample.torch
+    MODULES.append(gridsample.torch)
+except ImportError:  # torch is an optional integration
+    pass
 
 
-@pytest.mark.parametrize("module", [gridsample._api, gridsample._affine])
+@pytest.mark.parametrize("module", MODULES)
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0

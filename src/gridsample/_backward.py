@@ -249,7 +249,7 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
     >>> gx            # each of the 4 taps had weight 1/4
     array([[[[0.25, 0.25],
              [0.25, 0.25]]]])
-    >>> gg            # d/dg of (x00 + x01 + x10 + x11)/4 ... = (1/2 per unit of g) * 1
+    >>> gg            # slopes 1 (along W) and 2 (along H) per pixel, times dx/dg = 1/2
     array([[[[0.5, 1. ]]]])
     """
     plan, gout, x, grid, (want_x, want_grid) = plan_backward(

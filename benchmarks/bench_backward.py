@@ -1,0 +1,132 @@
+"""Backward GridSample: gridsample's gradients against PyTorch's, in one process.
+
+Run:  python -m benchmarks.bench_backward [--quick] [--case SUBSTRING] [--markdown FILE]
+
+Each case computes both gradients (input and grid) of a float32 forward for
+a random ``grad_output``: ``gridsample.grid_sample_backward`` against
+``torch.autograd.grad`` through ``F.grid_sample`` (the forward graph is
+built once, outside the timing; only the backward is timed).  Runners are
+timed interleaved, medians reported with the ratio gridsample / torch
+(< 1: gridsample faster).  The first-call compile time of the backward is
+measured in fresh processes, cold (empty Numba cache) and warm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from benchmarks.bench_forward import Case
+from benchmarks.timing import interleaved_medians
+
+TORCH_MODE = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}
+
+
+def default_cases():
+    img, vol = (1, 3, 1024, 1024), (1, 1, 128, 128, 128)
+    cases = []
+    for mode in ("linear", "nearest", "cubic"):
+        for grid in ("smooth", "random"):
+            cases.append(Case(f"image 1x3x1024² {mode} {grid}", img, (1024, 1024), mode,
+                              grid=grid))
+    cases += [
+        Case("maps 8x32x128² linear", (8, 32, 128, 128), (128, 128)),
+        Case("volume 1x1x128³ linear", vol, (128, 128, 128)),
+        Case("volume 2x4x64³ linear random", (2, 4, 64, 64, 64), (64, 64, 64), grid="random"),
+        Case("image 1x1024²x3 linear channel-last", img, (1024, 1024), channel_last=True),
+    ]
+    return cases
+
+
+def runners_for(case, rng):
+    import torch
+    import torch.nn.functional as F
+
+    import gridsample
+
+    x, grid = case.inputs(rng)
+    n, c = case.x_shape[:2]
+    gout = rng.standard_normal((n, c, *case.out_spatial), dtype=np.float32)
+    if case.channel_last:
+        gout = np.ascontiguousarray(np.moveaxis(gout, 1, -1))
+
+    def ours():
+        gridsample.grid_sample_backward(gout, x, grid, case.mode, case.padding, case.align,
+                                        channel_last=case.channel_last)
+
+    # torch: channel-last as a channels_last-strided NCHW tensor (its native form).
+    xt = torch.from_numpy(np.moveaxis(x, -1, 1) if case.channel_last else x).requires_grad_()
+    gt = torch.from_numpy(grid).requires_grad_()
+    y = F.grid_sample(xt, gt, TORCH_MODE[case.mode], case.padding, case.align)
+    got = torch.from_numpy(np.moveaxis(gout, -1, 1) if case.channel_last else gout)
+
+    def theirs():
+        torch.autograd.grad(y, (xt, gt), got, retain_graph=True)
+
+    return {"gridsample": ours, "torch": theirs}
+
+
+def compile_times():
+    """First backward call in a new process (import + compile + run): cold and warm cache."""
+    code = ("import time; t0 = time.perf_counter(); import numpy as np, gridsample; "
+            "x = np.ones((1, 3, 64, 64), np.float32); g = np.zeros((1, 32, 32, 2), np.float32); "
+            "gridsample.grid_sample_backward(np.ones((1, 3, 32, 32), np.float32), x, g); "
+            "print(time.perf_counter() - t0)")
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        result = []
+        for _ in range(2):
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                 text=True, check=True)
+            result.append(float(out.stdout.strip().splitlines()[-1]))
+    return result
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="3 repeats instead of 9")
+    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--case", action="append", default=[],
+                        help="only cases whose name contains this (repeatable)")
+    parser.add_argument("--markdown", default=None, help="also write the table to this file")
+    parser.add_argument("--no-compile", action="store_true", help="skip compile-time runs")
+    args = parser.parse_args(argv)
+    repeats = args.repeats or (3 if args.quick else 9)
+    cases = [c for c in default_cases() if not args.case or any(s in c.name for s in args.case)]
+
+    import numba
+    import torch
+
+    print(f"gridsample backward benchmark: {numba.get_num_threads()} threads (torch "
+          f"{torch.get_num_threads()}), {repeats} repeats, median ms of both gradients",
+          flush=True)
+    rng = np.random.default_rng(0)
+    lines = ["| case | gridsample ms | torch ms | ÷torch |", "|---|---|---|---|"]
+    for case in cases:
+        med = interleaved_medians(runners_for(case, rng), repeats)
+        ratio = med["gridsample"] / med["torch"]
+        lines.append(f"| {case.name} | {med['gridsample'] * 1e3:.2f} | {med['torch'] * 1e3:.2f} "
+                     f"| {ratio:.2f} |")
+        print(f"  {case.name}: gridsample {med['gridsample'] * 1e3:.1f}, torch "
+              f"{med['torch'] * 1e3:.1f}, ratio {ratio:.2f}", flush=True)
+    text = "\n".join(lines)
+    print()
+    print(text)
+    if not args.no_compile:
+        cold, warm = compile_times()
+        line = (f"\nFirst backward call in a new process (import + compile + run, 2-D linear "
+                f"float32): cold cache {cold:.2f} s, warm cache {warm:.2f} s")
+        print(line)
+        text += "\n" + line
+    if args.markdown:
+        with open(args.markdown, "w") as fh:
+            fh.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
