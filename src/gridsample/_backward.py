@@ -25,7 +25,6 @@ from . import _grad_kernels as gk
 from ._dtypes import is_string
 from ._engine import block_size, flat_view, split_channels
 from ._errors import GridSampleError, GridSampleTypeError, describe
-from ._grad_planners import grad_planner_id
 from ._grad_taps import cubic_slope_constants
 from ._options import MODE_NEAREST
 from ._plan import ForwardPlan, as_array, plan_forward
@@ -148,9 +147,9 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
         block = max(1, min(block, _MAX_SLOPES_PER_BLOCK // (K * r)))
         args = (G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid3, gflat, gs_n, gs_c,
                 gs_p, gxbuf, xw.size, rows, plan.batch, plan.channels, K, plan.mode,
-                plan.padding, block, plan.channel_last, grad_planner_id(r, plan.mode), with_x,
-                with_grid)
-        run_shared(gk.task_backward, plan.batch * G * Q, args, threads)
+                plan.padding, block, plan.channel_last, with_x, with_grid)
+        entry = gk.BACKWARD_TASKS.get(r, gk.task_backward_nd)
+        run_shared(entry, plan.batch * G * Q, args, threads)
 
     # One fused pass (plan once, gather and scatter) for a single channel;
     # otherwise two: the grid gradient split over points only (each point

@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._grad_planners import plan_grad_block
+from ._grad_planners import plan_grad_2d, plan_grad_3d, plan_grad_general
 from ._jit import function, inline
 
-__all__ = ["task_backward", "task_sum_buffers"]
+__all__ = ["task_backward_nd", "task_backward_2d", "task_backward_3d", "BACKWARD_TASKS",
+           "task_sum_buffers"]
 
 
 @inline
@@ -74,11 +75,80 @@ def _grid_grads(ggrid, row, p0, nb, K, r, cnt, vals, dws, chain, zero):
             ggrid[row, p0 + j, a] = s * chain[j * r + a]
 
 
+@inline
+def _setup(block, K, r, kc, dk, want_grid):
+    """Constants as tuples and the per-thread scratch of a task range."""
+    kct, dkt = _constants(kc, dk)
+    off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n = _scratch(block, K, r, kc)
+    dws = np.empty(block * K * r if want_grid else 1, kc.dtype)
+    vals = np.empty(block * K, kc.dtype)
+    return kct, dkt, off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n, dws, vals
+
+
+@inline
+def _task(task, G, Q, C, P, Ng, xs_n, gx_q):
+    """Decode task ``(n, g, q)``: item, grid row, channel range, bases and point range."""
+    n = task // (G * Q)
+    g = (task // Q) % G
+    q = task % Q
+    return (n, 0 if Ng == 1 else n, g * C // G, (g + 1) * C // G, n * xs_n,
+            q * gx_q + n * xs_n, q * P // Q, (q + 1) * P // Q)
+
+
+@inline
+def _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, p0, nb, K, r,
+                 c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x, want_grid):
+    """Sweep channels ``c0 .. c1 - 1`` over a planned block: gather ``V``, scatter ``dL/dx``.
+
+    Gather and scatter run as separate loops over the block (its plan is in
+    cache): fused into one loop they were 2x slower on random grids, the
+    stores holding back the next gathers.
+    """
+    zero = wts[0] - wts[0]
+    if want_grid:
+        for i in range(nb * K):
+            vals[i] = zero
+    if interleaved:
+        # Channel-last: channels innermost at each tap.
+        for j in range(nb):
+            gj = gb + j * gs_p
+            for t in range(max(cnt[j], 0)):
+                o = off[j * K + t]
+                if want_grid:
+                    acc = zero
+                    for c in range(c0, c1):
+                        acc += gflat[gj + c * gs_c] * xflat[xb + o + c * xs_c]
+                    vals[j * K + t] = acc
+                if want_x:
+                    w = wts[j * K + t]
+                    for c in range(c0, c1):
+                        gxflat[gxb + o + c * xs_c] += gflat[gj + c * gs_c] * w
+    else:
+        for c in range(c0, c1):
+            gc = gflat[gb + c * gs_c:]
+            if want_grid:
+                xc = xflat[xb + c * xs_c:]
+                for j in range(nb):
+                    gv = gc[j * gs_p]
+                    o = j * K
+                    for t in range(cnt[j]):
+                        vals[o + t] += gv * xc[off[o + t]]
+            if want_x:
+                gxc = gxflat[gxb + c * xs_c:]
+                for j in range(nb):
+                    gv = gc[j * gs_p]
+                    o = j * K
+                    for t in range(cnt[j]):
+                        gxc[off[o + t]] += gv * wts[o + t]
+    if want_grid:
+        _grid_grads(ggrid, n, p0, nb, K, r, cnt, vals, dws, chain, zero)
+
+
 @function
-def task_backward(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
-                  gs_n, gs_c, gs_p, gxflat, gx_q, ggrid, N, C, K, mode, pad, block,
-                  interleaved, planner, want_x, want_grid):
-    """Both gradients for tasks ``first .. stop - 1`` of ``N x G x Q``.
+def task_backward_nd(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                     gflat, gs_n, gs_c, gs_p, gxflat, gx_q, ggrid, N, C, K, mode, pad, block,
+                     interleaved, want_x, want_grid):
+    """Both gradients for tasks ``first .. stop - 1`` of ``N x G x Q``, any rank.
 
     Task ``(n, g, q)`` takes batch item ``n``, the ``g``-th of ``G`` groups
     of channels and the ``q``-th of ``Q`` contiguous chunks of output
@@ -90,6 +160,9 @@ def task_backward(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc,
     the engine made contiguous so both share the tap offsets).  The engine
     sums the ``Q`` buffers in order afterwards.
 
+    ``task_backward_2d`` and ``task_backward_3d`` are the same with the
+    rank's own planner (one entry per planner keeps each compile small).
+
     Parameters
     ----------
     xflat : ndarray, shape (M,)
@@ -100,75 +173,64 @@ def task_backward(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc,
         Flat ``dL/dy``: element ``(n, c, p)`` at ``n*gs_n + c*gs_c + p*gs_p``.
     ggrid : ndarray, shape (N, P, r)
         Grid gradient of each item's points.
-    planner : int
-        Block planner (``PLANNER_*`` of :mod:`gridsample._grad_planners`).
     want_x, want_grid : bool
         Which gradients to compute.
     """
     r = grid.shape[2]
-    P = grid.shape[1]
-    Ng = grid.shape[0]
-    kct, dkt = _constants(kc, dk)
-    off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n = _scratch(block, K, r, kc)
-    dws = np.empty(block * K * r if want_grid else 1, kc.dtype)
-    vals = np.empty(block * K, kc.dtype)
-    zero = kc[0] - kc[0]
+    kct, dkt, off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n, dws, vals = _setup(
+        block, K, r, kc, dk, want_grid)
     for task in range(first, stop):
-        n = task // (G * Q)
-        g = (task // Q) % G
-        q = task % Q
-        c0 = g * C // G
-        c1 = (g + 1) * C // G
-        gn = 0 if Ng == 1 else n
-        xb = n * xs_n
-        gxb = q * gx_q + n * xs_n
-        for p0 in range(q * P // Q, (q + 1) * P // Q, block):
-            nb = min(block, (q + 1) * P // Q - p0)
-            plan_grad_block(planner, grid, gn, p0, nb, K, mode, pad, axc, kct, dkt, sizes,
-                            strides, off, wts, dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n,
-                            want_grid)
-            gb = n * gs_n + p0 * gs_p
-            if want_grid:
-                for i in range(nb * K):
-                    vals[i] = zero
-            # Gather and scatter run as separate loops over the block (its
-            # plan is in cache): fused into one loop they were 2x slower on
-            # random grids, the stores holding back the next gathers.
-            if interleaved:
-                # Channel-last: channels innermost at each tap.
-                for j in range(nb):
-                    gj = gb + j * gs_p
-                    for t in range(max(cnt[j], 0)):
-                        o = xb + off[j * K + t]
-                        if want_grid:
-                            acc = zero
-                            for c in range(c0, c1):
-                                acc += gflat[gj + c * gs_c] * xflat[o + c * xs_c]
-                            vals[j * K + t] = acc
-                        if want_x:
-                            w = wts[j * K + t]
-                            o = o - xb + gxb
-                            for c in range(c0, c1):
-                                gxflat[o + c * xs_c] += gflat[gj + c * gs_c] * w
-            else:
-                for c in range(c0, c1):
-                    gc = gflat[gb + c * gs_c:]
-                    if want_grid:
-                        xc = xflat[xb + c * xs_c:]
-                        for j in range(nb):
-                            gv = gc[j * gs_p]
-                            o = j * K
-                            for t in range(cnt[j]):
-                                vals[o + t] += gv * xc[off[o + t]]
-                    if want_x:
-                        gxc = gxflat[gxb + c * xs_c:]
-                        for j in range(nb):
-                            gv = gc[j * gs_p]
-                            o = j * K
-                            for t in range(cnt[j]):
-                                gxc[off[o + t]] += gv * wts[o + t]
-            if want_grid:
-                _grid_grads(ggrid, n, p0, nb, K, r, cnt, vals, dws, chain, zero)
+        n, gn, c0, c1, xb, gxb, ps, pe = _task(task, G, Q, C, grid.shape[1], grid.shape[0],
+                                               xs_n, gx_q)
+        for p0 in range(ps, pe, block):
+            nb = min(block, pe - p0)
+            plan_grad_general(grid, gn, p0, nb, K, mode, pad, axc, kct, dkt, sizes, strides, off,
+                              wts, dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_grid)
+            _sweep_block(xflat, xb, xs_c, gflat, n * gs_n + p0 * gs_p, gs_c, gs_p, gxflat, gxb,
+                         ggrid, n, p0, nb, K, r, c0, c1, off, wts, cnt, dws, chain, vals,
+                         interleaved, want_x, want_grid)
+
+
+@function
+def task_backward_2d(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                     gflat, gs_n, gs_c, gs_p, gxflat, gx_q, ggrid, N, C, K, mode, pad, block,
+                     interleaved, want_x, want_grid):
+    """2-D, every mode (see :func:`task_backward_nd`)."""
+    kct, dkt, off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n, dws, vals = _setup(
+        block, K, 2, kc, dk, want_grid)
+    for task in range(first, stop):
+        n, gn, c0, c1, xb, gxb, ps, pe = _task(task, G, Q, C, grid.shape[1], grid.shape[0],
+                                               xs_n, gx_q)
+        for p0 in range(ps, pe, block):
+            nb = min(block, pe - p0)
+            plan_grad_2d(grid, gn, p0, nb, K, mode, pad, axc, kct, dkt, sizes, strides, off,
+                         wts, dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_grid)
+            _sweep_block(xflat, xb, xs_c, gflat, n * gs_n + p0 * gs_p, gs_c, gs_p, gxflat, gxb,
+                         ggrid, n, p0, nb, K, 2, c0, c1, off, wts, cnt, dws, chain, vals,
+                         interleaved, want_x, want_grid)
+
+
+@function
+def task_backward_3d(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                     gflat, gs_n, gs_c, gs_p, gxflat, gx_q, ggrid, N, C, K, mode, pad, block,
+                     interleaved, want_x, want_grid):
+    """3-D linear and nearest (see :func:`task_backward_nd`)."""
+    kct, dkt, off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n, dws, vals = _setup(
+        block, K, 3, kc, dk, want_grid)
+    for task in range(first, stop):
+        n, gn, c0, c1, xb, gxb, ps, pe = _task(task, G, Q, C, grid.shape[1], grid.shape[0],
+                                               xs_n, gx_q)
+        for p0 in range(ps, pe, block):
+            nb = min(block, pe - p0)
+            plan_grad_3d(grid, gn, p0, nb, K, mode, pad, axc, kct, dkt, sizes, strides, off,
+                         wts, dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_grid)
+            _sweep_block(xflat, xb, xs_c, gflat, n * gs_n + p0 * gs_p, gs_c, gs_p, gxflat, gxb,
+                         ggrid, n, p0, nb, K, 3, c0, c1, off, wts, cnt, dws, chain, vals,
+                         interleaved, want_x, want_grid)
+
+
+#: Backward entry of each rank with a specialised planner; others use ``task_backward_nd``.
+BACKWARD_TASKS = {2: task_backward_2d, 3: task_backward_3d}
 
 
 @function

@@ -15,7 +15,7 @@ order with the same products as the general one, so results do not depend
 on which planner ran (the tests check this bit for bit).
 
 Every block planner is compiled as its own function (once per precision);
-the kernels call one per block through :func:`plan_grad_block`.  Two
+each backward entry of :mod:`gridsample._grad_kernels` calls one per block.  Two
 measured rules shape the code: an array passed into an inlined helper, or
 a view made, *per point* costs two atomic reference-count updates (the
 planners take one view of the block's grid rows instead); and indexing
@@ -28,15 +28,7 @@ from ._grad_taps import axis_row, grad_axis_taps
 from ._jit import function, inline
 from ._options import MODE_LINEAR, MODE_NEAREST
 
-__all__ = ["plan_grad_general", "plan_grad_2d", "plan_grad_3d", "plan_grad_block",
-           "grad_planner_id", "PLANNER_GENERAL", "PLANNER_2D", "PLANNER_3D"]
-
-PLANNER_GENERAL, PLANNER_2D, PLANNER_3D = range(3)
-
-
-def grad_planner_id(rank: int, mode: int) -> int:
-    """The block planner for a rank (2-D and 3-D are specialised; every mode)."""
-    return {2: PLANNER_2D, 3: PLANNER_3D}.get(rank, PLANNER_GENERAL)
+__all__ = ["plan_grad_general", "plan_grad_2d", "plan_grad_3d"]
 
 
 @function
@@ -194,8 +186,8 @@ def plan_grad_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, of
 @function
 def plan_grad_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts, dws,
                  cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes):
-    """3-D, every mode."""
-    # n = taps per axis, a constant in each call so the tap loops unroll.
+    """3-D linear and nearest (cubic runs the general planner: a 64-tap unrolled body
+    would cost more compile time than 3-D cubic is worth)."""
     if mode == MODE_LINEAR:
         _plan_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt,
                  chain, want_slopes, 2)
@@ -203,19 +195,5 @@ def plan_grad_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, of
         _plan_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt,
                  chain, want_slopes, 1)
     else:
-        _plan_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt,
-                 chain, want_slopes, 4)
-
-
-@inline
-def plan_grad_block(planner, grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off,
-                    wts, dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes):
-    """Plan points ``p0 .. p0 + nb - 1`` with block planner ``planner`` (``PLANNER_*``)."""
-    args = (grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt,
-            chain, ax_off, ax_w, ax_dw, ax_n, want_slopes)
-    if planner == PLANNER_2D:
-        plan_grad_2d(*args)
-    elif planner == PLANNER_3D:
-        plan_grad_3d(*args)
-    else:
-        plan_grad_general(*args)
+        plan_grad_general(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts,
+                          dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes)
