@@ -97,14 +97,15 @@ def _task(task, G, Q, C, P, Ng, xs_n, gx_q):
 
 @inline
 def _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, p0, nb, K, r,
-                 c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x, want_grid):
+                 c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x, want_grid, zero):
     """Sweep channels ``c0 .. c1 - 1`` over a planned block: gather ``V``, scatter ``dL/dx``.
 
     Gather and scatter run as separate loops over the block (its plan is in
     cache): fused into one loop they were 2x slower on random grids, the
-    stores holding back the next gathers.
+    stores holding back the next gathers.  ``zero`` is 0 in the weight dtype
+    (a constant: scratch such as ``wts[0]`` may hold leftover NaN when the
+    block's first point has no taps).
     """
-    zero = wts[0] - wts[0]
     if want_grid:
         for i in range(nb * K):
             vals[i] = zero
@@ -188,7 +189,7 @@ def task_backward_nd(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, 
                               wts, dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_grid)
             _sweep_block(xflat, xb, xs_c, gflat, n * gs_n + p0 * gs_p, gs_c, gs_p, gxflat, gxb,
                          ggrid, n, p0, nb, K, r, c0, c1, off, wts, cnt, dws, chain, vals,
-                         interleaved, want_x, want_grid)
+                         interleaved, want_x, want_grid, kc[0] - kc[0])
 
 
 @function
@@ -207,7 +208,7 @@ def task_backward_2d(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, 
                          wts, dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_grid)
             _sweep_block(xflat, xb, xs_c, gflat, n * gs_n + p0 * gs_p, gs_c, gs_p, gxflat, gxb,
                          ggrid, n, p0, nb, K, 2, c0, c1, off, wts, cnt, dws, chain, vals,
-                         interleaved, want_x, want_grid)
+                         interleaved, want_x, want_grid, kc[0] - kc[0])
 
 
 @function
@@ -226,7 +227,7 @@ def task_backward_3d(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, 
                          wts, dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_grid)
             _sweep_block(xflat, xb, xs_c, gflat, n * gs_n + p0 * gs_p, gs_c, gs_p, gxflat, gxb,
                          ggrid, n, p0, nb, K, 3, c0, c1, off, wts, cnt, dws, chain, vals,
-                         interleaved, want_x, want_grid)
+                         interleaved, want_x, want_grid, kc[0] - kc[0])
 
 
 #: Backward entry of each rank with a specialised planner; others use ``task_backward_nd``.

@@ -16,6 +16,11 @@ gathered with nearest only, ``""`` where a point reads nothing.  (The fast
 kernels sum float16/bfloat16 in float32, so the two may differ by one unit
 in the last place of those types.)
 
+``grid_sample_backward`` is the twin of :func:`gridsample.grid_sample_backward`:
+the adjoint scatter (``np.add.at``) for ``dL/dx`` and the chain rule through
+unnormalize, padding and the interpolation weights for ``dL/dgrid``, its
+derivatives written out beside the code.
+
 It is meant for small inputs: it materializes one gather per tap.
 """
 
@@ -36,7 +41,7 @@ from ._options import (
     parse_padding,
 )
 
-__all__ = ["grid_sample", "affine_grid"]
+__all__ = ["grid_sample", "grid_sample_backward", "affine_grid"]
 
 _A = -0.75  # Keys' cubic convolution parameter
 
@@ -219,6 +224,201 @@ def _cast(values, dtype):
         out[mid] = v[mid].astype(dtype)
         return out
     return values.astype(dtype)
+
+
+# --------------------------------------------------------------------------
+# Backward (DESIGN.md rule 10).
+#
+# For one output point p of item n, the forward is a sum over tap
+# combinations (k_1, ..., k_r), one tap per axis:
+#
+#     y[c, p] = sum_k  prod_a w_a,k_a(x_a)  *  X[c, i_1,k_1, ..., i_r,k_r]
+#
+# where x_a is the unnormalized coordinate u_a(g_a) of axis a, padded first
+# for linear and nearest (x_a = pad(u_a(g_a))); cubic pads the integer tap
+# indices i instead, which are piecewise constant in x_a.  With G = dL/dy:
+#
+#     dL/dX[c, i_1,k_1, ...] += G[c, p] * prod_a w_a,k_a                  (adjoint: scatter)
+#     dL/dg_a[p] = sum_k (dw_a,k_a/dg_a) * prod_{b != a} w_b,k_b * sum_c G[c, p] X[c, i...]
+#
+# and dw/dg = dw/dx * dx/dg by the chain rule: the weight's slope in the
+# (padded) coordinate times the axis's chain factor u'(g) * pad'(u(g)).
+# A NaN point (rule 7) adds nothing to dL/dX and gets NaN in dL/dg (linear
+# and cubic); nearest is piecewise constant, so its dL/dg is 0 everywhere.
+
+
+def _unnormalize_slope(size, align_corners):
+    """``dx/dg`` of rule 2's affine map (Python float).
+
+    align_corners:  x = (g + 1) / 2 * (S - 1)   ->  dx/dg = (S - 1) / 2
+    otherwise:      x = ((g + 1) * S - 1) / 2   ->  dx/dg = S / 2
+    """
+    return (size - 1) / 2 if align_corners else size / 2
+
+
+def _pad_slope(x, size, padding, align_corners):
+    """``d pad(x) / dx`` for linear's and nearest's padding of the coordinate (float64).
+
+    zeros: ``pad(x) = x``, slope 1.
+
+    border: ``pad(x) = clip(x, 0, S-1)``, slope 1 strictly inside and 0 at or
+    outside an edge (at the kink the edge counts as clipped, as in PyTorch).
+
+    reflection: with ``d = x - lo`` and ``m = |d| mod 2 span`` the image is
+    ``lo + m`` for ``m <= span`` and ``lo + 2 span - m`` past it (see
+    :func:`_reflect`), so ``d/dx = sign(d)`` (+1 at d = 0) times -1 in the
+    mirrored half; then the clip to ``[0, S-1]`` multiplies by its own slope
+    (0 where the reflected value is at or outside an edge).  An axis of span
+    0 (S = 1 with align_corners) maps everything to 0: slope 0.
+    """
+    if padding == PAD_BORDER:
+        y = np.clip(x, 0, size - 1)
+        return np.where((y > 0) & (y < size - 1), 1.0, 0.0)
+    if padding == PAD_REFLECTION:
+        lo, hi = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
+        span = hi - lo
+        if span <= 0:
+            return np.zeros(x.shape)
+        d = x - lo
+        phase = np.fmod(np.abs(d), 2 * span)  # as in _reflect, in x's dtype
+        sign = np.where(d >= 0, 1.0, -1.0) * np.where(phase > span, -1.0, 1.0)
+        y = _reflect(x, size, align_corners)  # reflected and clipped
+        return np.where((y > 0) & (y < size - 1), sign, 0.0)
+    return np.ones(x.shape)
+
+
+def _keys_slope(s):
+    """``K'(s)`` of the even kernel ``K(s) = k(|s|)``: ``sign(s) * k'(|s|)``, A = -0.75.
+
+    Differentiating :func:`_keys`' two pieces in ``t = |s|``::
+
+        k(t) = (A+2) t^3 - (A+3) t^2 + 1         ->  k'(t) = (3(A+2) t - 2(A+3)) t   (t <= 1)
+        k(t) = A t^3 - 5A t^2 + 8A t - 4A        ->  k'(t) = (3A t - 10A) t + 8A     (1 < t < 2)
+
+    and 0 for ``t >= 2``.  Both pieces give ``A`` at ``t = 1`` and the far one
+    gives 0 at ``t = 2`` (and ``k'(0) = 0``): Keys' kernel is C^1, so which
+    piece owns a knot does not matter.
+    """
+    t = np.abs(s)
+    near = (3 * (_A + 2) * t - 2 * (_A + 3)) * t
+    far = (3 * _A * t - 10 * _A) * t + 8 * _A
+    return np.sign(s) * np.where(t <= 1, near, np.where(t < 2, far, 0.0))
+
+
+def _axis_grad_taps(x, size, mode, padding, align_corners):
+    """:func:`_axis_taps` plus each tap's weight slope ``dw/dg`` (float64).
+
+    Returns ``[(index, w, dw/dg, valid), ...]`` and the NaN mask.  ``x`` is
+    the unnormalized, unpadded coordinate.
+
+    * linear: ``w_0 = 1 - d``, ``w_1 = d`` with ``d = x' - floor(x')`` and
+      ``x' = pad(x)``, so ``dw/dx' = (-1, +1)`` and
+      ``dw/dg = (-1, +1) * u'(g) * pad'(x)``.
+    * nearest: the weight is 1 on a piecewise constant tap: ``dw/dg = 0``.
+    * cubic: the coordinate is not padded, so ``dx/dg = u'(g)``.  Tap
+      ``floor(x) + k`` (k = -1, 0, 1, 2) has weight ``K(t - k)`` with
+      ``t = x - floor(x)`` (:func:`_axis_taps` evaluates ``_keys(t - k)``),
+      hence ``dw_k/dx = K'(t - k)``: ``k'(t+1), k'(t), -k'(1-t), -k'(2-t)``
+      for the taps at distances ``t+1, t, 1-t, 2-t``.
+
+    A coordinate at ``±inf`` is infinitely far out: its value is locally
+    constant, slope 0 (its weights are not differentiable there).
+    """
+    taps, nan = _axis_taps(x, size, mode, padding, align_corners)
+    scale = _unnormalize_slope(size, align_corners)
+    if mode == MODE_NEAREST:
+        slopes = [np.zeros(x.shape)]
+    elif mode == MODE_CUBIC:
+        t = (x - np.floor(x)).astype(np.float64)  # exact, as in _axis_taps
+        slopes = [scale * _keys_slope(t - k) for k in (-1, 0, 1, 2)]
+    else:
+        chain = scale * _pad_slope(x, size, padding, align_corners)
+        slopes = [-chain, chain]
+    far = np.isinf(x)
+    return [(idx, w, np.where(far, 0.0, dw), ok)
+            for (idx, w, ok), dw in zip(taps, slopes)], nan
+
+
+def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zeros",
+                         align_corners=False, *, channel_last=False, output_mask=(True, True)):
+    """Reference backward; same signature and results as :func:`gridsample.grid_sample_backward`.
+
+    Coordinates in float64 when ``x`` or ``grid`` is float64, else float32
+    (the backward's precision rule); weights, slopes and sums in float64,
+    then cast once to ``x``'s and ``grid``'s dtypes.  ``dL/dx`` is scattered
+    with ``np.add.at``; a grid of batch 1 gets the sum over the batch.
+
+    Parameters
+    ----------
+    grad_output : array_like, shape (N, C, D1, ..., Dr) or (N, D1, ..., Dr, C)
+    x : array_like, shape (N, C, d1, ..., dr) or (N, d1, ..., dr, C)
+    grid : array_like, shape (N or 1, D1, ..., Dr, r)
+
+    Returns
+    -------
+    grad_x : ndarray of x's shape and dtype, or None
+    grad_grid : ndarray of grid's shape and dtype, or None
+    """
+    mode = parse_mode(mode)
+    padding = parse_padding(padding_mode)
+    align_corners = parse_align_corners(align_corners)
+    channel_last = parse_flag("channel_last", channel_last)
+    want_x, want_grid = (bool(m) for m in output_mask)
+    x = np.asarray(x)
+    grid = np.asarray(grid)
+    gout = np.asarray(grad_output)
+    coord_dtype = np.float64 if np.float64 in (x.dtype, grid.dtype) else np.float32
+    if not channel_last:  # work channel-last: a gather is then (N, *out_spatial, C)
+        x = np.moveaxis(x, 1, -1)
+        gout = np.moveaxis(gout, 1, -1)
+    n, c = x.shape[0], x.shape[-1]
+    in_spatial = x.shape[1:-1]
+    r = len(in_spatial)
+    coords = np.broadcast_to(grid.astype(coord_dtype), (n,) + grid.shape[1:])
+    out_spatial = coords.shape[1:-1]
+    xw = x.astype(np.float64)
+    gw = gout.astype(np.float64)
+    grad_x = np.zeros((n,) + in_spatial + (c,))
+    grad_grid = np.zeros((n,) + out_spatial + (r,))
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        per_axis = []  # (spatial axis, taps) in grid component order
+        nan = np.zeros((n,) + out_spatial, bool)
+        for a in range(r):
+            axis = r - 1 - a  # grid[..., a] indexes spatial axis r-1-a
+            size = in_spatial[axis]
+            coord = _unnormalize(coords[..., a], size, align_corners)
+            taps, axis_nan = _axis_grad_taps(coord, size, mode, padding, align_corners)
+            per_axis.append((axis, taps))
+            nan |= axis_nan
+
+        batch_idx = np.arange(n).reshape((n,) + (1,) * len(out_spatial))
+        for combo in itertools.product(*(taps for _, taps in per_axis)):
+            valid = ~nan  # a NaN point adds nothing anywhere
+            index = [None] * r
+            for (axis, _), (idx, _, _, ok) in zip(per_axis, combo):
+                valid = valid & ok
+                index[axis] = idx
+            at = (batch_idx, *(np.where(valid, i, 0).astype(np.intp) for i in index))
+            weights = [w for _, w, _, _ in combo]
+            if want_x:
+                weight = np.prod(weights, axis=0)
+                np.add.at(grad_x, at, np.where(valid[..., None], weight[..., None] * gw, 0.0))
+            if want_grid and mode != MODE_NEAREST:
+                # sum_c G[c, p] X[c, taps], shared by every axis's term
+                gx = np.where(valid, np.sum(gw * xw[at], axis=-1), 0.0)
+                for a, (_, _, dw, _) in enumerate(combo):
+                    others = np.prod([w for b, w in enumerate(weights) if b != a], axis=0)
+                    grad_grid[..., a] += np.where(valid, dw * others * gx, 0.0)
+        if mode != MODE_NEAREST:
+            grad_grid[nan] = np.nan
+
+    if grid.shape[0] != n:  # a grid of batch 1 was broadcast: add the items' gradients
+        grad_grid = grad_grid.sum(axis=0, keepdims=True)
+    if not channel_last:
+        grad_x = np.moveaxis(grad_x, -1, 1)
+    return (grad_x.astype(x.dtype) if want_x else None,
+            grad_grid.astype(grid.dtype) if want_grid else None)
 
 
 def affine_grid(theta, size, align_corners=False):
