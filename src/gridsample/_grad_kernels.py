@@ -5,14 +5,14 @@ For output point ``p`` with taps ``o`` (flat input offsets) and weights
 ``G = dL/dy``:
 
 * ``dL/dx[c, o] = sum_p G[c, p] W_o(p)`` -- a scatter-add (the adjoint);
-* ``dL/dg[p, a] = chain_a(p) * sum_o D_{o,a} V_o`` with
-  ``V_o = sum_c G[c, p] x[c, o]`` and ``D_{o,a} = dw_a * prod_{b != a} w_b``
+* ``dL/dg[p, a] = chain_a(p) * sum_c G[c, p] sum_o D_{o,a} x[c, o]`` with
+  ``D_{o,a} = dw_a * prod_{b != a} w_b``
   (the product rule over the tensor-product weights; ``chain_a = dx_a/dg_a``,
   :mod:`gridsample._grad_taps`).
 
 One pass computes both: blocks of points are planned like the forward (a
 list of taps per point, taps outside ``X`` dropped, plus the slopes ``D``),
-then one sweep over the channels gathers ``V`` and scatters into ``dL/dx``.
+then one sweep over the channels gathers the slopes and scatters into ``dL/dx``.
 
 Determinism without atomics: the work is split into ``N x G x Q`` tasks:
 batch item, one of ``G`` groups of channels, one of ``Q`` contiguous chunks
@@ -61,18 +61,14 @@ def _constants(kc, dk):
 
 
 @inline
-def _grid_grads(ggrid, row, p0, nb, K, r, cnt, vals, dws, chain, zero):
-    """``dL/dg[p, a] = chain_a * sum_t V_t D_{t,a}`` for the block's points (NaN points: NaN)."""
+def _grid_grads(ggrid, row, p0, nb, r, cnt, sacc, chain, zero):
+    """``dL/dg[p, a] = chain_a * S_a`` for the block's points (NaN points: NaN)."""
     for j in range(nb):
-        m = cnt[j]
         for a in range(r):
-            if m < 0:  # a NaN point (rule 7): its gradient is NaN too
+            if cnt[j] < 0:  # a NaN point (rule 7): its gradient is NaN too
                 ggrid[row, p0 + j, a] = zero + np.nan
-                continue
-            s = zero
-            for t in range(m):
-                s += vals[j * K + t] * dws[(j * K + t) * r + a]
-            ggrid[row, p0 + j, a] = s * chain[j * r + a]
+            else:
+                ggrid[row, p0 + j, a] = sacc[j * r + a] * chain[j * r + a]
 
 
 @inline
@@ -81,7 +77,7 @@ def _setup(block, K, r, kc, dk, want_grid):
     kct, dkt = _constants(kc, dk)
     off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n = _scratch(block, K, r, kc)
     dws = np.empty(block * K * r if want_grid else 1, kc.dtype)
-    vals = np.empty(block * K, kc.dtype)
+    vals = np.empty(block * max(K, r), kc.dtype)  # per-tap sums, then per-axis S_a
     return kct, dkt, off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n, dws, vals
 
 
@@ -98,28 +94,32 @@ def _task(task, G, Q, C, P, Ng, xs_n, gx_q):
 @inline
 def _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, p0, nb, K, r,
                  c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x, want_grid, zero):
-    """Sweep channels ``c0 .. c1 - 1`` over a planned block: gather ``V``, scatter ``dL/dx``.
+    """Sweep channels ``c0 .. c1 - 1`` over a planned block: slopes ``S``, scatter ``dL/dx``.
 
-    Gather and scatter run as separate loops over the block (its plan is in
+    ``vals[j*r + a]`` accumulates ``S_a = sum_c G[c] sum_t D_{t,a} x[c, o_t]``
+    of point ``j``, the derivative of the point's output along axis ``a``
+    (before the chain factor).  Gather and scatter run as separate loops over the block (its plan is in
     cache): fused into one loop they were 2x slower on random grids, the
     stores holding back the next gathers.  ``zero`` is 0 in the weight dtype
     (a constant: scratch such as ``wts[0]`` may hold leftover NaN when the
     block's first point has no taps).
     """
     if want_grid:
-        for i in range(nb * K):
+        for i in range(nb * r):
             vals[i] = zero
     if interleaved:
         # Channel-last: channels innermost at each tap.
         for j in range(nb):
             gj = gb + j * gs_p
-            for t in range(max(cnt[j], 0)):
+            m = cnt[j]
+            for t in range(max(m, 0)):
                 o = off[j * K + t]
                 if want_grid:
                     acc = zero
                     for c in range(c0, c1):
                         acc += gflat[gj + c * gs_c] * xflat[xb + o + c * xs_c]
-                    vals[j * K + t] = acc
+                    for a in range(r):
+                        vals[j * r + a] += dws[(j * K + t) * r + a] * acc
                 if want_x:
                     w = wts[j * K + t]
                     for c in range(c0, c1):
@@ -128,12 +128,41 @@ def _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, 
         for c in range(c0, c1):
             gc = gflat[gb + c * gs_c:]
             if want_grid:
+                # S_a += G[c] * sum_t D_{t,a} x[c, o_t]: the slope of this
+                # channel's value, one accumulator per axis (for r = 2, 3 in
+                # registers; the general rank re-reads the taps per axis).
                 xc = xflat[xb + c * xs_c:]
                 for j in range(nb):
                     gv = gc[j * gs_p]
                     o = j * K
-                    for t in range(cnt[j]):
-                        vals[o + t] += gv * xc[off[o + t]]
+                    m = cnt[j]
+                    if r == 2:
+                        s0 = zero
+                        s1 = zero
+                        for t in range(m):
+                            v = xc[off[o + t]]
+                            s0 += dws[2 * (o + t)] * v
+                            s1 += dws[2 * (o + t) + 1] * v
+                        vals[2 * j] += gv * s0
+                        vals[2 * j + 1] += gv * s1
+                    elif r == 3:
+                        s0 = zero
+                        s1 = zero
+                        s2 = zero
+                        for t in range(m):
+                            v = xc[off[o + t]]
+                            s0 += dws[3 * (o + t)] * v
+                            s1 += dws[3 * (o + t) + 1] * v
+                            s2 += dws[3 * (o + t) + 2] * v
+                        vals[3 * j] += gv * s0
+                        vals[3 * j + 1] += gv * s1
+                        vals[3 * j + 2] += gv * s2
+                    else:
+                        for a in range(r):
+                            sa = zero
+                            for t in range(m):
+                                sa += dws[(o + t) * r + a] * xc[off[o + t]]
+                            vals[j * r + a] += gv * sa
             if want_x:
                 gxc = gxflat[gxb + c * xs_c:]
                 for j in range(nb):
@@ -142,7 +171,7 @@ def _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, 
                     for t in range(cnt[j]):
                         gxc[off[o + t]] += gv * wts[o + t]
     if want_grid:
-        _grid_grads(ggrid, n, p0, nb, K, r, cnt, vals, dws, chain, zero)
+        _grid_grads(ggrid, n, p0, nb, r, cnt, vals, chain, zero)
 
 
 @function
@@ -154,9 +183,9 @@ def task_backward_nd(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, 
     Task ``(n, g, q)`` takes batch item ``n``, the ``g``-th of ``G`` groups
     of channels and the ``q``-th of ``Q`` contiguous chunks of output
     points.  Per block of points it plans the taps once, then sweeps its
-    channels: it gathers ``V_o = sum_c G[c] x[c, o]`` (grid gradient; the
-    engine asks for it with ``G = 1`` only, so a point's sum is complete in
-    one task) and scatters ``G[c] W_o`` into input-gradient buffer ``q``
+    channels: it gathers the slope sums of the grid gradient (the engine
+    asks for them with ``G = 1`` only, so a point's sum is complete in one
+    task) and scatters ``G[c] W_o`` into input-gradient buffer ``q``
     (``gxflat``, buffers ``gx_q`` elements apart, laid out like ``x``, which
     the engine made contiguous so both share the tap offsets).  The engine
     sums the ``Q`` buffers in order afterwards.
