@@ -14,15 +14,11 @@ measured in fresh processes, cold (empty Numba cache) and warm.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
-import tempfile
 
 import numpy as np
 
 from benchmarks.bench_forward import Case
-from benchmarks.timing import interleaved_medians
+from benchmarks.timing import first_call_seconds, interleaved_medians, report
 
 TORCH_MODE = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}
 
@@ -73,18 +69,11 @@ def runners_for(case, rng):
 
 def compile_times():
     """First backward call in a new process (import + compile + run): cold and warm cache."""
-    code = ("import time; t0 = time.perf_counter(); import numpy as np, gridsample; "
-            "x = np.ones((1, 3, 64, 64), np.float32); g = np.zeros((1, 32, 32, 2), np.float32); "
-            "gridsample.grid_sample_backward(np.ones((1, 3, 32, 32), np.float32), x, g); "
-            "print(time.perf_counter() - t0)")
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        result = []
-        for _ in range(2):
-            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                                 text=True, check=True)
-            result.append(float(out.stdout.strip().splitlines()[-1]))
-    return result
+    return first_call_seconds(
+        "import time; t0 = time.perf_counter(); import numpy as np, gridsample; "
+        "x = np.ones((1, 3, 64, 64), np.float32); g = np.zeros((1, 32, 32, 2), np.float32); "
+        "gridsample.grid_sample_backward(np.ones((1, 3, 32, 32), np.float32), x, g); "
+        "print(time.perf_counter() - t0)")
 
 
 def main(argv=None):
@@ -114,19 +103,12 @@ def main(argv=None):
                      f"| {ratio:.2f} |")
         print(f"  {case.name}: gridsample {med['gridsample'] * 1e3:.1f}, torch "
               f"{med['torch'] * 1e3:.1f}, ratio {ratio:.2f}", flush=True)
-    text = "\n".join(lines)
-    print()
-    print(text)
+    line = None
     if not args.no_compile:
         cold, warm = compile_times()
         line = (f"\nFirst backward call in a new process (import + compile + run, 2-D linear "
                 f"float32): cold cache {cold:.2f} s, warm cache {warm:.2f} s")
-        print(line)
-        text += "\n" + line
-    if args.markdown:
-        with open(args.markdown, "w") as fh:
-            fh.write(text + "\n")
-
+    report("\n".join(lines), line, args.markdown)
 
 if __name__ == "__main__":
     main()

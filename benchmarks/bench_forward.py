@@ -12,17 +12,13 @@ cache) and warm (cache filled by the cold run).
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass
 
 import numpy as np
 
 from benchmarks.grids import random_grid, smooth_grid
 from benchmarks.peers import PEERS, Unsupported, make_gridsample
-from benchmarks.timing import interleaved_medians
+from benchmarks.timing import first_call_seconds, interleaved_medians, report
 
 
 @dataclass
@@ -86,17 +82,10 @@ def time_case(case, peers, repeats, rng):
 
 def compile_times():
     """First-call seconds in a new process: cold (empty cache) and warm (cached)."""
-    code = ("import time; t0 = time.perf_counter(); import numpy as np, gridsample; "
-            "x = np.ones((1, 3, 64, 64), np.float32); g = np.zeros((1, 32, 32, 2), np.float32); "
-            "gridsample.grid_sample(x, g); print(time.perf_counter() - t0)")
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        result = []
-        for _ in range(2):
-            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                                 text=True, check=True)
-            result.append(float(out.stdout.strip().splitlines()[-1]))
-    return result
+    return first_call_seconds(
+        "import time; t0 = time.perf_counter(); import numpy as np, gridsample; "
+        "x = np.ones((1, 3, 64, 64), np.float32); g = np.zeros((1, 32, 32, 2), np.float32); "
+        "gridsample.grid_sample(x, g); print(time.perf_counter() - t0)")
 
 
 def format_table(rows, peer_names):
@@ -138,20 +127,12 @@ def main(argv=None):
         rows.append((case.name, medians, notes))
         summary = ", ".join(f"{k} {v * 1e3:.1f}" for k, v in medians.items())
         print(f"  {case.name}: {summary}", flush=True)
-    table = format_table(rows, list(peers))
-    print()
-    print(table)
-    text = table
+    line = None
     if not args.no_compile:
         cold, warm = compile_times()
         line = (f"\nFirst call in a new process (import + compile + run, 2-D linear float32): "
                 f"cold cache {cold:.2f} s, warm cache {warm:.2f} s")
-        print(line)
-        text += "\n" + line
-    if args.markdown:
-        with open(args.markdown, "w") as fh:
-            fh.write(text + "\n")
-
+    report(format_table(rows, list(peers)), line, args.markdown)
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 #: A runner slower than this on its warm-up call is timed only twice more.
@@ -40,3 +44,32 @@ def interleaved_medians(runners: dict, repeats: int) -> dict:
             run()
             samples[name].append(time.perf_counter() - t0)
     return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def first_call_seconds(code: str) -> list:
+    """Seconds printed by ``code`` run in two new processes sharing an empty Numba cache.
+
+    The first run compiles (cold cache), the second loads what it wrote (warm).
+    """
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        result = []
+        for _ in range(2):
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                 text=True, check=True)
+            result.append(float(out.stdout.strip().splitlines()[-1]))
+    return result
+
+
+def report(table: str, compile_line, markdown) -> None:
+    """Print the table and (unless ``compile_line`` is None) the first-call times; save both."""
+    text = table
+    print()
+    print(table)
+    if compile_line is not None:
+        print(compile_line)
+        text += "\n" + compile_line
+    if markdown:
+        with open(markdown, "w") as fh:
+            fh.write(text + "\n")
+
