@@ -24,9 +24,10 @@ planners take one view of the block's grid rows instead); and indexing
 
 from __future__ import annotations
 
-from ._grad_taps import axis_row, grad_axis_taps
+from ._grad_taps import grad_axis_taps
 from ._jit import function, inline
 from ._options import MODE_LINEAR, MODE_NEAREST
+from ._taps import axis_row
 
 __all__ = ["plan_grad_general", "plan_grad_2d", "plan_grad_3d"]
 

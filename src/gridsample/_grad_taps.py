@@ -37,7 +37,7 @@ from ._options import MODE_CUBIC, MODE_LINEAR, PAD_BORDER, PAD_REFLECTION
 from ._taps import (AXIS_HIGH, AXIS_MUL, AXIS_REFLECT_LOW, AXIS_REFLECT_SPAN, AXIS_SCALE,
                     CUBIC_A, cubic_axis, linear_axis, nearest_axis, reflect_clip, unnormalize)
 
-__all__ = ["grad_axis_taps", "axis_row", "pad_slope", "cubic_slope_constants", "SLOPE_FIELDS"]
+__all__ = ["grad_axis_taps", "pad_slope", "cubic_slope_constants", "SLOPE_FIELDS"]
 
 #: Layout of the Keys-derivative constants: 3(A+2), 2(A+3), 3A, 10A, 8A.
 SLOPE_FIELDS = 5
@@ -155,9 +155,3 @@ def grad_axis_taps(g, mode, pad, ax, kc, dk, size):
     i, ok, nan = nearest_axis(g, pad, ax, size)
     return (nan, flat, (i, 0, 0, 0), (one, zero, zero, zero), (zero, zero, zero, zero),
             (ok, False, False, False))
-
-
-@inline
-def axis_row(axc, a):
-    """Row ``a`` of the per-axis constants as a tuple (no array view: see :func:`grad_axis_taps`)."""
-    return (axc[a, 0], axc[a, 1], axc[a, 2], axc[a, 3], axc[a, 4], axc[a, 5], axc[a, 6])

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from ._jit import function, inline
 from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST
-from ._taps import axis_taps, cubic_axis, linear_axis, nearest_axis
+from ._taps import axis_row, axis_taps, cubic_axis, cubic_row, linear_axis, nearest_axis
 
 __all__ = ["plan_point", "plan_linear_2d", "plan_nearest_2d", "plan_cubic_2d", "plan_linear_3d",
            "plan_nearest_3d", "plan_general", "taps_per_point", "WCONST_ZERO", "WCONST_ONE",
@@ -118,12 +118,13 @@ def _edge_taps_2d(off, wts, o, b, xo, yo, wx, wy, okx, oky):
 @inline
 def plan_linear_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                     ax_off, ax_w, ax_n, wconst):
+    gg = grid[gn, p0:p0 + nb]  # one view per block (see axis_row)
+    ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
     one = kc[0]
     sx, sy = strides[0], strides[1]
     for j in range(nb):
-        p = p0 + j
-        ix, wx0, wx1, okx0, okx1, nanx = linear_axis(grid[gn, p, 0], pad, axc[0], one, sizes[0])
-        iy, wy0, wy1, oky0, oky1, nany = linear_axis(grid[gn, p, 1], pad, axc[1], one, sizes[1])
+        ix, wx0, wx1, okx0, okx1, nanx = linear_axis(gg[j, 0], pad, ax0, one, sizes[0])
+        iy, wy0, wy1, oky0, oky1, nany = linear_axis(gg[j, 1], pad, ax1, one, sizes[1])
         o = 4 * j
         b = iy * sy + ix * sx
         if okx0 and okx1 and oky0 and oky1:
@@ -146,10 +147,11 @@ def plan_linear_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off,
 @inline
 def plan_nearest_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                      ax_off, ax_w, ax_n, wconst):
+    gg = grid[gn, p0:p0 + nb]  # one view per block (see axis_row)
+    ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
     for j in range(nb):
-        p = p0 + j
-        ix, okx, nanx = nearest_axis(grid[gn, p, 0], pad, axc[0], sizes[0])
-        iy, oky, nany = nearest_axis(grid[gn, p, 1], pad, axc[1], sizes[1])
+        ix, okx, nanx = nearest_axis(gg[j, 0], pad, ax0, sizes[0])
+        iy, oky, nany = nearest_axis(gg[j, 1], pad, ax1, sizes[1])
         if nanx or nany:
             _nan_point(off, wts, cnt, j, j, wconst)
         elif okx and oky:
@@ -163,13 +165,15 @@ def plan_nearest_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off
 @inline
 def plan_cubic_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                    ax_off, ax_w, ax_n, wconst):
+    gg = grid[gn, p0:p0 + nb]  # one view per block (see axis_row)
+    ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
+    kt = cubic_row(kc)
     sx, sy = strides[0], strides[1]
     for j in range(nb):
-        p = p0 + j
         (x0, x1, x2, x3, wx0, wx1, wx2, wx3, okx0, okx1, okx2, okx3,
-         nanx) = cubic_axis(grid[gn, p, 0], pad, axc[0], kc, sizes[0])
+         nanx) = cubic_axis(gg[j, 0], pad, ax0, kt, sizes[0])
         (y0, y1, y2, y3, wy0, wy1, wy2, wy3, oky0, oky1, oky2, oky3,
-         nany) = cubic_axis(grid[gn, p, 1], pad, axc[1], kc, sizes[1])
+         nany) = cubic_axis(gg[j, 1], pad, ax1, kt, sizes[1])
         xo = (x0 * sx, x1 * sx, x2 * sx, x3 * sx)
         yo = (y0 * sy, y1 * sy, y2 * sy, y3 * sy)
         wx = (wx0, wx1, wx2, wx3)
@@ -191,13 +195,14 @@ def plan_cubic_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, 
 @inline
 def plan_linear_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                     ax_off, ax_w, ax_n, wconst):
+    gg = grid[gn, p0:p0 + nb]  # one view per block (see axis_row)
+    ax0, ax1, ax2 = axis_row(axc, 0), axis_row(axc, 1), axis_row(axc, 2)
     one = kc[0]
     sx, sy, sz = strides[0], strides[1], strides[2]
     for j in range(nb):
-        p = p0 + j
-        ix, wx0, wx1, okx0, okx1, nanx = linear_axis(grid[gn, p, 0], pad, axc[0], one, sizes[0])
-        iy, wy0, wy1, oky0, oky1, nany = linear_axis(grid[gn, p, 1], pad, axc[1], one, sizes[1])
-        iz, wz0, wz1, okz0, okz1, nanz = linear_axis(grid[gn, p, 2], pad, axc[2], one, sizes[2])
+        ix, wx0, wx1, okx0, okx1, nanx = linear_axis(gg[j, 0], pad, ax0, one, sizes[0])
+        iy, wy0, wy1, oky0, oky1, nany = linear_axis(gg[j, 1], pad, ax1, one, sizes[1])
+        iz, wz0, wz1, okz0, okz1, nanz = linear_axis(gg[j, 2], pad, ax2, one, sizes[2])
         o = 8 * j
         b = iz * sz + iy * sy + ix * sx
         if okx0 and okx1 and oky0 and oky1 and okz0 and okz1:
@@ -242,11 +247,12 @@ def plan_linear_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off,
 @inline
 def plan_nearest_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                      ax_off, ax_w, ax_n, wconst):
+    gg = grid[gn, p0:p0 + nb]  # one view per block (see axis_row)
+    ax0, ax1, ax2 = axis_row(axc, 0), axis_row(axc, 1), axis_row(axc, 2)
     for j in range(nb):
-        p = p0 + j
-        ix, okx, nanx = nearest_axis(grid[gn, p, 0], pad, axc[0], sizes[0])
-        iy, oky, nany = nearest_axis(grid[gn, p, 1], pad, axc[1], sizes[1])
-        iz, okz, nanz = nearest_axis(grid[gn, p, 2], pad, axc[2], sizes[2])
+        ix, okx, nanx = nearest_axis(gg[j, 0], pad, ax0, sizes[0])
+        iy, oky, nany = nearest_axis(gg[j, 1], pad, ax1, sizes[1])
+        iz, okz, nanz = nearest_axis(gg[j, 2], pad, ax2, sizes[2])
         if nanx or nany or nanz:
             _nan_point(off, wts, cnt, j, j, wconst)
         elif okx and oky and okz:
