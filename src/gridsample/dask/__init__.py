@@ -1,0 +1,402 @@
+"""gridsample on Dask arrays: lazy, out-of-core, chunk by chunk.
+
+``import gridsample.dask`` imports Dask (``pip install gridsample[dask]``);
+``import gridsample`` never does.
+
+* :func:`grid_sample` -- any grid, any mode and padding; the output is chunked
+  like the grid, and each output block reads only the input chunks its points
+  need (its *footprint*).
+* :func:`affine_warp` -- an affine map without ever materializing the grid: each
+  output block makes its own grid from its index ranges, and its footprint
+  comes from the block's corners when the graph is built (fully lazy).
+
+Results equal :func:`gridsample.grid_sample` on the whole arrays bit for bit
+(see :mod:`gridsample.dask._block` for how a window of ``x`` is sampled with
+the full-size coordinates).  Kernels run with one Numba thread per task by
+default (``kernel_threads=1``): Dask supplies the parallelism across blocks,
+and more threads per task would oversubscribe the cores of a worker.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+try:
+    import dask
+    import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "gridsample.dask needs Dask: pip install 'gridsample[dask]' "
+        "(dask[array] and distributed)") from exc
+
+from .._affine import _compute_dtype, base_coordinates, parse_affine_args
+from .._dtypes import coord_dtype, is_string
+from .._errors import GridSampleError, GridSampleTypeError
+from .._options import (MODE_CUBIC, parse_align_corners, parse_flag, parse_mode,
+                        parse_padding)
+from .._plan import plan_forward
+from .._taps import AXIS_MUL, AXIS_SCALE, AXIS_SUB, axis_constants
+from ._block import (MARGIN, AffineSpec, BlockSpec, affine_block, decode_window,
+                     footprint_block, sample_block)
+from ._footprint import interval_window
+
+__all__ = ["grid_sample", "affine_warp"]
+
+
+def _dummy(shape, dtype):
+    """A zero-stride stand-in of ``shape`` for validation (no memory)."""
+    return np.broadcast_to(np.zeros((), dtype), shape)
+
+
+def _as_dask(a, chunks="auto"):
+    if isinstance(a, da.Array):
+        return a
+    return da.from_array(np.asarray(a), chunks=chunks)
+
+
+def _bounds(chunks):
+    return np.concatenate([[0], np.cumsum(chunks)]).astype(np.int64)
+
+
+def _pieces(x, ranges):
+    """Input chunks intersecting the box ``ranges`` (per x axis, ``[start, stop)``).
+
+    Returns the chunk keys and, for each, ``(src, dst)`` slices: the part of the
+    chunk inside the box, and where it goes in the box.
+    """
+    per_axis = []
+    for chunks, (start, stop) in zip(x.chunks, ranges):
+        b = _bounds(chunks)
+        first = int(np.searchsorted(b, start, side="right")) - 1
+        last = int(np.searchsorted(b, stop, side="left")) - 1
+        axis = []
+        for i in range(max(first, 0), max(last, first) + 1):
+            lo, hi = max(start, b[i]), min(stop, b[i + 1])
+            if hi > lo:
+                axis.append((i, slice(int(lo - b[i]), int(hi - b[i])),
+                             slice(int(lo - start), int(hi - start))))
+        per_axis.append(axis)
+    keys, specs = [], []
+    for combo in itertools.product(*per_axis):
+        keys.append((x.name, *(c[0] for c in combo)))
+        specs.append((tuple(c[1] for c in combo), tuple(c[2] for c in combo)))
+    return keys, tuple(specs)
+
+
+def _window_box(window, in_spatial):
+    """The footprint widened by ``MARGIN`` and clipped: per spatial axis ``(lo, hi)``."""
+    if window is None:
+        return None
+    return tuple((max(0, lo - MARGIN), min(s - 1, hi + MARGIN))
+                 for (lo, hi), s in zip(window, in_spatial))
+
+
+class _Layout:
+    """Axis bookkeeping of x / output in channel-first or channel-last layout."""
+
+    def __init__(self, rank, channel_last):
+        self.r = rank
+        self.channel_last = channel_last
+        self.channel_axis = rank + 1 if channel_last else 1
+        self.spatial_axes = tuple(range(1, 1 + rank)) if channel_last else \
+            tuple(range(2, 2 + rank))
+
+    def arrange(self, batch, channel, spatial):
+        if self.channel_last:
+            return (batch, *spatial, channel)
+        return (batch, channel, *spatial)
+
+
+def _input_box(layout, window, batch_range, channel_range, in_spatial):
+    """Per x axis ``[start, stop)`` of the window, and the window array's shape."""
+    if window is None:
+        spatial = [(0, 1)] * layout.r
+    else:
+        spatial = [(lo, hi + 1) for lo, hi in window]
+    ranges = layout.arrange(batch_range, channel_range, spatial)
+    shape = tuple(b - a for a, b in ranges)
+    return ranges, shape
+
+
+def _chunk_starts(chunks):
+    return _bounds(chunks)
+
+
+def _validate_common(x, mode, padding_mode, align_corners, channel_last):
+    mode_code = parse_mode(mode)
+    pad_code = parse_padding(padding_mode)
+    align = parse_align_corners(align_corners)
+    chan_last = parse_flag("channel_last", channel_last)
+    if is_string(np.dtype(x.dtype)):
+        raise GridSampleTypeError(
+            f"x has dtype {x.dtype}; gridsample.dask samples numeric and bool arrays only "
+            f"(string arrays: use gridsample.grid_sample on NumPy arrays)")
+    return mode_code, pad_code, align, chan_last
+
+
+def _threads_arg(kernel_threads):
+    if kernel_threads is None:
+        return None
+    if isinstance(kernel_threads, bool) or not isinstance(kernel_threads, (int, np.integer)) \
+            or kernel_threads < 1:
+        raise GridSampleError(
+            f"kernel_threads={kernel_threads!r}; it must be a positive integer or None "
+            f"(None: Numba's own setting)")
+    return int(kernel_threads)
+
+
+def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=False, *,
+                channel_last=False, chunks=None, kernel_threads=1):
+    """:func:`gridsample.grid_sample` for Dask arrays, lazily and out of core.
+
+    Parameters
+    ----------
+    x : dask.array.Array or array_like, shape (N, C, d1, ..., dr), or (N, d1, ..., dr, C)
+        The input (a NumPy array is wrapped with automatic chunks).  Numeric and
+        bool dtypes.
+    grid : dask.array.Array or array_like, shape (N or 1, D1, ..., Dr, r)
+        Normalized sampling positions, as for :func:`gridsample.grid_sample`.
+        Its last axis is made one chunk.
+    mode, padding_mode, align_corners, channel_last
+        As :func:`gridsample.grid_sample`.
+    chunks : optional
+        Spatial chunks ``(D1 chunks, ..., Dr chunks)`` for the grid (and the
+        output): a NumPy grid is wrapped with them, a Dask grid rechunked to them.
+        Default: the Dask grid's chunks, or ``"auto"``.
+    kernel_threads : int or None, default 1
+        Numba threads per task.  ``None`` leaves Numba's setting (all cores),
+        which oversubscribes when Dask already runs several tasks at once.
+
+    Returns
+    -------
+    dask.array.Array, shape (N, C, D1, ..., Dr), or (N, D1, ..., Dr, C)
+        Lazy; dtype of ``x``.  Spatial chunks are the grid's, channel chunks
+        ``x``'s, batch chunks the grid's (``x``'s for a broadcast grid of
+        batch 1).
+
+    Notes
+    -----
+    Each output block depends only on its grid block and the input chunks that
+    intersect its footprint: the box of input indices its points read after
+    padding (tap ranges derived in :mod:`gridsample.dask._footprint`), widened
+    by ``MARGIN = 1`` element.  Footprints depend on grid *values*, so they are
+    computed when the graph is built -- the one eager step: the grid is
+    computed once, block by block, to a few integers per block (``x`` is not
+    read).  For an affine map use :func:`affine_warp`, which needs no eager
+    step.  A grid that is not deterministic must be persisted first.
+    """
+    mode_code, pad_code, align, chan_last = _validate_common(
+        x, mode, padding_mode, align_corners, channel_last)
+    threads = _threads_arg(kernel_threads)
+    xd = _as_dask(x)
+    if isinstance(grid, da.Array):
+        gd = grid
+        if chunks is not None:
+            gd = gd.rechunk((gd.chunks[0], *_spatial_chunks(chunks, gd.shape[1:-1], gd.dtype),
+                             -1))
+    else:
+        g = np.asarray(grid)
+        spatial = _spatial_chunks(chunks if chunks is not None else "auto", g.shape[1:-1],
+                                  g.dtype) if g.ndim >= 2 else ()
+        gd = da.from_array(g, chunks=(1, *spatial, -1) if g.ndim >= 2 else -1)
+    plan, _, _ = plan_forward(_dummy(xd.shape, xd.dtype), _dummy(gd.shape, gd.dtype),
+                              mode_code, pad_code, align, chan_last)
+    if len(gd.chunks[-1]) > 1:
+        gd = gd.rechunk({gd.ndim - 1: -1})
+    if plan.is_empty:
+        return da.zeros(plan.out_shape, dtype=plan.out_dtype)
+
+    layout = _Layout(plan.rank, chan_last)
+    r = plan.rank
+    ct = plan.coord_dtype
+    # The one eager step: per grid block, its exact footprint (a few integers).
+    fp_chunks = tuple((1,) * len(c) for c in gd.chunks[:-1]) + ((1 + 2 * r,),)
+    fp = gd.map_blocks(footprint_block, plan.in_spatial, mode_code, pad_code, align, ct,
+                       chunks=fp_chunks, dtype=np.int64)
+    fp = fp.compute(scheduler="sync") if not isinstance(grid, da.Array) else fp.compute()
+
+    broadcast = plan.grid_batch != plan.batch
+    batch_chunks = xd.chunks[0] if broadcast else gd.chunks[0]
+    channel_chunks = xd.chunks[layout.channel_axis]
+    spatial_chunks = gd.chunks[1:-1]
+    out_chunks = layout.arrange(batch_chunks, channel_chunks, spatial_chunks)
+    token = tokenize(xd, gd, mode_code, pad_code, align, chan_last, threads)
+    name = f"gridsample-grid-sample-{token}"
+    bb, cb = _chunk_starts(batch_chunks), _chunk_starts(channel_chunks)
+    dsk = {}
+    for ib in range(len(batch_chunks)):
+        gb = 0 if broadcast else ib
+        for ic in range(len(channel_chunks)):
+            for isp in itertools.product(*(range(len(c)) for c in spatial_chunks)):
+                window = _window_box(decode_window(fp[(gb, *isp)]), plan.in_spatial)
+                ranges, shape = _input_box(layout, window, (int(bb[ib]), int(bb[ib + 1])),
+                                           (int(cb[ic]), int(cb[ic + 1])), plan.in_spatial)
+                keys, pieces = _pieces(xd, ranges) if window is not None else ([], ())
+                spec = BlockSpec(mode_code, pad_code, align, chan_last, plan.in_spatial, ct,
+                                 window, shape, plan.out_dtype, pieces, threads)
+                out_key = (name, *layout.arrange(ib, ic, isp))
+                dsk[out_key] = (sample_block, (gd.name, gb, *isp, 0), keys, spec)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[xd, gd])
+    meta = np.empty((0,) * len(out_chunks), plan.out_dtype)
+    return da.Array(graph, name, out_chunks, meta=meta)
+
+
+def _spatial_chunks(chunks, spatial, dtype):
+    spatial = tuple(int(s) for s in spatial)
+    if chunks is None:
+        chunks = "auto"
+    if isinstance(chunks, (int, np.integer, str)):
+        chunks = (chunks,) * len(spatial)
+    return da.core.normalize_chunks(tuple(chunks), shape=spatial, dtype=dtype)
+
+
+def _affine_corner_interval(theta, start, stop, out_spatial, align, k):
+    """Bounds of grid component ``k`` over a block, from its ``2^r`` corners (float64).
+
+    An affine map takes its extremes over a box at the box's corners.  The
+    kernel's value of a point differs from the float64 value at most by a few
+    roundings of the compute dtype: widened by ``(r + 2) eps`` times the sum of
+    the magnitudes of the terms, plus the rounding to theta's dtype.
+    """
+    r = len(out_spatial)
+    ct = _compute_dtype(theta.dtype)
+    t = theta.astype(ct).astype(np.float64)  # (n, r, r + 1)
+    base_ends = []
+    for j in range(r):  # j = 0 is W, the innermost axis
+        axis = r - 1 - j
+        b = base_coordinates(int(out_spatial[axis]), align).astype(ct).astype(np.float64)
+        base_ends.append((b[start[axis]], b[stop[axis] - 1]))
+    lo, hi = math.inf, -math.inf
+    eps = float(np.finfo(ct).eps) * (r + 2) + float(np.finfo(theta.dtype).eps)
+    for corner in itertools.product(*base_ends):
+        terms = t[:, k, :r] * np.array(corner)  # (n, r)
+        g = t[:, k, r] + terms.sum(axis=1)
+        mag = np.abs(t[:, k, r]) + np.abs(terms).sum(axis=1)
+        lo = min(lo, float(np.min(g - eps * mag)))
+        hi = max(hi, float(np.max(g + eps * mag)))
+    return lo, hi
+
+
+def _affine_window(theta, start, stop, out_spatial, in_spatial, mode, pad, align, ct):
+    """Footprint of one affine block (per x spatial axis), built from its corners."""
+    r = len(in_spatial)
+    window = [None] * r
+    for k in range(r):
+        axis = r - 1 - k  # grid component k indexes x's spatial axis r-1-k
+        size = int(in_spatial[axis])
+        g_lo, g_hi = _affine_corner_interval(theta, start, stop, out_spatial, align, k)
+        if not (math.isfinite(g_lo) and math.isfinite(g_hi)):
+            window[axis] = (0, size - 1)
+            continue
+        # Unnormalize both ends (an increasing map; c = 0 only for S = 1), then
+        # widen by a few ulps of the coordinate dtype for its three roundings.
+        ax = axis_constants(size, align, ct).astype(np.float64)
+        u = [((g + 1.0) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE] for g in (g_lo, g_hi)]
+        slack = 4.0 * float(np.finfo(ct).eps) * (max(abs(u[0]), abs(u[1])) + size + 1.0)
+        rng = interval_window(u[0] - slack, u[1] + slack, size, mode, pad, align)
+        if rng is None:
+            return None
+        window[axis] = rng
+    return tuple(window)
+
+
+def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
+                align_corners=False, *, channel_last=False, chunks=None, kernel_threads=1):
+    """Warp ``x`` by affine maps without materializing the sampling grid.
+
+    Equal, bit for bit, to ``gridsample.grid_sample(x, gridsample.affine_grid(theta,
+    (N, C, *out_shape), align_corners), mode, padding_mode, align_corners)``.
+
+    Parameters
+    ----------
+    x : dask.array.Array or array_like, shape (N, C, d1, ..., dr) or (N, d1, ..., dr, C)
+        r = 2 or 3 spatial axes.
+    theta : array_like, shape (N or 1, r, r + 1) or (r, r + 1)
+        ``affine_grid``'s matrices (output normalized position -> input
+        normalized position); a batch of 1 applies to every item.  Its dtype
+        is the grid's dtype (as in ``affine_grid``).
+    out_shape : sequence of int, optional
+        Output spatial shape ``(D1, ..., Dr)``; default: ``x``'s.
+    chunks : optional
+        Output spatial chunks; default ``x``'s spatial chunks when
+        ``out_shape`` equals ``x``'s spatial shape, else ``"auto"``.
+    mode, padding_mode, align_corners, channel_last, kernel_threads
+        As :func:`grid_sample`.
+
+    Returns
+    -------
+    dask.array.Array, shape (N, C, D1, ..., Dr) or (N, D1, ..., Dr, C)
+
+    Notes
+    -----
+    Building the graph computes nothing.  Each block's footprint is the
+    footprint of the box spanned by the block's ``2^r`` corners mapped by
+    ``theta`` (an affine map's extremes over a box are at its corners), widened
+    for rounding; each task builds its own grid with ``affine_grid``'s kernel
+    and checks that its exact footprint lies inside the planned one.
+    """
+    mode_code, pad_code, align, chan_last = _validate_common(
+        x, mode, padding_mode, align_corners, channel_last)
+    threads = _threads_arg(kernel_threads)
+    xd = _as_dask(x)
+    layout_rank = xd.ndim - 2
+    theta = np.asarray(theta)
+    if theta.ndim == 2:
+        theta = theta[None]
+    in_spatial_guess = tuple(xd.shape[1:-1]) if chan_last else tuple(xd.shape[2:])
+    out_spatial = tuple(int(s) for s in (out_shape if out_shape is not None
+                                         else in_spatial_guess))
+    theta, out_spatial, align = parse_affine_args(
+        theta, (theta.shape[0] if theta.ndim == 3 else 1, 1, *out_spatial), align)
+    r = len(out_spatial)
+    if layout_rank != r:
+        raise GridSampleError(
+            f"x has shape {xd.shape} ({layout_rank} spatial axes) but theta has shape "
+            f"{theta.shape} ({r} spatial axes); they must agree")
+    grid_shape = (theta.shape[0], *out_spatial, r)
+    plan, _, _ = plan_forward(_dummy(xd.shape, xd.dtype), _dummy(grid_shape, theta.dtype),
+                              mode_code, pad_code, align, chan_last)
+    if plan.is_empty:
+        return da.zeros(plan.out_shape, dtype=plan.out_dtype)
+    layout = _Layout(r, chan_last)
+    if chunks is None:
+        x_spatial_chunks = tuple(xd.chunks[a] for a in layout.spatial_axes)
+        chunks = x_spatial_chunks if out_spatial == plan.in_spatial else "auto"
+    spatial_chunks = _spatial_chunks(chunks, out_spatial, xd.dtype)
+    ct = plan.coord_dtype
+    theta_c = np.ascontiguousarray(theta, dtype=_compute_dtype(theta.dtype))
+    broadcast = theta.shape[0] != plan.batch
+    batch_chunks = xd.chunks[0]
+    channel_chunks = xd.chunks[layout.channel_axis]
+    out_chunks = layout.arrange(batch_chunks, channel_chunks, spatial_chunks)
+    token = tokenize(xd, theta, out_spatial, spatial_chunks, mode_code, pad_code, align,
+                     chan_last, threads)
+    name = f"gridsample-affine-warp-{token}"
+    bb, cb = _chunk_starts(batch_chunks), _chunk_starts(channel_chunks)
+    sb = [_chunk_starts(c) for c in spatial_chunks]
+    dsk = {}
+    for ib in range(len(batch_chunks)):
+        items = slice(0, 1) if broadcast else slice(int(bb[ib]), int(bb[ib + 1]))
+        theta_b = theta[items]
+        for isp in itertools.product(*(range(len(c)) for c in spatial_chunks)):
+            start = tuple(int(sb[a][i]) for a, i in enumerate(isp))
+            stop = tuple(int(sb[a][i + 1]) for a, i in enumerate(isp))
+            window = _window_box(
+                _affine_window(theta_b, start, stop, out_spatial, plan.in_spatial, mode_code,
+                               pad_code, align, ct), plan.in_spatial)
+            aspec = AffineSpec(theta_c[items], theta.dtype, out_spatial, start, stop, align)
+            for ic in range(len(channel_chunks)):
+                ranges, shape = _input_box(layout, window, (int(bb[ib]), int(bb[ib + 1])),
+                                           (int(cb[ic]), int(cb[ic + 1])), plan.in_spatial)
+                keys, pieces = _pieces(xd, ranges) if window is not None else ([], ())
+                spec = BlockSpec(mode_code, pad_code, align, chan_last, plan.in_spatial, ct,
+                                 window, shape, plan.out_dtype, pieces, threads)
+                dsk[(name, *layout.arrange(ib, ic, isp))] = (affine_block, keys, spec, aspec)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[xd])
+    meta = np.empty((0,) * len(out_chunks), plan.out_dtype)
+    return da.Array(graph, name, out_chunks, meta=meta)

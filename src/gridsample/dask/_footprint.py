@@ -1,0 +1,214 @@
+"""Input footprints: which index range of each input axis a block of output points reads.
+
+Everything here is NumPy on small arrays (one grid block, or the corners of
+an affine block); nothing imports Dask.
+
+The footprint of a set of points on one spatial axis of size ``S`` is the
+integer range ``[lo, hi]`` of the tap indices the kernels read for those
+points, after padding (``None`` when no point reads anything on that axis --
+then no point reads anything at all, because a point reads the product of its
+per-axis taps).  It is derived from DESIGN.md §3 exactly as the kernels in
+``gridsample._taps`` compute taps:
+
+* unnormalize in the coordinate dtype, grouped as the kernels group it::
+
+      u = ((g + 1) * a - b) * c         (g = +-inf stays +-inf)
+
+  with ``a, b, c`` from :func:`gridsample._taps.axis_constants` -- NumPy does
+  the same IEEE float32/float64 operations in the same order, so ``u`` is
+  bit-identical to the kernel's;
+* linear / nearest pad the continuous coordinate ``p = pad(u)`` (border:
+  clip to ``[0, S-1]``; reflection: fold into ``[low, low + span]`` with the
+  exact ``fmod``, then clip; ``+-inf`` reflects to NaN), then read
+  ``floor(p), floor(p) + 1`` (linear) or ``rint(p)`` (nearest).  A point
+  with ``p`` outside ``(-2, S+1)`` (linear) or ``(-1, S)`` (nearest) reads
+  nothing under zeros padding, so it is left out before the min / max::
+
+      linear:   [lo, hi] = [floor(min p), floor(max p) + 1]  ∩ [0, S-1]
+      nearest:  [lo, hi] = [rint(min p),  rint(max p)]       ∩ [0, S-1]
+
+  (floor and rint are monotone, so the extreme points give the extreme taps);
+* cubic does not pad the coordinate: it reads ``t_k = floor(u) + k`` for
+  ``k = -1 … 2`` and pads each tap index.  zeros keeps the taps inside
+  ``[0, S-1]`` (points with ``u`` outside ``(-3, S+2)`` read nothing);
+  border clips each (monotone: the range is the clipped ``[floor(min u) - 1,
+  floor(max u) + 2]``; ``+-inf`` reads the edge); reflection folds each tap,
+  which is not monotone, so every point's four folded taps are evaluated and
+  the min / max taken.
+
+For an *interval* of coordinates (the affine path, where only the corners of a
+block are known when the graph is built) :func:`interval_window` gives a
+superset of the same range: border is monotone, and the image of an interval
+under reflection is the image of its two ends plus every fold point inside it
+(each fold lands on ``low`` or ``low + span``), or the whole axis once the
+interval is a full period ``2 span`` long.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._options import MODE_CUBIC, MODE_LINEAR, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
+from .._taps import (AXIS_HIGH, AXIS_MUL, AXIS_ONE, AXIS_REFLECT_LOW, AXIS_REFLECT_SPAN,
+                     AXIS_SCALE, AXIS_SUB, axis_constants)
+
+__all__ = ["points_window", "interval_window", "unnormalize", "reflect_clip"]
+
+
+def unnormalize(g: np.ndarray, ax: np.ndarray) -> np.ndarray:
+    """``((g + 1) * a - b) * c`` in ``ax``'s dtype; ``+-inf`` stays put (as ``_taps.unnormalize``)."""
+    with np.errstate(all="ignore"):
+        u = ((g + ax[AXIS_ONE]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE]
+    return np.where(np.isinf(g), g, u)
+
+
+def reflect_clip(x: np.ndarray, ax: np.ndarray) -> np.ndarray:
+    """``_taps.reflect_clip`` vectorized (finite ``x``; NaN passes through)."""
+    low, span, high = ax[AXIS_REFLECT_LOW], ax[AXIS_REFLECT_SPAN], ax[AXIS_HIGH]
+    zero = high - high
+    if span <= zero:
+        return np.where(np.isnan(x), x, zero)
+    period = span + span
+    with np.errstate(all="ignore"):
+        m = np.fmod(np.abs(x - low), period)
+        m = np.where(m > span, period - m, m)
+        return np.clip(m + low, zero, high)
+
+
+def _clip_range(lo: float, hi: float, size: int):
+    lo, hi = max(lo, 0.0), min(hi, size - 1.0)
+    if not lo <= hi:
+        return None
+    return int(lo), int(hi)
+
+
+def _axis_points(g: np.ndarray, size: int, mode: int, pad: int, align: bool, ct):
+    """Exact footprint ``(lo, hi)`` or ``None`` of one axis for the grid values ``g``."""
+    ax = axis_constants(size, align, ct)
+    u = unnormalize(g.astype(ct, copy=False), ax)
+    high = float(ax[AXIS_HIGH])
+    with np.errstate(all="ignore"):
+        if mode != MODE_CUBIC:
+            if pad == PAD_BORDER:
+                p = np.clip(u, ax[AXIS_HIGH] - ax[AXIS_HIGH], ax[AXIS_HIGH])
+            elif pad == PAD_REFLECTION:
+                p = reflect_clip(np.where(np.isinf(u), np.nan, u), ax)
+            else:
+                p = u
+            reach = 2.0 if mode == MODE_LINEAR else 1.0
+            p = p[(p > -reach) & (p < high + reach)]  # drops NaN too
+            if p.size == 0:
+                return None
+            pmin, pmax = float(p.min()), float(p.max())
+            if mode == MODE_LINEAR:
+                return _clip_range(math.floor(pmin), math.floor(pmax) + 1.0, size)
+            return _clip_range(float(np.rint(pmin)), float(np.rint(pmax)), size)
+        # cubic: taps floor(u) - 1 ... floor(u) + 2, each padded.
+        finite = u[np.isfinite(u)]
+        if pad == PAD_ZEROS:
+            finite = finite[(finite > -3) & (finite < high + 3)]
+            if finite.size == 0:
+                return None
+            return _clip_range(math.floor(float(finite.min())) - 1.0,
+                               math.floor(float(finite.max())) + 2.0, size)
+        if pad == PAD_BORDER:
+            lo, hi = math.inf, -math.inf
+            if finite.size:
+                lo = min(max(math.floor(float(finite.min())) - 1.0, 0.0), high)
+                hi = min(max(math.floor(float(finite.max())) + 2.0, 0.0), high)
+            if np.any(u == np.inf):
+                lo, hi = min(lo, size - 1.0), max(hi, size - 1.0)
+            if np.any(u == -np.inf):
+                lo, hi = min(lo, 0.0), max(hi, 0.0)
+            return _clip_range(lo, hi, size) if lo <= hi else None
+        # reflection: +-inf and NaN are NaN points (read nothing).
+        if finite.size == 0:
+            return None
+        f = np.floor(finite)
+        one = ax[AXIS_ONE]
+        lo, hi = math.inf, -math.inf
+        for t in (f - one, f, f + one, f + (one + one)):  # formed as the kernel forms them
+            t = reflect_clip(t, ax)
+            lo, hi = min(lo, float(t.min())), max(hi, float(t.max()))
+        return _clip_range(lo, hi, size)
+
+
+def points_window(grid: np.ndarray, in_spatial: tuple, mode: int, pad: int, align: bool, ct):
+    """Exact per-axis footprint of a grid block (any leading shape, last axis ``r``).
+
+    Returns a tuple over the *spatial axes of x* (d1 … dr order) of
+    ``(lo, hi)`` inclusive, or ``None`` when no point of the block reads
+    anything.
+    """
+    r = len(in_spatial)
+    out = [None] * r
+    for a in range(r):
+        axis = r - 1 - a  # grid[..., a] indexes spatial axis r-1-a
+        rng = _axis_points(grid[..., a], int(in_spatial[axis]), mode, pad, align, ct)
+        if rng is None:
+            return None
+        out[axis] = rng
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------
+# Interval version (affine blocks known by their corners only).
+
+def _reflect_interval(a: float, b: float, size: int, align: bool):
+    """Image of the real interval ``[a, b]`` under reflect-then-clip (float64)."""
+    low, span = (0.0, size - 1.0) if align else (-0.5, float(size))
+    high = size - 1.0
+    if span <= 0:
+        return 0.0, 0.0
+    period = 2.0 * span
+    if b - a >= period:
+        return 0.0, high
+
+    def refl(v):
+        m = math.fmod(abs(v - low), period)
+        if m > span:
+            m = period - m
+        return min(max(m + low, 0.0), high)
+
+    vals = [refl(a), refl(b)]
+    k0, k1 = math.ceil((a - low) / span), math.floor((b - low) / span)
+    for k in range(k0, min(k1, k0 + 3) + 1):  # at most ~2 folds inside (b - a < period)
+        vals.append(refl(low + k * span))
+    return min(vals), max(vals)
+
+
+def interval_window(u_lo: float, u_hi: float, size: int, mode: int, pad: int, align: bool):
+    """Footprint ``(lo, hi)`` or ``None`` covering every finite ``u`` in ``[u_lo, u_hi]``.
+
+    ``u`` is the unnormalized coordinate (before padding).  A superset of what
+    :func:`points_window` gives for any points in the interval (float64 math on
+    a slightly widened interval; the task checks the exact footprint).
+    """
+    high = size - 1.0
+    if mode != MODE_CUBIC:
+        if pad == PAD_BORDER:
+            p_lo, p_hi = min(max(u_lo, 0.0), high), min(max(u_hi, 0.0), high)
+        elif pad == PAD_REFLECTION:
+            p_lo, p_hi = _reflect_interval(u_lo, u_hi, size, align)
+        else:
+            p_lo, p_hi = u_lo, u_hi
+            if p_hi <= -2 or p_lo >= high + 2:
+                return None
+            p_lo, p_hi = max(p_lo, -3.0), min(p_hi, high + 3.0)  # keep floor() finite
+        if mode == MODE_LINEAR:
+            return _clip_range(math.floor(p_lo), math.floor(p_hi) + 1.0, size)
+        return _clip_range(math.floor(p_lo), math.ceil(p_hi), size)
+    if pad == PAD_ZEROS and (u_hi <= -3 or u_lo >= high + 3):
+        return None
+    if pad != PAD_REFLECTION:  # far taps are dropped (zeros) or clip to an edge (border)
+        u_lo, u_hi = max(u_lo, -4.0 * (size + 2)), min(u_hi, 4.0 * (size + 2))
+    elif u_hi - u_lo >= 2.0 * size + 4:  # a whole period of taps
+        return 0, size - 1
+    t_lo, t_hi = math.floor(u_lo) - 1.0, math.floor(u_hi) + 2.0
+    if pad == PAD_REFLECTION:
+        t_lo, t_hi = _reflect_interval(t_lo, t_hi, size, align)
+    elif pad == PAD_BORDER:
+        t_lo, t_hi = min(max(t_lo, 0.0), high), min(max(t_hi, 0.0), high)
+    return _clip_range(t_lo, t_hi, size)

@@ -1,0 +1,310 @@
+"""gridsample.dask: equal to the in-memory operator bit for bit, lazy, footprint-only reads."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+import dask  # noqa: E402
+
+import gridsample  # noqa: E402
+import gridsample.dask as gdask  # noqa: E402
+from gridsample.dask import _block  # noqa: E402
+
+from conftest import ALIGNS, MODES, PADDINGS  # noqa: E402
+
+
+def same(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape
+    np.testing.assert_array_equal(a, b)  # NaN == NaN here; bit for bit otherwise
+
+
+class Counting:
+    """An array-like that records every non-empty read (for ``da.from_array``)."""
+
+    def __init__(self, a):
+        self.a = a
+        self.shape, self.dtype, self.ndim = a.shape, a.dtype, a.ndim
+        self.reads = []
+        self._lock = threading.Lock()
+
+    def __getitem__(self, idx):
+        out = self.a[idx]
+        if out.size:
+            with self._lock:
+                self.reads.append(idx)
+        return out
+
+    def chunks_read(self, chunks):
+        """Chunk indices (tuples) of the reads, for regular ``chunks``."""
+        return {tuple(s.start // c for s, c in zip(idx, chunks)) for idx in self.reads}
+
+
+def counted(a, chunks):
+    c = Counting(a)
+    arr = da.from_array(c, chunks=chunks, meta=np.empty((0,) * a.ndim, a.dtype))
+    return c, arr
+
+
+def rough_grid(rng, shape, spread=1.3, dtype=np.float32):
+    return rng.uniform(-spread, spread, shape).astype(dtype)
+
+
+# --------------------------------------------------------------------------
+# Equality with the in-memory operator.
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("pad", PADDINGS)
+def test_rank2_all_modes(rng, mode, pad):
+    x = rng.standard_normal((2, 3, 19, 23)).astype(np.float32)
+    grid = rough_grid(rng, (2, 10, 13, 2), spread=2.5)  # far points: reflection folds
+    xd = da.from_array(x, chunks=(1, 2, 6, 7))
+    for align in ALIGNS:
+        want = gridsample.grid_sample(x, grid, mode, pad, align)
+        for chunks in [(4, 5), (10, 13), (3, 1)]:
+            got = gdask.grid_sample(xd, grid, mode, pad, align, chunks=chunks).compute()
+            same(got, want)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("pad", PADDINGS)
+def test_rank3_dask_grid(rng, mode, pad):
+    x = rng.standard_normal((1, 2, 9, 10, 11))
+    grid = rough_grid(rng, (1, 6, 5, 7, 3), dtype=np.float64)
+    xd = da.from_array(x, chunks=(1, 1, 4, 5, 3))
+    gd = da.from_array(grid, chunks=(1, 3, 2, 4, 3))
+    want = gridsample.grid_sample(x, grid, mode, pad, True)
+    same(gdask.grid_sample(xd, gd, mode, pad, True).compute(), want)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_channel_last_broadcast_grid_and_dtypes(rng, mode):
+    x = (rng.uniform(0, 255, (3, 12, 14, 4))).astype(np.uint8)
+    grid = rough_grid(rng, (1, 7, 9, 2), spread=1.1)  # batch 1: broadcast over x's 3 items
+    xd = da.from_array(x, chunks=(2, 5, 6, 3))
+    for pad in PADDINGS:
+        want = gridsample.grid_sample(x, grid, mode, pad, False, channel_last=True)
+        got = gdask.grid_sample(xd, grid, mode, pad, False, channel_last=True, chunks=(3, 4))
+        same(got.compute(), want)
+    # float64 x, float16 grid, NumPy x (wrapped)
+    x64 = rng.standard_normal((2, 2, 8, 9))
+    g16 = rough_grid(rng, (2, 5, 6, 2), dtype=np.float16)
+    same(gdask.grid_sample(x64, g16, mode, "reflection", chunks=(2, 3)).compute(),
+         gridsample.grid_sample(x64, g16, mode, "reflection"))
+
+
+def test_non_finite_grid_values(rng):
+    x = rng.standard_normal((1, 2, 10, 12)).astype(np.float32)
+    grid = rough_grid(rng, (1, 6, 8, 2))
+    grid[0, 0, 0, 0] = np.nan
+    grid[0, 1, 2, 1] = np.inf
+    grid[0, 3, 3, 0] = -np.inf
+    grid[0, 4, 5, 1] = 1e30
+    grid[0, 5, 7, :] = np.inf  # a whole block may read nothing but the edge
+    xd = da.from_array(x, chunks=(1, 1, 4, 4))
+    for mode, pad in itertools.product(MODES, PADDINGS):
+        want = gridsample.grid_sample(x, grid, mode, pad)
+        same(gdask.grid_sample(xd, grid, mode, pad, chunks=(3, 4)).compute(), want)
+
+
+def test_blocks_that_read_nothing(rng):
+    x = rng.standard_normal((1, 1, 16, 16)).astype(np.float32)
+    grid = rough_grid(rng, (1, 8, 8, 2), spread=1.0)
+    grid[0, :4, :4] += 10.0  # one output block entirely outside the input
+    c, xd = counted(x, (1, 1, 8, 8))
+    want = gridsample.grid_sample(x, grid, "linear", "zeros")
+    same(gdask.grid_sample(xd, grid, "linear", "zeros", chunks=(4, 4)).compute(), want)
+
+
+# --------------------------------------------------------------------------
+# affine_warp.
+
+def _theta(r, dtype=np.float32, n=1, scale=1.0):
+    if r == 2:
+        t = np.array([[0.9, 0.25, 0.05], [-0.2, 1.1, -0.1]])
+    else:
+        t = np.array([[0.9, 0.1, 0.05, 0.02], [-0.1, 1.05, 0.2, -0.1], [0.05, -0.15, 0.95, 0.1]])
+    t = t.copy()
+    t[:, :r] *= scale
+    return np.repeat(t[None], n, 0).astype(dtype)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("pad", PADDINGS)
+def test_affine_warp_rank2(rng, mode, pad):
+    x = rng.standard_normal((2, 3, 17, 21)).astype(np.float32)
+    xd = da.from_array(x, chunks=(1, 2, 6, 7))
+    for align, scale, tdtype in [(False, 1.0, np.float32), (True, 2.7, np.float64),
+                                 (False, 0.3, np.float16)]:
+        theta = _theta(2, tdtype, n=2, scale=scale)
+        theta[1, 0, 2] += 0.5  # the items differ
+        grid = gridsample.affine_grid(theta, (2, 3, 11, 15), align)
+        want = gridsample.grid_sample(x, grid, mode, pad, align)
+        got = gdask.affine_warp(xd, theta, (11, 15), mode, pad, align, chunks=(4, 6))
+        same(got.compute(), want)
+
+
+@pytest.mark.parametrize("pad", PADDINGS)
+def test_affine_warp_rank3_channel_last_broadcast(rng, pad):
+    x = rng.standard_normal((2, 9, 10, 11, 2))
+    xd = da.from_array(x, chunks=(1, 4, 5, 6, 1))
+    theta = _theta(3, np.float64, n=1, scale=1.6)
+    grid = gridsample.affine_grid(theta, (1, 2, 9, 10, 11), True)
+    for mode in ("linear", "nearest", "cubic"):
+        want = gridsample.grid_sample(x, grid, mode, pad, True, channel_last=True)
+        got = gdask.affine_warp(xd, theta[0], None, mode, pad, True, channel_last=True)
+        same(got.compute(), want)
+
+
+def test_affine_block_grid_equals_affine_grid():
+    theta = _theta(3, np.float32, n=2, scale=1.3)
+    full = gridsample.affine_grid(theta, (2, 1, 7, 9, 11), False)
+    spec = _block.AffineSpec(theta, theta.dtype, (7, 9, 11), (2, 3, 4), (6, 9, 10), False)
+    same(_block.affine_grid_block(spec), full[:, 2:6, 3:9, 4:10])
+
+
+# --------------------------------------------------------------------------
+# Laziness and footprints.
+
+def test_building_the_graph_reads_nothing(rng):
+    x = rng.standard_normal((1, 2, 32, 32)).astype(np.float32)
+    cx, xd = counted(x, (1, 1, 8, 8))
+    grid = rough_grid(rng, (1, 16, 16, 2))
+    cg, gd = counted(grid, (1, 8, 8, 2))
+    out = gdask.grid_sample(xd, gd, "cubic", "reflection")
+    assert cx.reads == []  # the grid is read once for footprints; x never
+    theta = _theta(2)
+    warped = gdask.affine_warp(xd, theta, (40, 24), "linear", "border")
+    assert cx.reads == []
+    assert isinstance(out, da.Array) and isinstance(warped, da.Array)
+    assert warped.shape == (1, 2, 40, 24)
+    warped.compute()
+    assert cx.reads
+
+
+def test_only_the_footprint_is_read(rng):
+    # A 64x64 image in 8x8 chunks; the grid looks at x in [10, 21], y in [40, 50]
+    # (pixel coordinates, align_corners): linear reads columns 10..22, rows 40..51.
+    x = rng.standard_normal((1, 1, 64, 64)).astype(np.float32)
+    c, xd = counted(x, (1, 1, 8, 8))
+    px = rng.uniform(10, 21, (1, 6, 6))
+    py = rng.uniform(40, 50, (1, 6, 6))
+    grid = np.stack([px / 63 * 2 - 1, py / 63 * 2 - 1], -1)
+    got = gdask.grid_sample(xd, grid, "linear", "zeros", True, chunks=(6, 6)).compute()
+    same(got, gridsample.grid_sample(x, grid, "linear", "zeros", True))
+    # footprint widened by MARGIN = 1: columns 9..23, rows 39..52 -> chunks 1..2, 4..6
+    assert c.chunks_read((1, 1, 8, 8)) <= {(0, 0, i, j) for i in (4, 5, 6) for j in (1, 2)}
+    assert {(0, 0, 5, 1), (0, 0, 5, 2)} <= c.chunks_read((1, 1, 8, 8))
+
+
+def test_reflection_footprint_is_exact_not_the_whole_axis(rng):
+    # Points beyond the right edge reflect back near it: only the last column of
+    # chunks is read, never the left ones (an unreflected box would span nothing).
+    x = rng.standard_normal((1, 1, 32, 64)).astype(np.float32)
+    c, xd = counted(x, (1, 1, 32, 8))
+    grid = np.stack([rng.uniform(1.02, 1.08, (1, 5, 5)), rng.uniform(-0.5, 0.5, (1, 5, 5))], -1)
+    for mode in MODES:
+        c.reads.clear()
+        got = gdask.grid_sample(xd, grid, mode, "reflection").compute()
+        same(got, gridsample.grid_sample(x, grid, mode, "reflection"))
+        assert c.chunks_read((1, 1, 32, 8)) == {(0, 0, 0, 7)}
+
+
+def test_affine_footprint(rng):
+    # A zoom into the centre (scale 0.25): each output block reads a few chunks only.
+    x = rng.standard_normal((1, 1, 64, 64)).astype(np.float32)
+    c, xd = counted(x, (1, 1, 8, 8))
+    theta = np.array([[[0.25, 0, 0], [0, 0.25, 0]]], np.float32)
+    got = gdask.affine_warp(xd, theta, None, "cubic", "zeros", chunks=(32, 32)).compute()
+    same(got, gridsample.grid_sample(x, gridsample.affine_grid(theta, x.shape), "cubic"))
+    # the whole output reads input x, y in about [24, 40]: chunks 2..5 at most
+    assert c.chunks_read((1, 1, 8, 8)) <= {(0, 0, i, j) for i in range(2, 6) for j in range(2, 6)}
+
+
+def test_a_changed_grid_is_refused(rng):
+    # A grid whose values change between planning and computing would read
+    # outside the planned window: the task refuses instead.
+    x = rng.standard_normal((1, 1, 32, 32)).astype(np.float32)
+    xd = da.from_array(x, chunks=(1, 1, 8, 8))
+    base = np.full((1, 4, 4, 2), -0.9, np.float32)
+    calls = []
+
+    def make(block):
+        if block.size:
+            calls.append(1)
+        return block if len(calls) <= 1 else -block
+
+    gd = da.from_array(base, chunks=(1, 4, 4, 2)).map_blocks(make, dtype=np.float32)
+    out = gdask.grid_sample(xd, gd)
+    with pytest.raises(RuntimeError, match="outside the window"):
+        out.compute(scheduler="sync")
+
+
+# --------------------------------------------------------------------------
+# Schedulers and threads.
+
+def test_threaded_scheduler_concurrent_parallel_kernels(rng):
+    x = rng.standard_normal((1, 2, 40, 40)).astype(np.float32)
+    grid = rough_grid(rng, (1, 32, 32, 2))
+    xd = da.from_array(x, chunks=(1, 1, 10, 10))
+    want = gridsample.grid_sample(x, grid, "cubic", "border")
+    # kernel_threads=None: every task runs Numba's parallel kernel, several at once.
+    got = gdask.grid_sample(xd, grid, "cubic", "border", chunks=(4, 8), kernel_threads=None)
+    same(got.compute(scheduler="threads", num_workers=4), want)
+
+
+def test_kernel_threads_default_is_one(rng, monkeypatch):
+    import numba
+
+    seen = []
+    real = _block._grid_sample
+
+    def spy(*args, **kwargs):
+        seen.append(numba.get_num_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_block, "_grid_sample", spy)
+    x = rng.standard_normal((1, 1, 8, 8)).astype(np.float32)
+    gdask.grid_sample(x, rough_grid(rng, (1, 4, 4, 2)), chunks=(2, 2)).compute(scheduler="threads")
+    assert seen and set(seen) == {1}
+
+
+def test_errors(rng):
+    x = np.array(["a", "b"], object).reshape(1, 1, 2)
+    with pytest.raises(TypeError, match="numeric"):
+        gdask.grid_sample(x, np.zeros((1, 1, 1)))
+    with pytest.raises(ValueError, match="mode"):
+        gdask.grid_sample(np.zeros((1, 1, 4, 4)), np.zeros((1, 2, 2, 2)), mode="quadratic")
+    with pytest.raises(ValueError, match="kernel_threads"):
+        gdask.grid_sample(np.zeros((1, 1, 4, 4)), np.zeros((1, 2, 2, 2)), kernel_threads=0)
+    with pytest.raises(ValueError, match="theta"):
+        gdask.affine_warp(np.zeros((1, 1, 4, 4)), np.zeros((1, 3, 4)))
+
+
+def test_import_gridsample_does_not_import_dask():
+    code = "import sys, gridsample; print('dask' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_local_cluster_two_worker_processes(rng):
+    distributed = pytest.importorskip("distributed")
+    x = rng.standard_normal((1, 2, 24, 24)).astype(np.float32)
+    grid = rough_grid(rng, (1, 16, 16, 2))
+    theta = _theta(2)
+    xd = da.from_array(x, chunks=(1, 1, 8, 8))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=40) as cluster, \
+            distributed.Client(cluster) as client:
+        got = gdask.grid_sample(xd, grid, "linear", "reflection", chunks=(8, 8))
+        warped = gdask.affine_warp(xd, theta, None, "cubic", "border", chunks=(8, 12))
+        a, b = dask.compute(got, warped)
+        assert len(client.scheduler_info()["workers"]) == 2
+    same(a, gridsample.grid_sample(x, grid, "linear", "reflection"))
+    same(b, gridsample.grid_sample(x, gridsample.affine_grid(theta, x.shape), "cubic", "border"))
