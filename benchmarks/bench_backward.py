@@ -6,8 +6,9 @@ Each case computes both gradients (input and grid) of a float32 forward for
 a random ``grad_output``: ``gridsample.grid_sample_backward`` against
 ``torch.autograd.grad`` through ``F.grid_sample`` (the forward graph is
 built once, outside the timing; only the backward is timed).  Runners are
-timed interleaved, medians reported with the ratio gridsample / torch
-(< 1: gridsample faster).  The first-call compile time of the backward is
+timed interleaved, each call after a 50 ms pause (PyTorch's OpenMP workers
+spin after its backward and would hold a core), medians reported with the
+ratio gridsample / torch (< 1: gridsample faster).  The first-call compile time of the backward is
 measured in fresh processes, cold (empty Numba cache) and warm.
 """
 
@@ -18,7 +19,7 @@ import argparse
 import numpy as np
 
 from benchmarks.bench_forward import Case
-from benchmarks.timing import first_call_seconds, interleaved_medians, report
+from benchmarks.timing import SETTLE_SECONDS, first_call_seconds, interleaved_medians, report
 
 TORCH_MODE = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}
 
@@ -97,7 +98,7 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     lines = ["| case | gridsample ms | torch ms | ÷torch |", "|---|---|---|---|"]
     for case in cases:
-        med = interleaved_medians(runners_for(case, rng), repeats)
+        med = interleaved_medians(runners_for(case, rng), repeats, settle=SETTLE_SECONDS)
         ratio = med["gridsample"] / med["torch"]
         lines.append(f"| {case.name} | {med['gridsample'] * 1e3:.2f} | {med['torch'] * 1e3:.2f} "
                      f"| {ratio:.2f} |")

@@ -11,21 +11,23 @@ import time
 
 #: A runner slower than this on its warm-up call is timed only twice more.
 SLOW_SECONDS = 3.0
-#: Pause before each timed call.  OpenMP runtimes (PyTorch's, onnxruntime's)
-#: keep their worker threads spinning for a while after a parallel region; on
-#: a 2-core machine the next implementation timed would otherwise start with
-#: a core taken (measured: 8x32x128² backward 23 -> 30 ms right after torch).
+#: Pause before each timed call where a benchmark asks for it (``settle``).
+#: OpenMP runtimes (PyTorch's) keep their worker threads spinning for a while
+#: after a parallel region; on a 2-core machine the next implementation timed
+#: starts with a core taken (measured: 8x32x128² backward 23 -> 30 ms right
+#: after torch's backward).  Not the default: calls of a few ms then pay for
+#: waking up (measured: a 7 ms float16 warp took 12 ms after a pause).
 SETTLE_SECONDS = 0.05
 
 
-def interleaved_medians(runners: dict, repeats: int) -> dict:
+def interleaved_medians(runners: dict, repeats: int, settle: float = 0.0) -> dict:
     """Median seconds of each zero-argument callable in ``runners``.
 
     Every runner is called once to warm up (compile, allocate, page in), then
     the runners are called in turn ``repeats`` times, so drift on a shared
-    machine hits all of them alike; each timed call starts after a short
-    pause (``SETTLE_SECONDS``) so no runner inherits another's spinning
-    threads.  Runners slower than ``SLOW_SECONDS`` on
+    machine hits all of them alike; with ``settle`` (seconds, e.g.
+    ``SETTLE_SECONDS``) each timed call starts after that pause, so no runner
+    inherits another's spinning threads.  Runners slower than ``SLOW_SECONDS`` on
     the warm-up get two timed calls only.
     """
     slow = set()
@@ -39,7 +41,8 @@ def interleaved_medians(runners: dict, repeats: int) -> dict:
         for name, run in runners.items():
             if name in slow and len(samples[name]) >= 2:
                 continue
-            time.sleep(SETTLE_SECONDS)
+            if settle:
+                time.sleep(settle)
             t0 = time.perf_counter()
             run()
             samples[name].append(time.perf_counter() - t0)
