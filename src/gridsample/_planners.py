@@ -159,6 +159,7 @@ def plan_nearest_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off
             wts[j] = wconst[WCONST_ONE]
             cnt[j] = 1
         else:
+            off[j] = 0  # a valid index: the nearest sweep reads it without a branch
             cnt[j] = 0
 
 
@@ -260,6 +261,7 @@ def plan_nearest_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off
             wts[j] = wconst[WCONST_ONE]
             cnt[j] = 1
         else:
+            off[j] = 0  # a valid index: the nearest sweep reads it without a branch
             cnt[j] = 0
 
 
