@@ -96,15 +96,23 @@ def work_split(plan: ForwardPlan, buffer_bytes: int, threads: int) -> tuple:
     count: enough groups to give every thread work.  Point chunks scatter
     into private buffers summed afterwards, which changes the rounding, so
     ``Q`` is a function of the shapes only: used only when a single item
-    with a single channel offers no other parallelism, at least 16 Ki
-    points per chunk, extra buffers (``buffer_bytes`` each) within 256 MiB.
+    with a single channel offers no other parallelism (4 chunks), or for a
+    single channel-last item (2 chunks); at least 16 Ki points per chunk,
+    extra buffers (``buffer_bytes`` each) within 256 MiB.
     Measured on 1x3x1024² random grids: private buffers doubled the working
     set and the time, while channel groups cost only a re-plan.
     """
-    groups = max(1, min(plan.channels, -(-threads // max(plan.batch, 1))))
-    if plan.batch * plan.channels > 1:
-        return groups, 1
-    chunks = min(_MAX_CHUNKS, max(1, plan.out_points // _MIN_CHUNK_POINTS))
+    if plan.channel_last:
+        # Channels share cache lines there: threads splitting them would
+        # scatter into the same lines.  A single item splits its points in
+        # two instead (measured on 1x1024²x3: 47 -> 40 ms; 4 chunks: 71 ms).
+        groups, chunks = 1, 2 if plan.batch == 1 else 1
+    else:
+        groups = max(1, min(plan.channels, -(-threads // max(plan.batch, 1))))
+        if plan.batch * plan.channels > 1:
+            return groups, 1
+        chunks = _MAX_CHUNKS
+    chunks = min(chunks, max(1, plan.out_points // _MIN_CHUNK_POINTS))
     chunks = min(chunks, 1 + _MAX_EXTRA_BUFFER_BYTES // max(buffer_bytes, 1))
     return groups, max(1, chunks)
 
