@@ -192,17 +192,31 @@ def affine_grid(theta, size, align_corners=False) -> np.ndarray:
            [ 0.5,  0. ]], dtype=float32)
     """
     theta, spatial, align = parse_affine_args(theta, size, align_corners)
+    theta_c = np.ascontiguousarray(theta, dtype=_compute_dtype(theta.dtype))
+    return affine_window(theta_c, theta.dtype, spatial, (0,) * len(spatial), spatial, align)
+
+
+def affine_window(theta_c, out_dtype, spatial, start, stop, align) -> np.ndarray:
+    """``affine_grid(theta, (N, C, *spatial))[:, start:stop]`` without the rest of the grid.
+
+    ``theta_c`` is theta in the compute dtype (float32, or float64 for
+    float64), C-contiguous; ``start``/``stop`` give the window on each spatial
+    axis.  Each axis's base coordinates are computed for the full axis length
+    and then sliced, so a window's values are bit-identical to the same
+    points of the whole grid (gridsample.dask builds per-block grids this way).
+    """
+    ct = theta_c.dtype
     r = len(spatial)
-    n = theta.shape[0]
-    out = np.empty((n, *spatial, r), theta.dtype)
+    block = tuple(b - a for a, b in zip(start, stop))
+    out = np.empty((theta_c.shape[0], *block, r), out_dtype)
     if out.size == 0:
         return out
-    ct = _compute_dtype(theta.dtype)
-    sizes = np.array(spatial[::-1], np.int64)  # innermost (W) first
+    sizes = np.array(block[::-1], np.int64)  # innermost (W) first
     bases = np.zeros((r, int(sizes.max())), ct)
-    for j, length in enumerate(sizes):
-        bases[j, :length] = base_coordinates(int(length), align).astype(ct)
-    theta_c = np.ascontiguousarray(theta, dtype=ct)
+    for j in range(r):
+        axis = r - 1 - j
+        full = base_coordinates(int(spatial[axis]), align).astype(ct)
+        bases[j, :block[axis]] = full[start[axis]:stop[axis]]
     width = int(sizes[0])
     rows = out.size // (width * r)
     flat = out.reshape(rows, width, r)
@@ -212,8 +226,8 @@ def affine_grid(theta, size, align_corners=False) -> np.ndarray:
     # float16 / bfloat16: compute blocks of rows in float32, cast each back.
     step = max(1, _CAST_BLOCK_POINTS // width)
     scratch = np.empty((min(step, rows), width, r), ct)
-    for start in range(0, rows, step):
-        stop = min(rows, start + step)
-        _affine_rows(theta_c, bases, sizes, start, stop, scratch)
-        flat[start:stop] = scratch[: stop - start]
+    for row in range(0, rows, step):
+        end = min(rows, row + step)
+        _affine_rows(theta_c, bases, sizes, row, end, scratch)
+        flat[row:end] = scratch[: end - row]
     return out

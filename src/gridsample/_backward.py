@@ -16,7 +16,6 @@ signature per precision.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -40,7 +39,7 @@ GRAD_DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64")
 # The planner keeps K * r slopes per point in scratch: cap a block's size so
 # that (cubic at high rank) it stays near 1 MiB.
 _MAX_SLOPES_PER_BLOCK = 1 << 17
-# Point chunks per item (see point_chunks): shapes-only constants.
+# Point chunks per item (see work_split): shapes-only constants.
 _MAX_CHUNKS = 4
 _MIN_CHUNK_POINTS = 1 << 14
 _MIN_BLOCK_POINTS = 1 << 10
@@ -154,7 +153,7 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
         block = block_size(-(-plan.out_points // Q), plan.batch, K, threads)
         block = max(1, min(block, _MAX_SLOPES_PER_BLOCK // (K * r)))
         args = (G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid3, gflat, gs_n, gs_c,
-                gs_p, gxbuf, xw.size, rows, plan.batch, plan.channels, K, plan.mode,
+                gs_p, gxbuf, xw.size, rows, plan.channels, K, plan.mode,
                 plan.padding, block, plan.channel_last, with_x, with_grid)
         entry = gk.BACKWARD_TASKS.get(r, gk.task_backward_nd)
         run_shared(entry, plan.batch * G * Q, args, threads)

@@ -176,7 +176,7 @@ def _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, 
 
 @function
 def task_backward_nd(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                     gflat, gs_n, gs_c, gs_p, gxflat, gx_q, ggrid, N, C, K, mode, pad, block,
+                     gflat, gs_n, gs_c, gs_p, gxflat, gx_q, ggrid, C, K, mode, pad, block,
                      interleaved, want_x, want_grid):
     """Both gradients for tasks ``first .. stop - 1`` of ``N x G x Q``, any rank.
 
@@ -223,7 +223,7 @@ def task_backward_nd(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, 
 
 @function
 def task_backward_2d(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                     gflat, gs_n, gs_c, gs_p, gxflat, gx_q, ggrid, N, C, K, mode, pad, block,
+                     gflat, gs_n, gs_c, gs_p, gxflat, gx_q, ggrid, C, K, mode, pad, block,
                      interleaved, want_x, want_grid):
     """2-D, every mode (see :func:`task_backward_nd`)."""
     kct, dkt, off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n, dws, vals = _setup(
@@ -242,7 +242,7 @@ def task_backward_2d(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, 
 
 @function
 def task_backward_3d(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                     gflat, gs_n, gs_c, gs_p, gxflat, gx_q, ggrid, N, C, K, mode, pad, block,
+                     gflat, gs_n, gs_c, gs_p, gxflat, gx_q, ggrid, C, K, mode, pad, block,
                      interleaved, want_x, want_grid):
     """3-D linear and nearest (see :func:`task_backward_nd`)."""
     kct, dkt, off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n, dws, vals = _setup(

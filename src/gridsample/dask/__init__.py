@@ -25,7 +25,6 @@ import math
 import numpy as np
 
 try:
-    import dask
     import dask.array as da
     from dask.base import tokenize
     from dask.highlevelgraph import HighLevelGraph
@@ -35,10 +34,9 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "(dask[array] and distributed)") from exc
 
 from .._affine import _compute_dtype, base_coordinates, parse_affine_args
-from .._dtypes import coord_dtype, is_string
+from .._dtypes import is_string
 from .._errors import GridSampleError, GridSampleTypeError
-from .._options import (MODE_CUBIC, parse_align_corners, parse_flag, parse_mode,
-                        parse_padding)
+from .._options import parse_align_corners, parse_flag, parse_mode, parse_padding
 from .._plan import plan_forward
 from .._taps import AXIS_MUL, AXIS_SCALE, AXIS_SUB, axis_constants
 from ._block import (MARGIN, AffineSpec, BlockSpec, affine_block, decode_window,

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .._affine import _affine_rows, base_coordinates
+from .._affine import affine_window
 from .._api import grid_sample as _grid_sample
 from ._footprint import points_window
 
@@ -197,29 +197,8 @@ def affine_grid_block(aspec: AffineSpec) -> np.ndarray:
     length, then sliced): every grid value is formed from the same operands in
     the same order.
     """
-    theta = aspec.theta
-    ct = theta.dtype
-    r = len(aspec.out_spatial)
-    block = tuple(b - a for a, b in zip(aspec.start, aspec.stop))
-    out = np.empty((theta.shape[0], *block, r), aspec.grid_dtype)
-    if out.size == 0:
-        return out
-    sizes = np.array(block[::-1], np.int64)  # innermost (W) first
-    bases = np.zeros((r, int(sizes.max())), ct)
-    for j in range(r):
-        axis = r - 1 - j
-        full = base_coordinates(int(aspec.out_spatial[axis]), aspec.align).astype(ct)
-        bases[j, :block[axis]] = full[aspec.start[axis]:aspec.stop[axis]]
-    width = int(sizes[0])
-    rows = out.size // (width * r)
-    flat = out.reshape(rows, width, r)
-    if out.dtype == ct:
-        _affine_rows(theta, bases, sizes, 0, rows, flat)
-        return out
-    scratch = np.empty((rows, width, r), ct)
-    _affine_rows(theta, bases, sizes, 0, rows, scratch)
-    flat[...] = scratch
-    return out
+    return affine_window(aspec.theta, aspec.grid_dtype, aspec.out_spatial, aspec.start,
+                         aspec.stop, aspec.align)
 
 
 def affine_block(chunks, spec: BlockSpec, aspec: AffineSpec) -> np.ndarray:
