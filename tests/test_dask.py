@@ -42,8 +42,9 @@ class Counting:
         return out
 
     def chunks_read(self, chunks):
-        """Chunk indices (tuples) of the reads, for regular ``chunks``."""
-        return {tuple(s.start // c for s, c in zip(idx, chunks)) for idx in self.reads}
+        """Chunk indices (tuples) the reads touched, for regular ``chunks``."""
+        return {combo for idx in self.reads for combo in itertools.product(
+            *(range(s.start // c, (s.stop - 1) // c + 1) for s, c in zip(idx, chunks)))}
 
 
 def counted(a, chunks):
@@ -123,6 +124,69 @@ def test_blocks_that_read_nothing(rng):
 
 
 # --------------------------------------------------------------------------
+# Region tasks: x read straight from its source (zarr, NumPy, from_zarr,
+# from_array(..., inline_array=False)) when the grid is a Dask array.
+
+def _sources(x, tmp_path):
+    zarr = pytest.importorskip("zarr")
+    chunks = (1,) + tuple(max(1, s // 2) for s in x.shape[1:])
+    z = zarr.open_array(str(tmp_path / "x.zarr"), mode="w", shape=x.shape, dtype=x.dtype,
+                        chunks=chunks)
+    z[...] = x
+    return {"numpy": x, "zarr": z, "from_zarr": da.from_zarr(z),
+            "from_array": da.from_array(Counting(x), chunks=chunks,
+                                        meta=np.empty((0,) * x.ndim, x.dtype))}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("pad", PADDINGS)
+def test_region_tasks_rank2(rng, tmp_path, mode, pad):
+    x = rng.standard_normal((2, 3, 19, 23)).astype(np.float32)
+    grid = rough_grid(rng, (2, 10, 13, 2), spread=2.5)
+    grid[0, 0, 0] = [np.nan, 0.2]
+    grid[1, 9, 12] = [np.inf, -1e30]
+    gd = da.from_array(grid, chunks=(1, 4, 5, 2))
+    for align in ALIGNS:
+        want = gridsample.grid_sample(x, grid, mode, pad, align)
+        for label, src in _sources(x, tmp_path).items():
+            got = gdask.grid_sample(src, gd, mode, pad, align)
+            assert got.chunks[2:] == gd.chunks[1:3], label
+            same(got.compute(), want)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_region_tasks_rank3_channel_last_broadcast(rng, tmp_path, mode):
+    x = rng.standard_normal((2, 9, 10, 11, 3))
+    grid = rough_grid(rng, (1, 6, 5, 7, 3), spread=1.6)  # batch 1 broadcasts
+    gd = da.from_array(grid, chunks=(1, 3, 2, 4, 3))
+    for pad in PADDINGS:
+        want = gridsample.grid_sample(x, grid, mode, pad, True, channel_last=True)
+        for src in _sources(x, tmp_path).values():
+            same(gdask.grid_sample(src, gd, mode, pad, True, channel_last=True).compute(), want)
+
+
+def test_region_reads_only_the_footprint(rng):
+    # The grid looks at x in [10, 21], y in [40, 50] (pixels, align_corners):
+    # linear reads columns 10..22, rows 40..51; with MARGIN = 1, 9..23 and 39..52.
+    x = rng.standard_normal((1, 1, 64, 64)).astype(np.float32)
+    c, xd = counted(x, (1, 1, 8, 8))
+    px = rng.uniform(10, 21, (1, 6, 6))
+    py = rng.uniform(40, 50, (1, 6, 6))
+    grid = np.stack([px / 63 * 2 - 1, py / 63 * 2 - 1], -1)
+    gd = da.from_array(grid, chunks=(1, 3, 3, 2))
+    got = gdask.grid_sample(xd, gd, "linear", "zeros", True).compute()
+    same(got, gridsample.grid_sample(x, grid, "linear", "zeros", True))
+    assert len(c.reads) == 4  # one box per output block
+    for _, _, rows, cols in c.reads:
+        assert 39 <= rows.start and rows.stop <= 53 and 9 <= cols.start and cols.stop <= 24
+    # a block whose points all fall outside reads nothing at all
+    c.reads.clear()
+    far = da.from_array(np.full((1, 4, 4, 2), 3.0), chunks=(1, 2, 2, 2))
+    same(gdask.grid_sample(xd, far).compute(), np.zeros((1, 1, 4, 4), np.float32))
+    assert c.reads == []
+
+
+# --------------------------------------------------------------------------
 # affine_warp.
 
 def _theta(r, dtype=np.float32, n=1, scale=1.0):
@@ -177,15 +241,28 @@ def test_building_the_graph_reads_nothing(rng):
     cx, xd = counted(x, (1, 1, 8, 8))
     grid = rough_grid(rng, (1, 16, 16, 2))
     cg, gd = counted(grid, (1, 8, 8, 2))
-    out = gdask.grid_sample(xd, gd, "cubic", "reflection")
-    assert cx.reads == []  # the grid is read once for footprints; x never
+    out = gdask.grid_sample(xd, gd, "cubic", "reflection")  # x has a source: region tasks
     theta = _theta(2)
     warped = gdask.affine_warp(xd, theta, (40, 24), "linear", "border")
-    assert cx.reads == []
+    assert cx.reads == [] and cg.reads == []
     assert isinstance(out, da.Array) and isinstance(warped, da.Array)
     assert warped.shape == (1, 2, 40, 24)
-    warped.compute()
+    same(out.compute(), gridsample.grid_sample(x, grid, "cubic", "reflection"))
     assert cx.reads
+    assert len(cg.reads) == 4  # each grid block computed once, by its task
+    warped.compute()
+
+
+def test_computed_x_with_a_dask_grid_plans_footprints_from_the_grid(rng):
+    # x made by a computation has no source to read regions from: the grid's
+    # footprints are computed when the graph is built; x is still not read.
+    x = rng.standard_normal((1, 2, 32, 32)).astype(np.float32)
+    cx, xd = counted(x, (1, 1, 8, 8))
+    grid = rough_grid(rng, (1, 16, 16, 2))
+    cg, gd = counted(grid, (1, 8, 8, 2))
+    out = gdask.grid_sample(xd * 2, gd, "linear", "zeros")
+    assert cx.reads == [] and len(cg.reads) == 4
+    same(out.compute(), gridsample.grid_sample(2 * x, grid, "linear", "zeros"))
 
 
 def test_only_the_footprint_is_read(rng):
@@ -293,7 +370,7 @@ def test_import_gridsample_does_not_import_dask():
     assert out.stdout.strip() == "False"
 
 
-def test_local_cluster_two_worker_processes(rng):
+def test_local_cluster_two_worker_processes(rng, tmp_path):
     distributed = pytest.importorskip("distributed")
     x = rng.standard_normal((1, 2, 24, 24)).astype(np.float32)
     grid = rough_grid(rng, (1, 16, 16, 2))
@@ -304,7 +381,11 @@ def test_local_cluster_two_worker_processes(rng):
             distributed.Client(cluster) as client:
         got = gdask.grid_sample(xd, grid, "linear", "reflection", chunks=(8, 8))
         warped = gdask.affine_warp(xd, theta, None, "cubic", "border", chunks=(8, 12))
-        a, b = dask.compute(got, warped)
+        # region tasks: the zarr array travels to the workers by path
+        region = gdask.grid_sample(_sources(x, tmp_path)["zarr"],
+                                   da.from_array(grid, chunks=(1, 8, 8, 2)), "cubic", "zeros")
+        a, b, c = dask.compute(got, warped, region)
         assert len(client.scheduler_info()["workers"]) == 2
+    same(c, gridsample.grid_sample(x, grid, "cubic", "zeros"))
     same(a, gridsample.grid_sample(x, grid, "linear", "reflection"))
     same(b, gridsample.grid_sample(x, gridsample.affine_grid(theta, x.shape), "cubic", "border"))

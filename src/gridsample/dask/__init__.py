@@ -4,8 +4,9 @@
 ``import gridsample`` never does.
 
 * :func:`grid_sample` -- any grid, any mode and padding; the output is chunked
-  like the grid, and each output block reads only the input chunks its points
-  need (its *footprint*).
+  like the grid, and each output block reads only the input region its points
+  need (its *footprint*); fully lazy when ``x`` is read from a store (zarr,
+  HDF5, NumPy; see its Notes).
 * :func:`affine_warp` -- an affine map without ever materializing the grid: each
   output block makes its own grid from its index ranges, and its footprint
   comes from the block's corners when the graph is built (fully lazy).
@@ -39,8 +40,8 @@ from .._errors import GridSampleError, GridSampleTypeError
 from .._options import parse_align_corners, parse_flag, parse_mode, parse_padding
 from .._plan import plan_forward
 from .._taps import AXIS_MUL, AXIS_SCALE, AXIS_SUB, axis_constants
-from ._block import (MARGIN, AffineSpec, BlockSpec, affine_block, decode_window,
-                     footprint_block, sample_block)
+from ._block import (AffineSpec, BlockSpec, Layout, RegionSpec, affine_block, decode_window,
+                     footprint_block, input_box, region_block, sample_block, widen)
 from ._footprint import interval_window
 
 __all__ = ["grid_sample", "affine_warp"]
@@ -52,9 +53,40 @@ def _dummy(shape, dtype):
 
 
 def _as_dask(a, chunks="auto"):
+    """``a`` as a Dask array; an array-like that is not NumPy (zarr, h5py) is not read."""
     if isinstance(a, da.Array):
         return a
-    return da.from_array(np.asarray(a), chunks=chunks)
+    if isinstance(a, np.ndarray) or not all(hasattr(a, n) for n in ("shape", "dtype",
+                                                                      "__getitem__")):
+        return da.from_array(np.asarray(a), chunks=chunks)
+    own = getattr(a, "chunks", None)
+    if isinstance(own, tuple) and len(own) == len(a.shape) and \
+            all(isinstance(c, (int, np.integer)) for c in own):
+        chunks = own
+    return da.from_array(a, chunks=chunks, inline_array=False,
+                         meta=np.empty((0,) * len(a.shape), np.dtype(a.dtype)))
+
+
+def _region_source(x, xd):
+    """Where region tasks can read ``x`` from: ``(key, layers)``, or None.
+
+    A source is an array-like that a tuple of slices reads a box of: what
+    ``da.from_zarr`` / ``da.from_array(..., inline_array=False)`` wrap (kept
+    in the graph under ``"original-" + name``), or ``x`` itself when it is not
+    a Dask array.  A Dask array made by any other computation has no source:
+    its values exist only as the chunks its graph computes.
+    """
+    key = "original-" + xd.name
+    layers = xd.dask.layers
+    if set(layers) == {key, xd.name}:
+        obj = layers[key].get(key)
+        ok = (hasattr(obj, "__getitem__") and tuple(getattr(obj, "shape", ())) == xd.shape
+              and np.dtype(getattr(obj, "dtype", object)) == xd.dtype)
+        return (key, {}) if ok else None
+    if isinstance(x, np.ndarray):  # da.from_array copied it into chunks; keep it whole
+        key = f"gridsample-source-{tokenize(x)}"
+        return key, {key: {key: x}}
+    return None
 
 
 def _bounds(chunks):
@@ -84,41 +116,6 @@ def _pieces(x, ranges):
         keys.append((x.name, *(c[0] for c in combo)))
         specs.append((tuple(c[1] for c in combo), tuple(c[2] for c in combo)))
     return keys, tuple(specs)
-
-
-def _window_box(window, in_spatial):
-    """The footprint widened by ``MARGIN`` and clipped: per spatial axis ``(lo, hi)``."""
-    if window is None:
-        return None
-    return tuple((max(0, lo - MARGIN), min(s - 1, hi + MARGIN))
-                 for (lo, hi), s in zip(window, in_spatial))
-
-
-class _Layout:
-    """Axis bookkeeping of x / output in channel-first or channel-last layout."""
-
-    def __init__(self, rank, channel_last):
-        self.r = rank
-        self.channel_last = channel_last
-        self.channel_axis = rank + 1 if channel_last else 1
-        self.spatial_axes = tuple(range(1, 1 + rank)) if channel_last else \
-            tuple(range(2, 2 + rank))
-
-    def arrange(self, batch, channel, spatial):
-        if self.channel_last:
-            return (batch, *spatial, channel)
-        return (batch, channel, *spatial)
-
-
-def _input_box(layout, window, batch_range, channel_range, in_spatial):
-    """Per x axis ``[start, stop)`` of the window, and the window array's shape."""
-    if window is None:
-        spatial = [(0, 1)] * layout.r
-    else:
-        spatial = [(lo, hi + 1) for lo, hi in window]
-    ranges = layout.arrange(batch_range, channel_range, spatial)
-    shape = tuple(b - a for a, b in ranges)
-    return ranges, shape
 
 
 def _chunk_starts(chunks):
@@ -179,14 +176,28 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
 
     Notes
     -----
-    Each output block depends only on its grid block and the input chunks that
-    intersect its footprint: the box of input indices its points read after
-    padding (tap ranges derived in :mod:`gridsample.dask._footprint`), widened
-    by ``MARGIN = 1`` element.  Footprints depend on grid *values*, so they are
-    computed when the graph is built -- the one eager step: the grid is
-    computed once, block by block, to a few integers per block (``x`` is not
-    read).  For an affine map use :func:`affine_warp`, which needs no eager
-    step.  A grid that is not deterministic must be persisted first.
+    Each output block reads only its *footprint*: the box of input indices
+    its points read after padding (tap ranges derived in
+    :mod:`gridsample.dask._footprint`), widened by ``MARGIN = 1`` element.
+    Footprints depend on grid values; which step computes them depends on
+    where ``x`` lives:
+
+    * ``x`` has a *source* -- a zarr / HDF5 / NumPy array, or a Dask array
+      made directly from one by ``da.from_zarr`` or ``da.from_array(...,
+      inline_array=False)``: each task computes its own footprint from its
+      grid block and reads exactly that box from the source.  Building the
+      graph computes and reads nothing; the grid is computed once, by the
+      tasks.
+    * ``x`` is any other Dask array (the result of a computation) and the
+      grid is a Dask array: an output block's input chunks must be named when
+      the graph is built, so the footprints are computed then -- the grid is
+      computed block by block to a few integers per block (``x`` is not
+      read), and again by the tasks.  A grid that is not deterministic must be
+      persisted first (a task whose grid reads outside its planned window
+      raises ``RuntimeError``).  Write such an ``x`` to zarr, or use
+      :func:`affine_warp`, to avoid this step.
+    * A NumPy grid: footprints come from its values when the graph is built
+      (no Dask computation).
     """
     mode_code, pad_code, align, chan_last = _validate_common(
         x, mode, padding_mode, align_corners, channel_last)
@@ -209,38 +220,62 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     if plan.is_empty:
         return da.zeros(plan.out_shape, dtype=plan.out_dtype)
 
-    layout = _Layout(plan.rank, chan_last)
+    layout = Layout(plan.rank, chan_last)
     r = plan.rank
     ct = plan.coord_dtype
+    broadcast = plan.grid_batch != plan.batch
+    batch_chunks = xd.chunks[0] if broadcast else gd.chunks[0]
+    channel_chunks = xd.chunks[layout.channel_axis]
+    spatial_chunks = gd.chunks[1:-1]
+    out_chunks = layout.arrange(batch_chunks, channel_chunks, spatial_chunks)
+    bb, cb = _chunk_starts(batch_chunks), _chunk_starts(channel_chunks)
+    meta = np.empty((0,) * len(out_chunks), plan.out_dtype)
+    source = _region_source(x, xd) if isinstance(grid, da.Array) else None
+    if source is not None:
+        # Fully lazy: each task reads the window its own grid block needs.
+        src_key, src_layers = source
+        token = tokenize(src_key, gd, mode_code, pad_code, align, chan_last, threads)
+        name = f"gridsample-grid-sample-{token}"
+        dsk = {}
+        for ib in range(len(batch_chunks)):
+            gb = 0 if broadcast else ib
+            for ic in range(len(channel_chunks)):
+                spec = RegionSpec(mode_code, pad_code, align, chan_last, plan.in_spatial, ct,
+                                  plan.out_dtype, (int(bb[ib]), int(bb[ib + 1])),
+                                  (int(cb[ic]), int(cb[ic + 1])), threads)
+                for isp in itertools.product(*(range(len(c)) for c in spatial_chunks)):
+                    dsk[(name, *layout.arrange(ib, ic, isp))] = (
+                        region_block, src_key, (gd.name, gb, *isp, 0), spec)
+        deps = [gd] if src_layers else [xd, gd]
+        graph = HighLevelGraph.from_collections(name, dsk, dependencies=deps)
+        if src_layers:
+            graph = HighLevelGraph({**graph.layers, **src_layers},
+                                   {**graph.dependencies, **{k: set() for k in src_layers},
+                                    name: graph.dependencies[name] | set(src_layers)})
+        return da.Array(graph, name, out_chunks, meta=meta)
+
     # The one eager step: per grid block, its exact footprint (a few integers).
     fp_chunks = tuple((1,) * len(c) for c in gd.chunks[:-1]) + ((1 + 2 * r,),)
     fp = gd.map_blocks(footprint_block, plan.in_spatial, mode_code, pad_code, align, ct,
                        chunks=fp_chunks, dtype=np.int64)
     fp = fp.compute(scheduler="sync") if not isinstance(grid, da.Array) else fp.compute()
 
-    broadcast = plan.grid_batch != plan.batch
-    batch_chunks = xd.chunks[0] if broadcast else gd.chunks[0]
-    channel_chunks = xd.chunks[layout.channel_axis]
-    spatial_chunks = gd.chunks[1:-1]
-    out_chunks = layout.arrange(batch_chunks, channel_chunks, spatial_chunks)
     token = tokenize(xd, gd, mode_code, pad_code, align, chan_last, threads)
     name = f"gridsample-grid-sample-{token}"
-    bb, cb = _chunk_starts(batch_chunks), _chunk_starts(channel_chunks)
     dsk = {}
     for ib in range(len(batch_chunks)):
         gb = 0 if broadcast else ib
         for ic in range(len(channel_chunks)):
             for isp in itertools.product(*(range(len(c)) for c in spatial_chunks)):
-                window = _window_box(decode_window(fp[(gb, *isp)]), plan.in_spatial)
-                ranges, shape = _input_box(layout, window, (int(bb[ib]), int(bb[ib + 1])),
-                                           (int(cb[ic]), int(cb[ic + 1])), plan.in_spatial)
+                window = widen(decode_window(fp[(gb, *isp)]), plan.in_spatial)
+                ranges, shape = input_box(layout, window, (int(bb[ib]), int(bb[ib + 1])),
+                                           (int(cb[ic]), int(cb[ic + 1])))
                 keys, pieces = _pieces(xd, ranges) if window is not None else ([], ())
                 spec = BlockSpec(mode_code, pad_code, align, chan_last, plan.in_spatial, ct,
                                  window, shape, plan.out_dtype, pieces, threads)
                 out_key = (name, *layout.arrange(ib, ic, isp))
                 dsk[out_key] = (sample_block, (gd.name, gb, *isp, 0), keys, spec)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[xd, gd])
-    meta = np.empty((0,) * len(out_chunks), plan.out_dtype)
     return da.Array(graph, name, out_chunks, meta=meta)
 
 
@@ -361,7 +396,7 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
                               mode_code, pad_code, align, chan_last)
     if plan.is_empty:
         return da.zeros(plan.out_shape, dtype=plan.out_dtype)
-    layout = _Layout(r, chan_last)
+    layout = Layout(r, chan_last)
     if chunks is None:
         x_spatial_chunks = tuple(xd.chunks[a] for a in layout.spatial_axes)
         chunks = x_spatial_chunks if out_spatial == plan.in_spatial else "auto"
@@ -384,13 +419,13 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
         for isp in itertools.product(*(range(len(c)) for c in spatial_chunks)):
             start = tuple(int(sb[a][i]) for a, i in enumerate(isp))
             stop = tuple(int(sb[a][i + 1]) for a, i in enumerate(isp))
-            window = _window_box(
+            window = widen(
                 _affine_window(theta_b, start, stop, out_spatial, plan.in_spatial, mode_code,
                                pad_code, align, ct), plan.in_spatial)
             aspec = AffineSpec(theta_c[items], theta.dtype, out_spatial, start, stop, align)
             for ic in range(len(channel_chunks)):
-                ranges, shape = _input_box(layout, window, (int(bb[ib]), int(bb[ib + 1])),
-                                           (int(cb[ic]), int(cb[ic + 1])), plan.in_spatial)
+                ranges, shape = input_box(layout, window, (int(bb[ib]), int(bb[ib + 1])),
+                                           (int(cb[ic]), int(cb[ic + 1])))
                 keys, pieces = _pieces(xd, ranges) if window is not None else ([], ())
                 spec = BlockSpec(mode_code, pad_code, align, chan_last, plan.in_spatial, ct,
                                  window, shape, plan.out_dtype, pieces, threads)

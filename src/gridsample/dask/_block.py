@@ -20,6 +20,14 @@ its grid block (:func:`gridsample.dask._footprint.points_window`, the kernel's
 own tap arithmetic in NumPy) and refuses to run (``RuntimeError``) unless it
 lies inside the window it was given.  A window is additionally widened by
 ``MARGIN`` elements on each side when the graph is built.
+
+Two ways to get the window.  *Chunk tasks* (:func:`sample_block`,
+:func:`affine_block`) are planned with a footprint known when the graph is
+built and receive the input chunks that intersect it.  *Region tasks*
+(:func:`region_block`) receive the input's array-like source itself (a zarr or
+HDF5 array, a memory map, a NumPy array) and read the window they compute
+from their own grid block -- the exact footprint, so no footprint is needed
+when the graph is built.
 """
 
 from __future__ import annotations
@@ -34,11 +42,50 @@ from .._affine import affine_window
 from .._api import grid_sample as _grid_sample
 from ._footprint import points_window
 
-__all__ = ["BlockSpec", "AffineSpec", "sample_block", "affine_block", "footprint_block",
-           "MARGIN", "encode_window", "decode_window"]
+__all__ = ["BlockSpec", "AffineSpec", "Layout", "sample_block", "affine_block",
+           "region_block", "footprint_block", "MARGIN", "encode_window", "decode_window",
+           "widen", "input_box"]
 
 #: Elements added on each side of a computed footprint (clipped to the axis).
 MARGIN = 1
+
+
+class Layout:
+    """Axis bookkeeping of x / output in channel-first or channel-last layout."""
+
+    def __init__(self, rank, channel_last):
+        self.r = rank
+        self.channel_last = channel_last
+        self.channel_axis = rank + 1 if channel_last else 1
+        self.spatial_axes = tuple(range(1, 1 + rank)) if channel_last else \
+            tuple(range(2, 2 + rank))
+
+    def arrange(self, batch, channel, spatial):
+        if self.channel_last:
+            return (batch, *spatial, channel)
+        return (batch, channel, *spatial)
+
+
+def widen(window, in_spatial):
+    """The footprint widened by ``MARGIN`` and clipped: per spatial axis ``(lo, hi)``."""
+    if window is None:
+        return None
+    return tuple((max(0, lo - MARGIN), min(s - 1, hi + MARGIN))
+                 for (lo, hi), s in zip(window, in_spatial))
+
+
+def input_box(layout, window, batch_range, channel_range):
+    """Per x axis ``[start, stop)`` of the window, and the window array's shape.
+
+    A block that reads nothing (``window`` None) gets one element per spatial axis.
+    """
+    if window is None:
+        spatial = [(0, 1)] * layout.r
+    else:
+        spatial = [(lo, hi + 1) for lo, hi in window]
+    ranges = layout.arrange(batch_range, channel_range, spatial)
+    shape = tuple(b - a for a, b in ranges)
+    return ranges, shape
 
 
 @dataclass(frozen=True)
@@ -61,6 +108,22 @@ class BlockSpec:
     window_shape: tuple
     dtype: np.dtype
     pieces: tuple
+    threads: int | None
+
+
+@dataclass(frozen=True)
+class RegionSpec:
+    """What a region task needs: the options, and its batch and channel ranges of x."""
+
+    mode: int
+    pad: int
+    align: bool
+    channel_last: bool
+    in_spatial: tuple
+    coord_dtype: np.dtype
+    dtype: np.dtype
+    batch_range: tuple  # [start, stop) of x's batch axis
+    channel_range: tuple
     threads: int | None
 
 
@@ -130,8 +193,15 @@ class _Pointer:
         self._keep = keep
 
 
+def _usable(win: np.ndarray, dtype) -> np.ndarray:
+    """``win`` in native byte order with non-negative, item-aligned strides."""
+    if win.dtype != dtype or any(s < 0 or s % win.itemsize for s in win.strides):
+        win = np.ascontiguousarray(win, dtype=dtype)
+    return win
+
+
 def _assemble(chunks, spec: BlockSpec) -> np.ndarray:
-    native = spec.dtype.newbyteorder("=") if not spec.dtype.isnative else spec.dtype
+    native = _native(spec.dtype)
     if len(chunks) == 1:
         (src, dst), = spec.pieces
         part = np.asarray(chunks[0])[src]
@@ -140,23 +210,21 @@ def _assemble(chunks, spec: BlockSpec) -> np.ndarray:
         else:  # pragma: no cover - a single piece always covers the window
             win = None
         if win is not None:
-            if win.dtype != native or any(s < 0 or s % win.itemsize for s in win.strides):
-                win = np.ascontiguousarray(win, dtype=native)
-            return win
+            return _usable(win, native)
     win = np.empty(spec.window_shape, native)
     for chunk, (src, dst) in zip(chunks, spec.pieces):
         win[dst] = np.asarray(chunk)[src]
     return win
 
 
-def _virtual(win: np.ndarray, spec: BlockSpec) -> np.ndarray:
+def _virtual(win: np.ndarray, window, spec) -> np.ndarray:
     """``win`` seen as an array of the full spatial shape (see the module notes)."""
     r = len(spec.in_spatial)
     spatial_axes = range(1, 1 + r) if spec.channel_last else range(2, 2 + r)
     shape = list(win.shape)
     offset = 0
     for a, axis in enumerate(spatial_axes):
-        lo = spec.window[a][0] if spec.window is not None else 0
+        lo = window[a][0] if window is not None else 0
         offset += lo * win.strides[axis]
         shape[axis] = spec.in_spatial[a]
     ptr = win.__array_interface__["data"][0] - offset
@@ -165,9 +233,26 @@ def _virtual(win: np.ndarray, spec: BlockSpec) -> np.ndarray:
     return np.asarray(_Pointer(iface, win)).view(win.dtype)
 
 
-def _sample(grid_block: np.ndarray, chunks, spec: BlockSpec) -> np.ndarray:
-    need = points_window(grid_block, spec.in_spatial, spec.mode, spec.pad, spec.align,
+def _native(dtype):
+    return dtype.newbyteorder("=") if not dtype.isnative else dtype
+
+
+def _kernel(win, window, grid_block, spec) -> np.ndarray:
+    """The in-memory operator on ``win`` shown as the full-size ``x``."""
+    x = _virtual(win, window, spec)
+    with kernel_threads(spec.threads):
+        return _grid_sample(x, grid_block, spec.mode, spec.pad, spec.align,
+                            channel_last=spec.channel_last)
+
+
+def _need(grid_block, spec):
+    """The exact footprint of a grid block (the kernel's tap arithmetic in NumPy)."""
+    return points_window(grid_block, spec.in_spatial, spec.mode, spec.pad, spec.align,
                          spec.coord_dtype)
+
+
+def _sample(grid_block: np.ndarray, chunks, spec: BlockSpec) -> np.ndarray:
+    need = _need(grid_block, spec)
     if not _inside(need, spec.window):
         raise RuntimeError(
             f"gridsample.dask: a grid block reads input range {need}, outside the window "
@@ -175,18 +260,35 @@ def _sample(grid_block: np.ndarray, chunks, spec: BlockSpec) -> np.ndarray:
             f"(persist a non-deterministic grid before calling grid_sample)")
     if spec.window is None:
         # No point reads anything: a window of one zero element per spatial axis stands in.
-        win = np.zeros(spec.window_shape, spec.dtype.newbyteorder("="))
+        win = np.zeros(spec.window_shape, _native(spec.dtype))
     else:
         win = _assemble(chunks, spec)
-    x = _virtual(win, spec)
-    with kernel_threads(spec.threads):
-        return _grid_sample(x, grid_block, spec.mode, spec.pad, spec.align,
-                            channel_last=spec.channel_last)
+    return _kernel(win, spec.window, grid_block, spec)
 
 
 def sample_block(grid_block, chunks, spec: BlockSpec) -> np.ndarray:
     """Task: sample one output block from its grid block and the input chunks of its footprint."""
     return _sample(np.asarray(grid_block), chunks, spec)
+
+
+def region_block(source, grid_block, spec: RegionSpec) -> np.ndarray:
+    """Task: sample one output block, reading its window straight from ``source``.
+
+    ``source`` is x's array-like (anything sliced by a tuple of slices into an
+    array: zarr, h5py, a memory map, NumPy).  The window is the block's exact
+    footprint widened by ``MARGIN``, so the kernel never reads outside it, and
+    only that box of ``source`` is requested.
+    """
+    grid = np.asarray(grid_block)
+    window = widen(_need(grid, spec), spec.in_spatial)
+    layout = Layout(len(spec.in_spatial), spec.channel_last)
+    ranges, shape = input_box(layout, window, spec.batch_range, spec.channel_range)
+    native = _native(spec.dtype)
+    if window is None:
+        win = np.zeros(shape, native)
+    else:
+        win = _usable(np.asarray(source[tuple(slice(a, b) for a, b in ranges)]), native)
+    return _kernel(win, window, grid, spec)
 
 
 def affine_grid_block(aspec: AffineSpec) -> np.ndarray:
