@@ -1,0 +1,111 @@
+"""The branch-free vector kernels (gridsample._vector) against the general kernels.
+
+Both families implement the same rules; the vector kernels sum masked taps
+(a tap outside reads 0) where the general ones drop them, which can change
+only the sign of a zero sum.  ``assert_array_equal`` treats +0 and -0 as
+equal and NaN as equal to NaN, so these comparisons are otherwise bit for bit.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import gridsample
+from gridsample import _engine, _vector
+from conftest import ALIGNS, PADDINGS
+
+VECTOR_MODES = ("linear", "nearest")
+
+
+def general(monkeypatch, *args, **kwargs):
+    """``grid_sample`` with the vector kernels switched off."""
+    with monkeypatch.context() as m:
+        m.setattr(_engine, "VECTOR_KERNELS", {})
+        return gridsample.grid_sample(*args, **kwargs)
+
+
+def nasty_grid(rng, shape, dtype):
+    """Ordinary points plus edges, exact pixel centres, NaN, ±inf and huge values."""
+    g = rng.uniform(-1.3, 1.3, shape)
+    flat = g.reshape(-1)
+    specials = [np.nan, np.inf, -np.inf, 1e30, -1e30, 3e38, 1.0, -1.0, 0.0,
+                1.0 + 1e-7, -1.0 - 1e-7, 0.999999, 5.5, -7.25]
+    idx = rng.choice(flat.size, size=min(flat.size, 3 * len(specials)), replace=False)
+    flat[idx] = np.resize(specials, idx.size)
+    return g.astype(dtype)
+
+
+def test_the_engine_uses_them(monkeypatch):
+    calls = []
+    real = dict(_vector.VECTOR_KERNELS)
+    spied = {key: (lambda f: lambda *a: (calls.append(1), f(*a)))(f) for key, f in real.items()}
+    monkeypatch.setattr(_engine, "VECTOR_KERNELS", spied)
+    x = np.ones((1, 2, 5, 6), np.float32)
+    gridsample.grid_sample(x, np.zeros((1, 3, 3, 2), np.float32))
+    gridsample.grid_sample(x, np.zeros((1, 3, 3, 2), np.float32), "nearest")
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("mode", VECTOR_MODES)
+@pytest.mark.parametrize("pad", PADDINGS)
+@pytest.mark.parametrize("x_dtype,grid_dtype", list(itertools.product([np.float32, np.float64],
+                                                                      repeat=2)))
+def test_equal_to_the_general_kernels(rng, monkeypatch, mode, pad, x_dtype, grid_dtype):
+    x = rng.standard_normal((2, 3, 7, 9)).astype(x_dtype)
+    x[0, 0, 3, 4] = np.inf  # a tap outside must never turn 0 * inf into NaN
+    x[1, 2, 0, 0] = -np.inf
+    x[1, 1, 6, 8] = np.nan
+    grid = nasty_grid(rng, (2, 11, 13, 2), grid_dtype)
+    for align in ALIGNS:
+        want = general(monkeypatch, x, grid, mode, pad, align)
+        got = gridsample.grid_sample(x, grid, mode, pad, align)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("mode", VECTOR_MODES)
+def test_layouts_types_strides_and_sizes(rng, monkeypatch, mode):
+    pad = "border"
+    # channel-last with few channels (planar sweep with strided stores)
+    xl = rng.standard_normal((2, 8, 9, 3)).astype(np.float32)
+    grid = nasty_grid(rng, (1, 6, 7, 2), np.float32)  # batch 1 broadcasts
+    np.testing.assert_array_equal(
+        gridsample.grid_sample(xl, grid, mode, pad, channel_last=True),
+        general(monkeypatch, xl, grid, mode, pad, channel_last=True))
+    # the other element types of the fast kernels
+    base = rng.uniform(0, 200, (1, 2, 8, 9))
+    for dtype in (np.uint8, np.float16, ml_dtypes.bfloat16):
+        x = base.astype(dtype)
+        for p in PADDINGS:
+            got = gridsample.grid_sample(x, grid, mode, p)
+            want = general(monkeypatch, x, grid, mode, p)
+            assert got.dtype == want.dtype == x.dtype
+            # float32 exactly holds every value of these types (NaN compares as NaN there)
+            np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+    # strided input and grid views, and axes of size 1
+    big = rng.standard_normal((2, 4, 16, 20))
+    xs = big[:, ::2, ::-3, 1::2]
+    gs = nasty_grid(rng, (2, 10, 12, 2), np.float64)[:, ::2, 1::3]
+    for align in ALIGNS:
+        np.testing.assert_array_equal(gridsample.grid_sample(xs, gs, mode, "zeros", align),
+                                      general(monkeypatch, xs, gs, mode, "zeros", align))
+    for shape in [(2, 1, 1, 5), (2, 1, 4, 1), (2, 2, 1, 1)]:
+        x1 = rng.standard_normal(shape)
+        for p, align in itertools.product(PADDINGS, ALIGNS):
+            np.testing.assert_array_equal(gridsample.grid_sample(x1, gs, mode, p, align),
+                                          general(monkeypatch, x1, gs, mode, p, align))
+
+
+def test_int32_offsets_guard(rng, monkeypatch):
+    assert _vector.fits_int32([1024, 1024], [1, 1024])
+    assert not _vector.fits_int32([50000, 50000], [1, 50000])
+    assert not _vector.fits_int32([2 ** 31 - 3, 1], [1, 1])
+    # when they do not fit, the general kernels run (same results)
+    x = rng.standard_normal((1, 2, 6, 7)).astype(np.float32)
+    grid = nasty_grid(rng, (1, 5, 5, 2), np.float32)
+    monkeypatch.setattr(_engine, "fits_int32", lambda sizes, strides: False)
+    np.testing.assert_array_equal(gridsample.grid_sample(x, grid),
+                                  general(monkeypatch, x, grid))
