@@ -18,13 +18,13 @@ import gridsample
 from gridsample import _engine, _vector
 from conftest import ALIGNS, PADDINGS
 
-VECTOR_MODES = ("linear", "nearest")
+VECTOR_MODES = ("linear", "nearest", "cubic")
 
 
 def general(monkeypatch, *args, **kwargs):
     """``grid_sample`` with the vector kernels switched off."""
     with monkeypatch.context() as m:
-        m.setattr(_engine, "VECTOR_KERNELS", {})
+        m.setattr(_engine, "vector_kernel", lambda *args: None)
         return gridsample.grid_sample(*args, **kwargs)
 
 
@@ -43,11 +43,12 @@ def test_the_engine_uses_them(monkeypatch):
     calls = []
     real = dict(_vector.VECTOR_KERNELS)
     spied = {key: (lambda f: lambda *a: (calls.append(1), f(*a)))(f) for key, f in real.items()}
-    monkeypatch.setattr(_engine, "VECTOR_KERNELS", spied)
+    monkeypatch.setattr(_vector, "VECTOR_KERNELS", spied)
     x = np.ones((1, 2, 5, 6), np.float32)
     gridsample.grid_sample(x, np.zeros((1, 3, 3, 2), np.float32))
     gridsample.grid_sample(x, np.zeros((1, 3, 3, 2), np.float32), "nearest")
-    assert len(calls) == 2
+    gridsample.grid_sample(x, np.zeros((1, 3, 3, 2), np.float32), "cubic")
+    assert len(calls) == 3
 
 
 @pytest.mark.parametrize("mode", VECTOR_MODES)
@@ -99,13 +100,30 @@ def test_layouts_types_strides_and_sizes(rng, monkeypatch, mode):
                                           general(monkeypatch, x1, gs, mode, p, align))
 
 
+@pytest.mark.parametrize("mode", VECTOR_MODES)
+def test_nan_on_an_axis_of_size_one(monkeypatch, mode):
+    # reflection over an empty span (size 1, align_corners) must keep a NaN point NaN
+    x = np.arange(5.0).reshape(1, 1, 1, 5)
+    grid = np.array([[[[np.nan, 0.2], [0.3, np.nan], [np.inf, 0.0], [0.1, -np.inf]]]])
+    for pad, align in itertools.product(PADDINGS, ALIGNS):
+        got = gridsample.grid_sample(x, grid, mode, pad, align)
+        np.testing.assert_array_equal(got, general(monkeypatch, x, grid, mode, pad, align))
+        assert np.isnan(got[0, 0, 0, :2]).all()
+
+
 def test_int32_offsets_guard(rng, monkeypatch):
     assert _vector.fits_int32([1024, 1024], [1, 1024])
     assert not _vector.fits_int32([50000, 50000], [1, 50000])
     assert not _vector.fits_int32([2 ** 31 - 3, 1], [1, 1])
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    assert _vector.vector_kernel(2, 0, f32, f32, [50000, 50000], [1, 50000]) is None
+    assert _vector.vector_kernel(2, 0, f32, f32, [64, 64], [1, 64]) is not None
+    # cubic with coordinates wider than weights: the general kernels (rounding)
+    assert _vector.vector_kernel(2, 2, f64, f32, [64, 64], [1, 64]) is None
+    assert _vector.vector_kernel(2, 2, f32, f64, [64, 64], [1, 64]) is not None
     # when they do not fit, the general kernels run (same results)
     x = rng.standard_normal((1, 2, 6, 7)).astype(np.float32)
     grid = nasty_grid(rng, (1, 5, 5, 2), np.float32)
-    monkeypatch.setattr(_engine, "fits_int32", lambda sizes, strides: False)
+    monkeypatch.setattr(_vector, "fits_int32", lambda sizes, strides: False)
     np.testing.assert_array_equal(gridsample.grid_sample(x, grid),
                                   general(monkeypatch, x, grid))

@@ -17,7 +17,7 @@ from ._plan import ForwardPlan
 from ._planners import taps_per_point
 from ._taps import axis_constants, cubic_constants
 from ._threads import num_threads, run_shared
-from ._vector import VECTOR_KERNELS, fits_int32
+from ._vector import vector_kernel
 
 __all__ = ["run_forward", "flat_view", "FORWARD_KERNELS", "TASK_KERNELS"]
 
@@ -119,11 +119,9 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
     native = plan.out_dtype.name in _PRANGE_DTYPES
     # Branch-free planners and gather sweeps (gridsample._vector) where they
     # apply: planar sweeps and int32 offsets.
-    vector = VECTOR_KERNELS.get((r, plan.mode)) if native and not interleaved else None
-    if vector is not None and fits_int32(sizes, strides):
-        forward = vector
-    else:
-        forward = FORWARD_KERNELS.get((r, plan.mode), kern.forward_nd)
+    vector = vector_kernel(r, plan.mode, plan.coord_dtype, plan.weight_dtype, sizes,
+                           strides) if native and not interleaved else None
+    forward = vector or FORWARD_KERNELS.get((r, plan.mode), kern.forward_nd)
     task = TASK_KERNELS.get((r, plan.mode), kern.task_nd)
 
     def launch(grid3, xflat, outflat, batch):

@@ -44,12 +44,12 @@ import numpy as np
 
 from ._convert import load, store
 from ._jit import function, inline, kernel, prange
-from ._options import MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
+from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
 from ._taps import (AXIS_HIGH, AXIS_MUL, AXIS_ONE, AXIS_REFLECT_LOW, AXIS_REFLECT_SPAN,
-                    AXIS_SCALE, AXIS_SUB, axis_row)
+                    AXIS_SCALE, AXIS_SUB, axis_row, cubic_row)
 
-__all__ = ["forward_vector_linear_2d", "forward_vector_nearest_2d", "VECTOR_KERNELS",
-           "fits_int32"]
+__all__ = ["forward_vector_linear_2d", "forward_vector_nearest_2d", "forward_vector_cubic_2d",
+           "VECTOR_KERNELS", "fits_int32", "vector_kernel"]
 
 _INT32_MAX = 2 ** 31 - 1
 
@@ -57,41 +57,58 @@ _INT32_MAX = 2 ** 31 - 1
 def fits_int32(sizes, strides) -> bool:
     """Whether the vector planner's int32 offsets are exact for these axes.
 
-    Tap indices are formed in ``[-3, S+2]`` before the range checks drop the
-    outside ones, so the bound is taken over that range.
+    Tap indices are formed in ``[-6, S+2]`` (cubic's far taps, linear's
+    ``[-3, S+1]``) before the range checks drop the outside ones, so the bound
+    is taken over that range.
     """
-    return sum((int(s) + 3) * abs(int(st)) for s, st in zip(sizes, strides)) <= _INT32_MAX
+    return sum((int(s) + 6) * abs(int(st)) for s, st in zip(sizes, strides)) <= _INT32_MAX
+
+
+@inline
+def _unnormalize(g, ax):
+    """Rule 2 as ``_taps.unnormalize``, with a select: ``±inf`` keeps its value."""
+    u = ((g + ax[AXIS_ONE]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE]
+    return g if math.isinf(g) else u
+
+
+@inline
+def _reflect(u, ax, zero):
+    """``_taps.reflect_clip`` for a finite ``u``, with selects (``fmod`` is exact)."""
+    low, span, high = ax[AXIS_REFLECT_LOW], ax[AXIS_REFLECT_SPAN], ax[AXIS_HIGH]
+    period = span + span
+    m = np.fmod(abs(u - low), period)
+    m = period - m if m > span else m
+    y = m + low
+    y = zero if y < zero else y
+    y = high if y > high else y
+    return zero if span <= zero else y  # an axis of size 1 with align_corners
+
+
+@inline
+def _clip(u, high, zero):
+    """Clip to ``[0, high]``; NaN stays NaN (the comparisons are false)."""
+    u = zero if zero > u else u
+    return high if high < u else u
 
 
 @inline
 def _coordinate(g, pad, ax):
     """Unnormalized, padded coordinate of ``g`` and whether it is a NaN point.
 
-    Selects only: ``g = ±inf`` keeps its value (axis of size 1 with
-    align_corners has scale 0); border clips (``max`` first, NaN kept);
-    reflection folds with the exact ``fmod`` (see ``_taps.reflect_clip``),
-    and ``±inf`` reflects to NaN.
+    A NaN point (rule 7): a NaN coordinate, or ``±inf`` under reflection (no
+    image).  Its coordinate is returned as 0, so that every later step sees a
+    finite number.  Border clips (``±inf`` to the edges); reflection folds.
     """
-    u = ((g + ax[AXIS_ONE]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE]
-    inf = math.isinf(g)
-    u = g if inf else u
+    u = _unnormalize(g, ax)
     high = ax[AXIS_HIGH]
     zero = high - high
+    nan = u != u
     if pad == PAD_BORDER:
-        u = zero if zero > u else u
-        u = high if high < u else u
+        u = _clip(u, high, zero)
     elif pad == PAD_REFLECTION:
-        low = ax[AXIS_REFLECT_LOW]
-        span = ax[AXIS_REFLECT_SPAN]
-        period = span + span
-        m = np.fmod(abs(u - low), period)
-        m = period - m if m > span else m
-        y = m + low
-        y = zero if y < zero else y
-        y = high if y > high else y
-        y = zero if span <= zero else y
-        u = u - u if inf else y  # ±inf has no image: NaN
-    return u, u != u
+        nan = nan | math.isinf(u)
+        u = _reflect(zero if nan else u, ax, zero)
+    return (zero if nan else u), nan
 
 
 @inline
@@ -164,6 +181,100 @@ def _plan_nearest(grid, nb, pad, axc, sizes, strides, one, nanw, off, wts):
         wts[0, j] = nanw if nanx | nany else one
 
 
+@inline
+def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan):
+    """``_taps.cubic_axis`` with selects: four int32 tap indices, weights, inside flags.
+
+    The coordinate is not padded (rule 4); each tap ``floor(x) - 1 + k`` is.
+    zeros: a coordinate outside ``(-3, S+2)`` reads nothing and is moved to
+    ``far`` before the cast.  border: ``±inf`` clips every tap to the edge,
+    weights ``(0, 1, 0, 0)``.  reflection: ``±inf`` is a NaN point.  A NaN
+    point gets NaN weights and in-range taps.
+    """
+    one = kt[0]
+    high = ax[AXIS_HIGH]
+    u = _unnormalize(g, ax)
+    inf = math.isinf(u)
+    nan = (u != u) | (inf & (pad == PAD_REFLECTION))
+    if pad == PAD_ZEROS:
+        x = u if (u > zero - 3) & (u < high + 3) else far  # NaN and ±inf too
+    else:
+        x = zero if nan else u  # border keeps ±inf: its taps clip to the edge
+    f = np.floor(x)
+    t = x - f
+    r = one - t
+    w0 = ((kt[1] * (t + one) - kt[4]) * (t + one) + kt[5]) * (t + one) - kt[6]
+    w1 = (kt[2] * t - kt[3]) * t * t + one
+    w2 = (kt[2] * r - kt[3]) * r * r + one
+    w3 = ((kt[1] * (r + one) - kt[4]) * (r + one) + kt[5]) * (r + one) - kt[6]
+    edge = inf & (pad == PAD_BORDER)
+    nanw = cnan * one
+    zw = one - one
+    w0 = nanw if nan else (zw if edge else w0)
+    w1 = nanw if nan else (one if edge else w1)
+    w2 = nanw if nan else (zw if edge else w2)
+    w3 = nanw if nan else (zw if edge else w3)
+    if pad == PAD_ZEROS:
+        i0 = np.int32(f) - np.int32(1)
+        s = np.int32(size)
+        return (i0, i0 + np.int32(1), i0 + np.int32(2), i0 + np.int32(3), w0, w1, w2, w3,
+                (i0 >= 0) & (i0 < s), (i0 >= -1) & (i0 < s - 1), (i0 >= -2) & (i0 < s - 2),
+                (i0 >= -3) & (i0 < s - 3))
+    # Each tap formed from f directly (past 2**24 in float32, f + 1 rounds).
+    c1 = ax[AXIS_ONE]
+    t0, t1, t2, t3 = f - c1, f, f + c1, f + (c1 + c1)
+    if pad == PAD_BORDER:
+        t0, t1 = _clip(t0, high, zero), _clip(t1, high, zero)
+        t2, t3 = _clip(t2, high, zero), _clip(t3, high, zero)
+    else:
+        t0, t1 = _reflect(t0, ax, zero), _reflect(t1, ax, zero)
+        t2, t3 = _reflect(t2, ax, zero), _reflect(t3, ax, zero)
+    last = np.int32(size - 1)
+    i0, i1, i2, i3 = np.int32(t0), np.int32(t1), np.int32(t2), np.int32(t3)
+    return (min(i0, last), min(i1, last), min(i2, last), min(i3, last), w0, w1, w2, w3,
+            True, True, True, True)
+
+
+@inline
+def _plan_cubic_axis(grid, nb, pad, axis, ax, kt, size, stride, off, wts):
+    """One axis of a 2-D cubic block: rows ``4 axis … 4 axis + 3`` of ``off`` and ``wts``.
+
+    A tap outside gets offset ``-2**31`` (int32's minimum); the sweep forms
+    the 16 taps as ``y offset + x offset`` and knows a tap is inside when
+    neither part is negative (``(oy | ox) >= 0``: the sign bit).
+    """
+    st = np.int32(stride)
+    zero, c1 = ax[AXIS_HIGH] - ax[AXIS_HIGH], ax[AXIS_ONE]
+    far = zero - (c1 + c1 + c1 + c1 + c1)  # taps -6 ... -3: all outside
+    cnan = zero / zero
+    out = np.int32(-2 ** 31)
+    r = 4 * axis
+    for j in range(nb):
+        (i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2,
+         ok3) = _cubic_taps(grid[2 * j + axis], pad, ax, kt, size, zero, far, cnan)
+        off[r, j] = i0 * st if ok0 else out
+        off[r + 1, j] = i1 * st if ok1 else out
+        off[r + 2, j] = i2 * st if ok2 else out
+        off[r + 3, j] = i3 * st if ok3 else out
+        wts[r, j] = w0
+        wts[r + 1, j] = w1
+        wts[r + 2, j] = w2
+        wts[r + 3, j] = w3
+
+
+@inline
+def _plan_cubic(grid, nb, pad, axc, kc, sizes, strides, off, wts):
+    """Plan ``nb`` points of a 2-D cubic block: each axis's 4 taps, one axis per loop.
+
+    One loop per axis: a loop storing all 16 taps (32 store streams into
+    two arrays) stayed scalar (30 ms per 1024² points) -- LLVM gives up on
+    proving that many streams apart.
+    """
+    kt = cubic_row(kc)
+    _plan_cubic_axis(grid, nb, pad, 0, axis_row(axc, 0), kt, sizes[0], strides[0], off, wts)
+    _plan_cubic_axis(grid, nb, pad, 1, axis_row(axc, 1), kt, sizes[1], strides[1], off, wts)
+
+
 # One compiled planner per padding: with ``pad`` a constant the padding's
 # branches fold away and the loop vectorizes; with ``pad`` a run-time value
 # LLVM kept the whole loop scalar (reflection's fmod is a library call).
@@ -198,9 +309,24 @@ def plan_nearest_reflection(grid, nb, axc, sizes, strides, one, nanw, off, wts):
     _plan_nearest(grid, nb, PAD_REFLECTION, axc, sizes, strides, one, nanw, off, wts)
 
 
+@function
+def plan_cubic_zeros(grid, nb, axc, kc, sizes, strides, off, wts):
+    _plan_cubic(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, off, wts)
+
+
+@function
+def plan_cubic_border(grid, nb, axc, kc, sizes, strides, off, wts):
+    _plan_cubic(grid, nb, PAD_BORDER, axc, kc, sizes, strides, off, wts)
+
+
+@function
+def plan_cubic_reflection(grid, nb, axc, kc, sizes, strides, off, wts):
+    _plan_cubic(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, off, wts)
+
+
 @inline
 def _tap(xc, kind, q, zero):
-    v = load(xc, kind, q if q > 0 else 0)
+    v = load(xc, kind, q if q > 0 else np.int32(0))  # int32: 16 lanes per gather
     return v if q >= 0 else zero
 
 
@@ -228,6 +354,39 @@ def sweep_linear(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero)
                 store(oc, j * os_p, _linear_sum(xc, kind, off, wts, j, zero), kind)
 
 
+@inline
+def _cubic_sum(xc, kind, off, wts, j, zero):
+    """``sum w_x w_y x[oy + ox]`` over the 16 taps, ``y`` outer, ``x`` inner (plan order)."""
+    acc = zero
+    for ky in range(4):
+        oy = off[4 + ky, j]
+        wy = wts[4 + ky, j]
+        for kx in range(4):
+            ox = off[kx, j]
+            q = np.int32(oy + ox) if (oy | ox) >= 0 else np.int32(-1)  # Numba adds in int64
+            term = (wts[kx, j] * wy) * _tap(xc, kind, q, zero)
+            if ky == 0 and kx == 0:
+                acc = term
+            else:
+                acc += term
+    return acc
+
+
+@function
+def sweep_cubic(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    """All channels of a planned cubic block: the 16 taps summed in plan order."""
+    zero = azero[0]
+    for c in range(C):
+        xc = xflat[c * xs_c:]
+        oc = outflat[c * os_c:]
+        if os_p == 1:
+            for j in range(nb):
+                store(oc, j, _cubic_sum(xc, kind, off, wts, j, zero), kind)
+        else:
+            for j in range(nb):
+                store(oc, j * os_p, _cubic_sum(xc, kind, off, wts, j, zero), kind)
+
+
 @function
 def sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """All channels of a planned nearest block: ``y = w0 v0``."""
@@ -245,7 +404,7 @@ def sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero
 
 @inline
 def _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C,
-             K, pad, block, wconst, kind, azero, linear):
+             K, pad, block, wconst, kind, azero, mode):
     P = grid.shape[1]
     nblk = (P + block - 1) // block
     gflat = grid.reshape(grid.size)
@@ -260,7 +419,15 @@ def _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os
         gblock = gflat[(gn * P + p0) * 2:]
         xn = xflat[n * xs_n:]
         on = outflat[n * os_n + p0 * os_p:]
-        if linear:
+        if mode == MODE_CUBIC:
+            if pad == PAD_ZEROS:
+                plan_cubic_zeros(gblock, nb, axc, kc, sizes, strides, off, wts)
+            elif pad == PAD_BORDER:
+                plan_cubic_border(gblock, nb, axc, kc, sizes, strides, off, wts)
+            else:
+                plan_cubic_reflection(gblock, nb, axc, kc, sizes, strides, off, wts)
+            sweep_cubic(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        elif mode == MODE_LINEAR:
             if pad == PAD_ZEROS:
                 plan_linear_zeros(gblock, nb, axc, sizes, strides, one, nanw, off, wts)
             elif pad == PAD_BORDER:
@@ -284,7 +451,7 @@ def forward_vector_linear_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, o
                              azero):
     """2-D linear, vector plan (same signature as the entries of :mod:`gridsample._kernels`)."""
     _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C,
-             4, pad, block, wconst, kind, azero, True)
+             4, pad, block, wconst, kind, azero, MODE_LINEAR)
 
 
 @kernel
@@ -293,7 +460,16 @@ def forward_vector_nearest_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, 
                               azero):
     """2-D nearest, vector plan."""
     _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C,
-             1, pad, block, wconst, kind, azero, False)
+             1, pad, block, wconst, kind, azero, MODE_NEAREST)
+
+
+@kernel
+def forward_vector_cubic_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                            os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind,
+                            azero):
+    """2-D cubic, vector plan."""
+    _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C,
+             8, pad, block, wconst, kind, azero, MODE_CUBIC)
 
 
 #: Vector entries by (rank, mode); the engine uses them for the prange element
@@ -301,4 +477,21 @@ def forward_vector_nearest_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, 
 VECTOR_KERNELS = {
     (2, MODE_LINEAR): forward_vector_linear_2d,
     (2, MODE_NEAREST): forward_vector_nearest_2d,
+    (2, MODE_CUBIC): forward_vector_cubic_2d,
 }
+
+
+def vector_kernel(rank, mode, coord_dtype, weight_dtype, sizes, strides):
+    """The vector entry for these arguments, or None where the general kernels must run.
+
+    Cubic keeps per-axis weights in the weight dtype and multiplies them in
+    the sweep, which matches the general kernels' rounding only when
+    coordinates are not wider than weights (a float64 grid with float32 ``x``
+    forms the products in float64 and rounds once: the general kernels run).
+    """
+    kernel_ = VECTOR_KERNELS.get((rank, mode))
+    if kernel_ is None or not fits_int32(sizes, strides):
+        return None
+    if mode == MODE_CUBIC and np.dtype(coord_dtype).itemsize > np.dtype(weight_dtype).itemsize:
+        return None
+    return kernel_
