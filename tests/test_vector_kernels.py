@@ -1,4 +1,4 @@
-"""The branch-free vector kernels (gridsample._vector) against the general kernels.
+"""The branch-free vector kernels (gridsample._vector, 2-D and 3-D) against the general kernels.
 
 Both families implement the same rules; the vector kernels sum masked taps
 (a tap outside reads 0) where the general ones drop them, which can change
@@ -39,6 +39,24 @@ def nasty_grid(rng, shape, dtype):
     return g.astype(dtype)
 
 
+@pytest.mark.parametrize("mode", ("linear", "nearest"))
+@pytest.mark.parametrize("pad", PADDINGS)
+@pytest.mark.parametrize("x_dtype,grid_dtype", list(itertools.product([np.float32, np.float64],
+                                                                      repeat=2)))
+def test_3d_equal_to_the_general_kernels(rng, monkeypatch, mode, pad, x_dtype, grid_dtype):
+    x = rng.standard_normal((2, 2, 5, 6, 7)).astype(x_dtype)
+    x[0, 1, 2, 3, 4] = np.inf
+    x[1, 0, 4, 5, 6] = np.nan
+    grid = nasty_grid(rng, (2, 4, 6, 5, 3), grid_dtype)
+    for align in ALIGNS:
+        np.testing.assert_array_equal(gridsample.grid_sample(x, grid, mode, pad, align),
+                                      general(monkeypatch, x, grid, mode, pad, align))
+    xl = np.moveaxis(x, 1, -1)  # channel-last view (strided), planar sweep
+    np.testing.assert_array_equal(
+        gridsample.grid_sample(xl, grid[:1], mode, pad, channel_last=True),
+        general(monkeypatch, xl, grid[:1], mode, pad, channel_last=True))
+
+
 def test_the_engine_uses_them(monkeypatch):
     calls = []
     real = dict(_vector.VECTOR_KERNELS)
@@ -48,7 +66,10 @@ def test_the_engine_uses_them(monkeypatch):
     gridsample.grid_sample(x, np.zeros((1, 3, 3, 2), np.float32))
     gridsample.grid_sample(x, np.zeros((1, 3, 3, 2), np.float32), "nearest")
     gridsample.grid_sample(x, np.zeros((1, 3, 3, 2), np.float32), "cubic")
-    assert len(calls) == 3
+    x3 = np.ones((1, 2, 3, 4, 5), np.float32)
+    gridsample.grid_sample(x3, np.zeros((1, 2, 2, 2, 3), np.float32))
+    gridsample.grid_sample(x3, np.zeros((1, 2, 2, 2, 3), np.float32), "nearest")
+    assert len(calls) == 5
 
 
 @pytest.mark.parametrize("mode", VECTOR_MODES)
@@ -121,6 +142,8 @@ def test_int32_offsets_guard(rng, monkeypatch):
     # cubic with coordinates wider than weights: the general kernels (rounding)
     assert _vector.vector_kernel(2, 2, f64, f32, [64, 64], [1, 64]) is None
     assert _vector.vector_kernel(2, 2, f32, f64, [64, 64], [1, 64]) is not None
+    assert _vector.vector_kernel(3, 0, f64, f32, [8, 8, 8], [1, 8, 64]) is None
+    assert _vector.vector_kernel(3, 1, f64, f32, [8, 8, 8], [1, 8, 64]) is not None
     # when they do not fit, the general kernels run (same results)
     x = rng.standard_normal((1, 2, 6, 7)).astype(np.float32)
     grid = nasty_grid(rng, (1, 5, 5, 2), np.float32)

@@ -49,6 +49,7 @@ from ._taps import (AXIS_HIGH, AXIS_MUL, AXIS_ONE, AXIS_REFLECT_LOW, AXIS_REFLEC
                     AXIS_SCALE, AXIS_SUB, axis_row, cubic_row)
 
 __all__ = ["forward_vector_linear_2d", "forward_vector_nearest_2d", "forward_vector_cubic_2d",
+           "forward_vector_linear_3d", "forward_vector_nearest_3d",
            "VECTOR_KERNELS", "fits_int32", "vector_kernel"]
 
 _INT32_MAX = 2 ** 31 - 1
@@ -275,6 +276,69 @@ def _plan_cubic(grid, nb, pad, axc, kc, sizes, strides, off, wts):
     _plan_cubic_axis(grid, nb, pad, 1, axis_row(axc, 1), kt, sizes[1], strides[1], off, wts)
 
 
+@inline
+def _plan_linear_axis(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts):
+    """One axis of a linear block: its two taps in rows ``2 axis``, ``2 axis + 1``.
+
+    A tap outside gets offset ``-2**31``; the sweep adds the axes' offsets
+    and knows a tap is inside when no part is negative (the sign bit of
+    their bitwise or).  Weights ``1 - d`` and ``d`` in the weight dtype; a
+    NaN point gets NaN weights (its products are NaN).
+    """
+    st = np.int32(stride)
+    s = np.int32(size)
+    zero, c1 = ax[AXIS_HIGH] - ax[AXIS_HIGH], ax[AXIS_ONE]
+    c2 = c1 + c1
+    lo, far, hi = zero - c2, zero - c2 - c1, ax[AXIS_HIGH] + c2
+    cnan = zero / zero
+    out = np.int32(-2 ** 31)
+    r = 2 * axis
+    for j in range(nb):
+        x, nan = _coordinate(grid[rank * j + axis], pad, ax)
+        x = x if (x > lo) & (x < hi) else far
+        f = np.floor(x)
+        d = x - f
+        d = cnan if nan else d
+        i = np.int32(f)
+        off[r, j] = np.int32(i * st) if (i >= 0) & (i < s) else out
+        off[r + 1, j] = np.int32(i * st + st) if (i >= -1) & (i < s - 1) else out
+        wts[r, j] = one - d
+        wts[r + 1, j] = one * d
+
+
+@inline
+def _plan_linear_3d(grid, nb, pad, axc, sizes, strides, one, off, wts):
+    """Plan a 3-D linear block, one loop per axis (see ``_plan_cubic``)."""
+    _plan_linear_axis(grid, nb, pad, 3, 0, axis_row(axc, 0), one, sizes[0], strides[0], off,
+                      wts)
+    _plan_linear_axis(grid, nb, pad, 3, 1, axis_row(axc, 1), one, sizes[1], strides[1], off,
+                      wts)
+    _plan_linear_axis(grid, nb, pad, 3, 2, axis_row(axc, 2), one, sizes[2], strides[2], off,
+                      wts)
+
+
+@inline
+def _plan_nearest_3d(grid, nb, pad, axc, sizes, strides, one, nanw, off, wts):
+    """Plan a 3-D nearest block: one tap, weight 1 (NaN for a NaN point)."""
+    ax0, ax1, ax2 = axis_row(axc, 0), axis_row(axc, 1), axis_row(axc, 2)
+    s0, s1, s2 = np.int32(sizes[0]), np.int32(sizes[1]), np.int32(sizes[2])
+    st0, st1, st2 = np.int32(strides[0]), np.int32(strides[1]), np.int32(strides[2])
+    zero, c1 = ax0[AXIS_HIGH] - ax0[AXIS_HIGH], ax0[AXIS_ONE]
+    lo, far = zero - c1, zero - c1 - c1 - c1
+    hi0, hi1, hi2 = ax0[AXIS_HIGH] + c1, ax1[AXIS_HIGH] + c1, ax2[AXIS_HIGH] + c1
+    for j in range(nb):
+        x, nanx = _coordinate(grid[3 * j], pad, ax0)
+        y, nany = _coordinate(grid[3 * j + 1], pad, ax1)
+        z, nanz = _coordinate(grid[3 * j + 2], pad, ax2)
+        x = x if (x > lo) & (x < hi0) else far
+        y = y if (y > lo) & (y < hi1) else far
+        z = z if (z > lo) & (z < hi2) else far
+        ix, iy, iz = np.int32(np.rint(x)), np.int32(np.rint(y)), np.int32(np.rint(z))
+        ok = (ix >= 0) & (ix < s0) & (iy >= 0) & (iy < s1) & (iz >= 0) & (iz < s2)
+        off[0, j] = np.int32(iz * st2 + iy * st1 + ix * st0) if ok else np.int32(-1)
+        wts[0, j] = nanw if nanx | nany | nanz else one
+
+
 # One compiled planner per padding: with ``pad`` a constant the padding's
 # branches fold away and the loop vectorizes; with ``pad`` a run-time value
 # LLVM kept the whole loop scalar (reflection's fmod is a library call).
@@ -322,6 +386,36 @@ def plan_cubic_border(grid, nb, axc, kc, sizes, strides, off, wts):
 @function
 def plan_cubic_reflection(grid, nb, axc, kc, sizes, strides, off, wts):
     _plan_cubic(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, off, wts)
+
+
+@function
+def plan_linear_3d_zeros(grid, nb, axc, sizes, strides, one, off, wts):
+    _plan_linear_3d(grid, nb, PAD_ZEROS, axc, sizes, strides, one, off, wts)
+
+
+@function
+def plan_linear_3d_border(grid, nb, axc, sizes, strides, one, off, wts):
+    _plan_linear_3d(grid, nb, PAD_BORDER, axc, sizes, strides, one, off, wts)
+
+
+@function
+def plan_linear_3d_reflection(grid, nb, axc, sizes, strides, one, off, wts):
+    _plan_linear_3d(grid, nb, PAD_REFLECTION, axc, sizes, strides, one, off, wts)
+
+
+@function
+def plan_nearest_3d_zeros(grid, nb, axc, sizes, strides, one, nanw, off, wts):
+    _plan_nearest_3d(grid, nb, PAD_ZEROS, axc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_nearest_3d_border(grid, nb, axc, sizes, strides, one, nanw, off, wts):
+    _plan_nearest_3d(grid, nb, PAD_BORDER, axc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_nearest_3d_reflection(grid, nb, axc, sizes, strides, one, nanw, off, wts):
+    _plan_nearest_3d(grid, nb, PAD_REFLECTION, axc, sizes, strides, one, nanw, off, wts)
 
 
 @inline
@@ -387,6 +481,43 @@ def sweep_cubic(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
                 store(oc, j * os_p, _cubic_sum(xc, kind, off, wts, j, zero), kind)
 
 
+@inline
+def _linear_3d_sum(xc, kind, off, wts, j, zero):
+    """The 8 taps ``z`` outer, ``x`` inner, weights ``(w_x w_y) w_z`` (the general order)."""
+    acc = zero
+    for kz in range(2):
+        oz = off[4 + kz, j]
+        wz = wts[4 + kz, j]
+        for ky in range(2):
+            oy = off[2 + ky, j]
+            wy = wts[2 + ky, j]
+            for kx in range(2):
+                ox = off[kx, j]
+                inside = (oz | oy | ox) >= 0
+                q = np.int32(oz + oy + ox) if inside else np.int32(-1)
+                term = ((wts[kx, j] * wy) * wz) * _tap(xc, kind, q, zero)
+                if kz == 0 and ky == 0 and kx == 0:
+                    acc = term
+                else:
+                    acc += term
+    return acc
+
+
+@function
+def sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    """All channels of a planned 3-D linear block."""
+    zero = azero[0]
+    for c in range(C):
+        xc = xflat[c * xs_c:]
+        oc = outflat[c * os_c:]
+        if os_p == 1:
+            for j in range(nb):
+                store(oc, j, _linear_3d_sum(xc, kind, off, wts, j, zero), kind)
+        else:
+            for j in range(nb):
+                store(oc, j * os_p, _linear_3d_sum(xc, kind, off, wts, j, zero), kind)
+
+
 @function
 def sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """All channels of a planned nearest block: ``y = w0 v0``."""
@@ -404,7 +535,7 @@ def sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero
 
 @inline
 def _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C,
-             K, pad, block, wconst, kind, azero, mode):
+             K, pad, block, wconst, kind, azero, rank, mode):
     P = grid.shape[1]
     nblk = (P + block - 1) // block
     gflat = grid.reshape(grid.size)
@@ -416,10 +547,27 @@ def _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os
         gn = 0 if grid.shape[0] == 1 else n
         off = np.empty((K, block), np.int32)
         wts = np.empty((K, block), wconst.dtype)
-        gblock = gflat[(gn * P + p0) * 2:]
+        gblock = gflat[(gn * P + p0) * rank:]
         xn = xflat[n * xs_n:]
         on = outflat[n * os_n + p0 * os_p:]
-        if mode == MODE_CUBIC:
+        if rank == 3 and mode == MODE_LINEAR:
+            if pad == PAD_ZEROS:
+                plan_linear_3d_zeros(gblock, nb, axc, sizes, strides, one, off, wts)
+            elif pad == PAD_BORDER:
+                plan_linear_3d_border(gblock, nb, axc, sizes, strides, one, off, wts)
+            else:
+                plan_linear_3d_reflection(gblock, nb, axc, sizes, strides, one, off, wts)
+            sweep_linear_3d(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        elif rank == 3:
+            if pad == PAD_ZEROS:
+                plan_nearest_3d_zeros(gblock, nb, axc, sizes, strides, one, nanw, off, wts)
+            elif pad == PAD_BORDER:
+                plan_nearest_3d_border(gblock, nb, axc, sizes, strides, one, nanw, off, wts)
+            else:
+                plan_nearest_3d_reflection(gblock, nb, axc, sizes, strides, one, nanw, off,
+                                           wts)
+            sweep_nearest(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        elif mode == MODE_CUBIC:
             if pad == PAD_ZEROS:
                 plan_cubic_zeros(gblock, nb, axc, kc, sizes, strides, off, wts)
             elif pad == PAD_BORDER:
@@ -451,7 +599,7 @@ def forward_vector_linear_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, o
                              azero):
     """2-D linear, vector plan (same signature as the entries of :mod:`gridsample._kernels`)."""
     _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C,
-             4, pad, block, wconst, kind, azero, MODE_LINEAR)
+             4, pad, block, wconst, kind, azero, 2, MODE_LINEAR)
 
 
 @kernel
@@ -460,7 +608,7 @@ def forward_vector_nearest_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, 
                               azero):
     """2-D nearest, vector plan."""
     _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C,
-             1, pad, block, wconst, kind, azero, MODE_NEAREST)
+             1, pad, block, wconst, kind, azero, 2, MODE_NEAREST)
 
 
 @kernel
@@ -469,7 +617,25 @@ def forward_vector_cubic_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, ou
                             azero):
     """2-D cubic, vector plan."""
     _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C,
-             8, pad, block, wconst, kind, azero, MODE_CUBIC)
+             8, pad, block, wconst, kind, azero, 2, MODE_CUBIC)
+
+
+@kernel
+def forward_vector_linear_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                             os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind,
+                             azero):
+    """3-D linear, vector plan (per-axis tables: 6 rows)."""
+    _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C,
+             6, pad, block, wconst, kind, azero, 3, MODE_LINEAR)
+
+
+@kernel
+def forward_vector_nearest_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                              os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind,
+                              azero):
+    """3-D nearest, vector plan."""
+    _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C,
+             1, pad, block, wconst, kind, azero, 3, MODE_NEAREST)
 
 
 #: Vector entries by (rank, mode); the engine uses them for the prange element
@@ -478,20 +644,23 @@ VECTOR_KERNELS = {
     (2, MODE_LINEAR): forward_vector_linear_2d,
     (2, MODE_NEAREST): forward_vector_nearest_2d,
     (2, MODE_CUBIC): forward_vector_cubic_2d,
+    (3, MODE_LINEAR): forward_vector_linear_3d,
+    (3, MODE_NEAREST): forward_vector_nearest_3d,
 }
 
 
 def vector_kernel(rank, mode, coord_dtype, weight_dtype, sizes, strides):
     """The vector entry for these arguments, or None where the general kernels must run.
 
-    Cubic keeps per-axis weights in the weight dtype and multiplies them in
-    the sweep, which matches the general kernels' rounding only when
+    Cubic and 3-D linear keep per-axis weights in the weight dtype and
+    multiply them in the sweep, which matches the general kernels' rounding only when
     coordinates are not wider than weights (a float64 grid with float32 ``x``
     forms the products in float64 and rounds once: the general kernels run).
     """
     kernel_ = VECTOR_KERNELS.get((rank, mode))
     if kernel_ is None or not fits_int32(sizes, strides):
         return None
-    if mode == MODE_CUBIC and np.dtype(coord_dtype).itemsize > np.dtype(weight_dtype).itemsize:
+    per_axis_weights = mode == MODE_CUBIC or (rank == 3 and mode == MODE_LINEAR)
+    if per_axis_weights and np.dtype(coord_dtype).itemsize > np.dtype(weight_dtype).itemsize:
         return None
     return kernel_
