@@ -437,7 +437,19 @@ def _linear_sum(xc, kind, off, wts, j, zero):
 def sweep_linear(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """All channels of a planned linear block: ``y = w0 v0 + w1 v1 + w2 v2 + w3 v3``."""
     zero = azero[0]
-    for c in range(C):
+    c0 = 0
+    if os_p == 1:
+        # Two channels per pass share the loads of offsets and weights.
+        for c0 in range(0, C - 1, 2):
+            xa = xflat[c0 * xs_c:]
+            xb = xflat[(c0 + 1) * xs_c:]
+            oa = outflat[c0 * os_c:]
+            ob = outflat[(c0 + 1) * os_c:]
+            for j in range(nb):
+                store(oa, j, _linear_sum(xa, kind, off, wts, j, zero), kind)
+                store(ob, j, _linear_sum(xb, kind, off, wts, j, zero), kind)
+        c0 = C - C % 2
+    for c in range(c0, C):
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
         if os_p == 1:  # channel-first output: contiguous stores (a loop of its own)
