@@ -147,11 +147,13 @@ def _plan_linear(grid, nb, pad, axc, sizes, strides, one, nanw, off, wts):
         x1 = (ix >= -1) & (ix < s0 - 1)
         y0 = (iy >= 0) & (iy < s1)
         y1 = (iy >= -1) & (iy < s1 - 1)
-        b = iy * st1 + ix * st0
+        # Numba forms int32 sums and products in int64; the explicit int32
+        # keeps the vector lanes 32 bits wide (the values fit: fits_int32).
+        b = np.int32(iy * st1 + ix * st0)
         off[0, j] = b if x0 & y0 else np.int32(-1)
-        off[1, j] = b + st0 if x1 & y0 else np.int32(-1)
-        off[2, j] = b + st1 if x0 & y1 else np.int32(-1)
-        off[3, j] = b + st1 + st0 if x1 & y1 else np.int32(-1)
+        off[1, j] = np.int32(b + st0) if x1 & y0 else np.int32(-1)
+        off[2, j] = np.int32(b + st1) if x0 & y1 else np.int32(-1)
+        off[3, j] = np.int32(b + st1 + st0) if x1 & y1 else np.int32(-1)
         # Weights in the weight dtype (rule 5): ``one * d`` is exact and only
         # widens ``d`` when weights are wider than coordinates.
         wx1, wy1 = one * dx, one * dy
@@ -178,7 +180,7 @@ def _plan_nearest(grid, nb, pad, axc, sizes, strides, one, nanw, off, wts):
         y = y if (y > lo) & (y < hi1) else far
         ix, iy = np.int32(np.rint(x)), np.int32(np.rint(y))  # half to even
         ok = (ix >= 0) & (ix < s0) & (iy >= 0) & (iy < s1)
-        off[0, j] = iy * st1 + ix * st0 if ok else np.int32(-1)
+        off[0, j] = np.int32(iy * st1 + ix * st0) if ok else np.int32(-1)
         wts[0, j] = nanw if nanx | nany else one
 
 
@@ -546,108 +548,125 @@ def sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero
 
 
 @inline
-def _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C,
-             K, pad, block, wconst, kind, azero, rank, mode):
-    P = grid.shape[1]
-    nblk = (P + block - 1) // block
-    gflat = grid.reshape(grid.size)
-    one, nanw = wconst[1], wconst[2]
-    for task in prange(N * nblk):
-        n = task // nblk
-        p0 = (task - n * nblk) * block
-        nb = min(block, P - p0)
-        gn = 0 if grid.shape[0] == 1 else n
-        off = np.empty((K, block), np.int32)
-        wts = np.empty((K, block), wconst.dtype)
-        gblock = gflat[(gn * P + p0) * rank:]
-        xn = xflat[n * xs_n:]
-        on = outflat[n * os_n + p0 * os_p:]
-        if rank == 3 and mode == MODE_LINEAR:
-            if pad == PAD_ZEROS:
-                plan_linear_3d_zeros(gblock, nb, axc, sizes, strides, one, off, wts)
-            elif pad == PAD_BORDER:
-                plan_linear_3d_border(gblock, nb, axc, sizes, strides, one, off, wts)
-            else:
-                plan_linear_3d_reflection(gblock, nb, axc, sizes, strides, one, off, wts)
-            sweep_linear_3d(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
-        elif rank == 3:
-            if pad == PAD_ZEROS:
-                plan_nearest_3d_zeros(gblock, nb, axc, sizes, strides, one, nanw, off, wts)
-            elif pad == PAD_BORDER:
-                plan_nearest_3d_border(gblock, nb, axc, sizes, strides, one, nanw, off, wts)
-            else:
-                plan_nearest_3d_reflection(gblock, nb, axc, sizes, strides, one, nanw, off,
-                                           wts)
-            sweep_nearest(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
-        elif mode == MODE_CUBIC:
-            if pad == PAD_ZEROS:
-                plan_cubic_zeros(gblock, nb, axc, kc, sizes, strides, off, wts)
-            elif pad == PAD_BORDER:
-                plan_cubic_border(gblock, nb, axc, kc, sizes, strides, off, wts)
-            else:
-                plan_cubic_reflection(gblock, nb, axc, kc, sizes, strides, off, wts)
-            sweep_cubic(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
-        elif mode == MODE_LINEAR:
-            if pad == PAD_ZEROS:
-                plan_linear_zeros(gblock, nb, axc, sizes, strides, one, nanw, off, wts)
-            elif pad == PAD_BORDER:
-                plan_linear_border(gblock, nb, axc, sizes, strides, one, nanw, off, wts)
-            else:
-                plan_linear_reflection(gblock, nb, axc, sizes, strides, one, nanw, off, wts)
-            sweep_linear(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
-        else:
-            if pad == PAD_ZEROS:
-                plan_nearest_zeros(gblock, nb, axc, sizes, strides, one, nanw, off, wts)
-            elif pad == PAD_BORDER:
-                plan_nearest_border(gblock, nb, axc, sizes, strides, one, nanw, off, wts)
-            else:
-                plan_nearest_reflection(gblock, nb, axc, sizes, strides, one, nanw, off, wts)
-            sweep_nearest(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+def _task(task, nblk, block, K, rank, grid, gflat, xflat, xs_n, outflat, os_n, os_p, wconst):
+    """Block ``task`` of ``N x blocks``: its size, fresh plan tables and its views.
 
+    Returns ``(nb, off, wts, grid_block, x_item, out_block)``; the grid block
+    is flat (``rank`` values per point), ``x_item`` starts at the batch item
+    and ``out_block`` at the block's first output point.
+    """
+    P = grid.shape[1]
+    n = task // nblk
+    p0 = (task - n * nblk) * block
+    nb = min(block, P - p0)
+    gn = 0 if grid.shape[0] == 1 else n
+    off = np.empty((K, block), np.int32)
+    wts = np.empty((K, block), wconst.dtype)
+    return (nb, off, wts, gflat[(gn * P + p0) * rank:], xflat[n * xs_n:],
+            outflat[n * os_n + p0 * os_p:])
+
+
+# The entries share the signature of gridsample._kernels' (unused arguments
+# included).  Each names only its own planners and sweep, so compiling one
+# compiles nothing else.
 
 @kernel
 def forward_vector_linear_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                              os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind,
                              azero):
-    """2-D linear, vector plan (same signature as the entries of :mod:`gridsample._kernels`)."""
-    _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C,
-             4, pad, block, wconst, kind, azero, 2, MODE_LINEAR)
+    """2-D linear: fused 4-tap plan."""
+    nblk = (grid.shape[1] + block - 1) // block
+    gflat = grid.reshape(grid.size)
+    one, nanw = wconst[1], wconst[2]
+    for task in prange(N * nblk):
+        nb, off, wts, g, xn, on = _task(task, nblk, block, 4, 2, grid, gflat, xflat, xs_n,
+                                        outflat, os_n, os_p, wconst)
+        if pad == PAD_ZEROS:
+            plan_linear_zeros(g, nb, axc, sizes, strides, one, nanw, off, wts)
+        elif pad == PAD_BORDER:
+            plan_linear_border(g, nb, axc, sizes, strides, one, nanw, off, wts)
+        else:
+            plan_linear_reflection(g, nb, axc, sizes, strides, one, nanw, off, wts)
+        sweep_linear(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
 
 
 @kernel
 def forward_vector_nearest_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                               os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind,
                               azero):
-    """2-D nearest, vector plan."""
-    _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C,
-             1, pad, block, wconst, kind, azero, 2, MODE_NEAREST)
+    """2-D nearest: one tap."""
+    nblk = (grid.shape[1] + block - 1) // block
+    gflat = grid.reshape(grid.size)
+    one, nanw = wconst[1], wconst[2]
+    for task in prange(N * nblk):
+        nb, off, wts, g, xn, on = _task(task, nblk, block, 1, 2, grid, gflat, xflat, xs_n,
+                                        outflat, os_n, os_p, wconst)
+        if pad == PAD_ZEROS:
+            plan_nearest_zeros(g, nb, axc, sizes, strides, one, nanw, off, wts)
+        elif pad == PAD_BORDER:
+            plan_nearest_border(g, nb, axc, sizes, strides, one, nanw, off, wts)
+        else:
+            plan_nearest_reflection(g, nb, axc, sizes, strides, one, nanw, off, wts)
+        sweep_nearest(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
 
 
 @kernel
 def forward_vector_cubic_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                             os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind,
                             azero):
-    """2-D cubic, vector plan."""
-    _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C,
-             8, pad, block, wconst, kind, azero, 2, MODE_CUBIC)
+    """2-D cubic: per-axis tables (8 rows), 16 taps formed in the sweep."""
+    nblk = (grid.shape[1] + block - 1) // block
+    gflat = grid.reshape(grid.size)
+    for task in prange(N * nblk):
+        nb, off, wts, g, xn, on = _task(task, nblk, block, 8, 2, grid, gflat, xflat, xs_n,
+                                        outflat, os_n, os_p, wconst)
+        if pad == PAD_ZEROS:
+            plan_cubic_zeros(g, nb, axc, kc, sizes, strides, off, wts)
+        elif pad == PAD_BORDER:
+            plan_cubic_border(g, nb, axc, kc, sizes, strides, off, wts)
+        else:
+            plan_cubic_reflection(g, nb, axc, kc, sizes, strides, off, wts)
+        sweep_cubic(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
 
 
 @kernel
 def forward_vector_linear_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                              os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind,
                              azero):
-    """3-D linear, vector plan (per-axis tables: 6 rows)."""
-    _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C,
-             6, pad, block, wconst, kind, azero, 3, MODE_LINEAR)
+    """3-D linear: per-axis tables (6 rows), 8 taps formed in the sweep."""
+    nblk = (grid.shape[1] + block - 1) // block
+    gflat = grid.reshape(grid.size)
+    one = wconst[1]
+    for task in prange(N * nblk):
+        nb, off, wts, g, xn, on = _task(task, nblk, block, 6, 3, grid, gflat, xflat, xs_n,
+                                        outflat, os_n, os_p, wconst)
+        if pad == PAD_ZEROS:
+            plan_linear_3d_zeros(g, nb, axc, sizes, strides, one, off, wts)
+        elif pad == PAD_BORDER:
+            plan_linear_3d_border(g, nb, axc, sizes, strides, one, off, wts)
+        else:
+            plan_linear_3d_reflection(g, nb, axc, sizes, strides, one, off, wts)
+        sweep_linear_3d(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
 
 
 @kernel
 def forward_vector_nearest_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                               os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind,
                               azero):
-    """3-D nearest, vector plan."""
-    _forward(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C,
-             1, pad, block, wconst, kind, azero, 3, MODE_NEAREST)
+    """3-D nearest: one tap."""
+    nblk = (grid.shape[1] + block - 1) // block
+    gflat = grid.reshape(grid.size)
+    one, nanw = wconst[1], wconst[2]
+    for task in prange(N * nblk):
+        nb, off, wts, g, xn, on = _task(task, nblk, block, 1, 3, grid, gflat, xflat, xs_n,
+                                        outflat, os_n, os_p, wconst)
+        if pad == PAD_ZEROS:
+            plan_nearest_3d_zeros(g, nb, axc, sizes, strides, one, nanw, off, wts)
+        elif pad == PAD_BORDER:
+            plan_nearest_3d_border(g, nb, axc, sizes, strides, one, nanw, off, wts)
+        else:
+            plan_nearest_3d_reflection(g, nb, axc, sizes, strides, one, nanw, off, wts)
+        sweep_nearest(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
 
 
 #: Vector entries by (rank, mode); the engine uses them for the prange element
