@@ -120,7 +120,7 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
     # Branch-free planners and gather sweeps (gridsample._vector) where they
     # apply: planar sweeps and int32 offsets.
     vector = vector_kernel(r, plan.mode, plan.coord_dtype, plan.weight_dtype, sizes,
-                           strides) if native and not interleaved else None
+                           strides, conv.kind) if native and not interleaved else None
     forward = vector or FORWARD_KERNELS.get((r, plan.mode), kern.forward_nd)
     task = TASK_KERNELS.get((r, plan.mode), kern.task_nd)
 

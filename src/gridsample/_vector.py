@@ -42,7 +42,7 @@ import math
 
 import numpy as np
 
-from ._convert import load, store
+from ._convert import KIND_BF16, KIND_F16, KIND_NATIVE, load, store
 from ._jit import function, inline, kernel, prange
 from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
 from ._taps import (AXIS_HIGH, AXIS_MUL, AXIS_ONE, AXIS_REFLECT_LOW, AXIS_REFLECT_SPAN,
@@ -435,8 +435,8 @@ def _linear_sum(xc, kind, off, wts, j, zero):
     return acc
 
 
-@function
-def sweep_linear(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+@inline
+def _sweep_linear(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """All channels of a planned linear block: ``y = w0 v0 + w1 v1 + w2 v2 + w3 v3``."""
     zero = azero[0]
     c0 = 0
@@ -462,6 +462,21 @@ def sweep_linear(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero)
                 store(oc, j * os_p, _linear_sum(xc, kind, off, wts, j, zero), kind)
 
 
+@function
+def sweep_linear(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    _sweep_linear(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero)
+
+
+@function
+def sweep_linear_f16(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    _sweep_linear(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, KIND_F16, azero)
+
+
+@function
+def sweep_linear_bf16(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    _sweep_linear(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, KIND_BF16, azero)
+
+
 @inline
 def _cubic_sum(xc, kind, off, wts, j, zero):
     """``sum w_x w_y x[oy + ox]`` over the 16 taps, ``y`` outer, ``x`` inner (plan order)."""
@@ -480,8 +495,8 @@ def _cubic_sum(xc, kind, off, wts, j, zero):
     return acc
 
 
-@function
-def sweep_cubic(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+@inline
+def _sweep_cubic(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """All channels of a planned cubic block: the 16 taps summed in plan order."""
     zero = azero[0]
     for c in range(C):
@@ -493,6 +508,21 @@ def sweep_cubic(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
         else:
             for j in range(nb):
                 store(oc, j * os_p, _cubic_sum(xc, kind, off, wts, j, zero), kind)
+
+
+@function
+def sweep_cubic(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    _sweep_cubic(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero)
+
+
+@function
+def sweep_cubic_f16(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    _sweep_cubic(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, KIND_F16, azero)
+
+
+@function
+def sweep_cubic_bf16(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    _sweep_cubic(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, KIND_BF16, azero)
 
 
 @inline
@@ -517,8 +547,8 @@ def _linear_3d_sum(xc, kind, off, wts, j, zero):
     return acc
 
 
-@function
-def sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+@inline
+def _sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """All channels of a planned 3-D linear block."""
     zero = azero[0]
     for c in range(C):
@@ -533,7 +563,22 @@ def sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, aze
 
 
 @function
-def sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+def sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    _sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero)
+
+
+@function
+def sweep_linear_3d_f16(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    _sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, KIND_F16, azero)
+
+
+@function
+def sweep_linear_3d_bf16(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    _sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, KIND_BF16, azero)
+
+
+@inline
+def _sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """All channels of a planned nearest block: ``y = w0 v0``."""
     zero = azero[0]
     for c in range(C):
@@ -545,6 +590,21 @@ def sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero
         else:
             for j in range(nb):
                 store(oc, j * os_p, wts[0, j] * _tap(xc, kind, off[0, j], zero), kind)
+
+
+@function
+def sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    _sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero)
+
+
+@function
+def sweep_nearest_f16(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    _sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, KIND_F16, azero)
+
+
+@function
+def sweep_nearest_bf16(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    _sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, KIND_BF16, azero)
 
 
 @inline
@@ -587,7 +647,12 @@ def forward_vector_linear_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, o
             plan_linear_border(g, nb, axc, sizes, strides, one, nanw, off, wts)
         else:
             plan_linear_reflection(g, nb, axc, sizes, strides, one, nanw, off, wts)
-        sweep_linear(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        if kind == KIND_F16:  # a constant kind: the conversions vectorize
+            sweep_linear_f16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        elif kind == KIND_BF16:
+            sweep_linear_bf16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        else:
+            sweep_linear(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
 
 
 @kernel
@@ -607,7 +672,12 @@ def forward_vector_nearest_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, 
             plan_nearest_border(g, nb, axc, sizes, strides, one, nanw, off, wts)
         else:
             plan_nearest_reflection(g, nb, axc, sizes, strides, one, nanw, off, wts)
-        sweep_nearest(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        if kind == KIND_F16:  # a constant kind: the conversions vectorize
+            sweep_nearest_f16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        elif kind == KIND_BF16:
+            sweep_nearest_bf16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        else:
+            sweep_nearest(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
 
 
 @kernel
@@ -626,7 +696,12 @@ def forward_vector_cubic_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, ou
             plan_cubic_border(g, nb, axc, kc, sizes, strides, off, wts)
         else:
             plan_cubic_reflection(g, nb, axc, kc, sizes, strides, off, wts)
-        sweep_cubic(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        if kind == KIND_F16:  # a constant kind: the conversions vectorize
+            sweep_cubic_f16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        elif kind == KIND_BF16:
+            sweep_cubic_bf16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        else:
+            sweep_cubic(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
 
 
 @kernel
@@ -646,7 +721,12 @@ def forward_vector_linear_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, o
             plan_linear_3d_border(g, nb, axc, sizes, strides, one, off, wts)
         else:
             plan_linear_3d_reflection(g, nb, axc, sizes, strides, one, off, wts)
-        sweep_linear_3d(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        if kind == KIND_F16:  # a constant kind: the conversions vectorize
+            sweep_linear_3d_f16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        elif kind == KIND_BF16:
+            sweep_linear_3d_bf16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        else:
+            sweep_linear_3d(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
 
 
 @kernel
@@ -666,7 +746,12 @@ def forward_vector_nearest_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, 
             plan_nearest_3d_border(g, nb, axc, sizes, strides, one, nanw, off, wts)
         else:
             plan_nearest_3d_reflection(g, nb, axc, sizes, strides, one, nanw, off, wts)
-        sweep_nearest(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        if kind == KIND_F16:  # a constant kind: the conversions vectorize
+            sweep_nearest_f16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        elif kind == KIND_BF16:
+            sweep_nearest_bf16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        else:
+            sweep_nearest(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
 
 
 #: Vector entries by (rank, mode); the engine uses them for the prange element
@@ -680,7 +765,7 @@ VECTOR_KERNELS = {
 }
 
 
-def vector_kernel(rank, mode, coord_dtype, weight_dtype, sizes, strides):
+def vector_kernel(rank, mode, coord_dtype, weight_dtype, sizes, strides, kind=KIND_NATIVE):
     """The vector entry for these arguments, or None where the general kernels must run.
 
     Cubic and 3-D linear keep per-axis weights in the weight dtype and
