@@ -346,77 +346,77 @@ def _plan_nearest_3d(grid, nb, pad, axc, sizes, strides, one, nanw, off, wts):
 # LLVM kept the whole loop scalar (reflection's fmod is a library call).
 
 @function
-def plan_linear_zeros(grid, nb, axc, sizes, strides, one, nanw, off, wts):
+def plan_linear_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     _plan_linear(grid, nb, PAD_ZEROS, axc, sizes, strides, one, nanw, off, wts)
 
 
 @function
-def plan_linear_border(grid, nb, axc, sizes, strides, one, nanw, off, wts):
+def plan_linear_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     _plan_linear(grid, nb, PAD_BORDER, axc, sizes, strides, one, nanw, off, wts)
 
 
 @function
-def plan_linear_reflection(grid, nb, axc, sizes, strides, one, nanw, off, wts):
+def plan_linear_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     _plan_linear(grid, nb, PAD_REFLECTION, axc, sizes, strides, one, nanw, off, wts)
 
 
 @function
-def plan_nearest_zeros(grid, nb, axc, sizes, strides, one, nanw, off, wts):
+def plan_nearest_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     _plan_nearest(grid, nb, PAD_ZEROS, axc, sizes, strides, one, nanw, off, wts)
 
 
 @function
-def plan_nearest_border(grid, nb, axc, sizes, strides, one, nanw, off, wts):
+def plan_nearest_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     _plan_nearest(grid, nb, PAD_BORDER, axc, sizes, strides, one, nanw, off, wts)
 
 
 @function
-def plan_nearest_reflection(grid, nb, axc, sizes, strides, one, nanw, off, wts):
+def plan_nearest_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     _plan_nearest(grid, nb, PAD_REFLECTION, axc, sizes, strides, one, nanw, off, wts)
 
 
 @function
-def plan_cubic_zeros(grid, nb, axc, kc, sizes, strides, off, wts):
+def plan_cubic_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     _plan_cubic(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, off, wts)
 
 
 @function
-def plan_cubic_border(grid, nb, axc, kc, sizes, strides, off, wts):
+def plan_cubic_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     _plan_cubic(grid, nb, PAD_BORDER, axc, kc, sizes, strides, off, wts)
 
 
 @function
-def plan_cubic_reflection(grid, nb, axc, kc, sizes, strides, off, wts):
+def plan_cubic_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     _plan_cubic(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, off, wts)
 
 
 @function
-def plan_linear_3d_zeros(grid, nb, axc, sizes, strides, one, off, wts):
+def plan_linear_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     _plan_linear_3d(grid, nb, PAD_ZEROS, axc, sizes, strides, one, off, wts)
 
 
 @function
-def plan_linear_3d_border(grid, nb, axc, sizes, strides, one, off, wts):
+def plan_linear_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     _plan_linear_3d(grid, nb, PAD_BORDER, axc, sizes, strides, one, off, wts)
 
 
 @function
-def plan_linear_3d_reflection(grid, nb, axc, sizes, strides, one, off, wts):
+def plan_linear_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     _plan_linear_3d(grid, nb, PAD_REFLECTION, axc, sizes, strides, one, off, wts)
 
 
 @function
-def plan_nearest_3d_zeros(grid, nb, axc, sizes, strides, one, nanw, off, wts):
+def plan_nearest_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     _plan_nearest_3d(grid, nb, PAD_ZEROS, axc, sizes, strides, one, nanw, off, wts)
 
 
 @function
-def plan_nearest_3d_border(grid, nb, axc, sizes, strides, one, nanw, off, wts):
+def plan_nearest_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     _plan_nearest_3d(grid, nb, PAD_BORDER, axc, sizes, strides, one, nanw, off, wts)
 
 
 @function
-def plan_nearest_3d_reflection(grid, nb, axc, sizes, strides, one, nanw, off, wts):
+def plan_nearest_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     _plan_nearest_3d(grid, nb, PAD_REFLECTION, axc, sizes, strides, one, nanw, off, wts)
 
 
@@ -626,132 +626,123 @@ def _task(task, nblk, block, K, rank, grid, gflat, xflat, xs_n, outflat, os_n, o
             outflat[n * os_n + p0 * os_p:])
 
 
+@inline
+def _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
+         block, wconst, kind, azero, K, rank, plan_zeros, plan_border, plan_reflection, sweep,
+         sweep_bf16):
+    """The prange body every entry shares: plan each block with the padding's
+    planner, then sweep its channels (``sweep_bf16`` for bfloat16 ``x``)."""
+    nblk = (grid.shape[1] + block - 1) // block
+    gflat = grid.reshape(grid.size)
+    one, nanw = wconst[1], wconst[2]
+    for task in prange(N * nblk):
+        nb, off, wts, g, xn, on = _task(task, nblk, block, K, rank, grid, gflat, xflat, xs_n,
+                                        outflat, os_n, os_p, wconst)
+        if pad == PAD_ZEROS:
+            plan_zeros(g, nb, axc, kc, sizes, strides, one, nanw, off, wts)
+        elif pad == PAD_BORDER:
+            plan_border(g, nb, axc, kc, sizes, strides, one, nanw, off, wts)
+        else:
+            plan_reflection(g, nb, axc, kc, sizes, strides, one, nanw, off, wts)
+        if kind == KIND_BF16:
+            sweep_bf16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+        else:
+            sweep(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+
+
 # The entries share the signature of gridsample._kernels' (unused arguments
-# included).  Each names only its own planners and sweep, so compiling one
-# compiles nothing else.
+# included).  Each names only its own planners and sweeps, so compiling one
+# compiles nothing else; the *_half entries serve float16 / bfloat16 ``x``
+# (their sweeps fix the element kind at compile time).
 
 @kernel
-def forward_vector_linear_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                             os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind,
-                             azero):
+def forward_vector_linear_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
+        mode, pad, block, interleaved, wconst, kind, azero):
     """2-D linear: fused 4-tap plan."""
-    nblk = (grid.shape[1] + block - 1) // block
-    gflat = grid.reshape(grid.size)
-    one, nanw = wconst[1], wconst[2]
-    for task in prange(N * nblk):
-        nb, off, wts, g, xn, on = _task(task, nblk, block, 4, 2, grid, gflat, xflat, xs_n,
-                                        outflat, os_n, os_p, wconst)
-        if pad == PAD_ZEROS:
-            plan_linear_zeros(g, nb, axc, sizes, strides, one, nanw, off, wts)
-        elif pad == PAD_BORDER:
-            plan_linear_border(g, nb, axc, sizes, strides, one, nanw, off, wts)
-        else:
-            plan_linear_reflection(g, nb, axc, sizes, strides, one, nanw, off, wts)
-        if kind == KIND_F16:  # a constant kind: the conversions vectorize
-            sweep_linear_f16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
-        elif kind == KIND_BF16:
-            sweep_linear_bf16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
-        else:
-            sweep_linear(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
+         block, wconst, kind, azero, 4, 2, plan_linear_zeros, plan_linear_border,
+         plan_linear_reflection, sweep_linear, sweep_linear)
 
 
 @kernel
-def forward_vector_nearest_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                              os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind,
-                              azero):
+def forward_vector_linear_2d_half(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
+        mode, pad, block, interleaved, wconst, kind, azero):
+    """2-D linear: fused 4-tap plan (float16 / bfloat16 x)."""
+    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
+         block, wconst, kind, azero, 4, 2, plan_linear_zeros, plan_linear_border,
+         plan_linear_reflection, sweep_linear_f16, sweep_linear_bf16)
+
+
+@kernel
+def forward_vector_nearest_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
+        mode, pad, block, interleaved, wconst, kind, azero):
     """2-D nearest: one tap."""
-    nblk = (grid.shape[1] + block - 1) // block
-    gflat = grid.reshape(grid.size)
-    one, nanw = wconst[1], wconst[2]
-    for task in prange(N * nblk):
-        nb, off, wts, g, xn, on = _task(task, nblk, block, 1, 2, grid, gflat, xflat, xs_n,
-                                        outflat, os_n, os_p, wconst)
-        if pad == PAD_ZEROS:
-            plan_nearest_zeros(g, nb, axc, sizes, strides, one, nanw, off, wts)
-        elif pad == PAD_BORDER:
-            plan_nearest_border(g, nb, axc, sizes, strides, one, nanw, off, wts)
-        else:
-            plan_nearest_reflection(g, nb, axc, sizes, strides, one, nanw, off, wts)
-        if kind == KIND_F16:  # a constant kind: the conversions vectorize
-            sweep_nearest_f16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
-        elif kind == KIND_BF16:
-            sweep_nearest_bf16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
-        else:
-            sweep_nearest(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
+         block, wconst, kind, azero, 1, 2, plan_nearest_zeros, plan_nearest_border,
+         plan_nearest_reflection, sweep_nearest, sweep_nearest)
 
 
 @kernel
-def forward_vector_cubic_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                            os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind,
-                            azero):
+def forward_vector_nearest_2d_half(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
+        mode, pad, block, interleaved, wconst, kind, azero):
+    """2-D nearest: one tap (float16 / bfloat16 x)."""
+    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
+         block, wconst, kind, azero, 1, 2, plan_nearest_zeros, plan_nearest_border,
+         plan_nearest_reflection, sweep_nearest_f16, sweep_nearest_bf16)
+
+
+@kernel
+def forward_vector_cubic_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
+        mode, pad, block, interleaved, wconst, kind, azero):
     """2-D cubic: per-axis tables (8 rows), 16 taps formed in the sweep."""
-    nblk = (grid.shape[1] + block - 1) // block
-    gflat = grid.reshape(grid.size)
-    for task in prange(N * nblk):
-        nb, off, wts, g, xn, on = _task(task, nblk, block, 8, 2, grid, gflat, xflat, xs_n,
-                                        outflat, os_n, os_p, wconst)
-        if pad == PAD_ZEROS:
-            plan_cubic_zeros(g, nb, axc, kc, sizes, strides, off, wts)
-        elif pad == PAD_BORDER:
-            plan_cubic_border(g, nb, axc, kc, sizes, strides, off, wts)
-        else:
-            plan_cubic_reflection(g, nb, axc, kc, sizes, strides, off, wts)
-        if kind == KIND_F16:  # a constant kind: the conversions vectorize
-            sweep_cubic_f16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
-        elif kind == KIND_BF16:
-            sweep_cubic_bf16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
-        else:
-            sweep_cubic(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
+         block, wconst, kind, azero, 8, 2, plan_cubic_zeros, plan_cubic_border,
+         plan_cubic_reflection, sweep_cubic, sweep_cubic)
 
 
 @kernel
-def forward_vector_linear_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                             os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind,
-                             azero):
+def forward_vector_cubic_2d_half(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
+        mode, pad, block, interleaved, wconst, kind, azero):
+    """2-D cubic: per-axis tables (8 rows), 16 taps formed in the sweep (float16 / bfloat16 x)."""
+    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
+         block, wconst, kind, azero, 8, 2, plan_cubic_zeros, plan_cubic_border,
+         plan_cubic_reflection, sweep_cubic_f16, sweep_cubic_bf16)
+
+
+@kernel
+def forward_vector_linear_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
+        mode, pad, block, interleaved, wconst, kind, azero):
     """3-D linear: per-axis tables (6 rows), 8 taps formed in the sweep."""
-    nblk = (grid.shape[1] + block - 1) // block
-    gflat = grid.reshape(grid.size)
-    one = wconst[1]
-    for task in prange(N * nblk):
-        nb, off, wts, g, xn, on = _task(task, nblk, block, 6, 3, grid, gflat, xflat, xs_n,
-                                        outflat, os_n, os_p, wconst)
-        if pad == PAD_ZEROS:
-            plan_linear_3d_zeros(g, nb, axc, sizes, strides, one, off, wts)
-        elif pad == PAD_BORDER:
-            plan_linear_3d_border(g, nb, axc, sizes, strides, one, off, wts)
-        else:
-            plan_linear_3d_reflection(g, nb, axc, sizes, strides, one, off, wts)
-        if kind == KIND_F16:  # a constant kind: the conversions vectorize
-            sweep_linear_3d_f16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
-        elif kind == KIND_BF16:
-            sweep_linear_3d_bf16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
-        else:
-            sweep_linear_3d(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
+         block, wconst, kind, azero, 6, 3, plan_linear_3d_zeros, plan_linear_3d_border,
+         plan_linear_3d_reflection, sweep_linear_3d, sweep_linear_3d)
 
 
 @kernel
-def forward_vector_nearest_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                              os_c, os_p, N, C, K, mode, pad, block, interleaved, wconst, kind,
-                              azero):
+def forward_vector_linear_3d_half(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
+        mode, pad, block, interleaved, wconst, kind, azero):
+    """3-D linear: per-axis tables (6 rows), 8 taps formed in the sweep (float16 / bfloat16 x)."""
+    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
+         block, wconst, kind, azero, 6, 3, plan_linear_3d_zeros, plan_linear_3d_border,
+         plan_linear_3d_reflection, sweep_linear_3d_f16, sweep_linear_3d_bf16)
+
+
+@kernel
+def forward_vector_nearest_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
+        mode, pad, block, interleaved, wconst, kind, azero):
     """3-D nearest: one tap."""
-    nblk = (grid.shape[1] + block - 1) // block
-    gflat = grid.reshape(grid.size)
-    one, nanw = wconst[1], wconst[2]
-    for task in prange(N * nblk):
-        nb, off, wts, g, xn, on = _task(task, nblk, block, 1, 3, grid, gflat, xflat, xs_n,
-                                        outflat, os_n, os_p, wconst)
-        if pad == PAD_ZEROS:
-            plan_nearest_3d_zeros(g, nb, axc, sizes, strides, one, nanw, off, wts)
-        elif pad == PAD_BORDER:
-            plan_nearest_3d_border(g, nb, axc, sizes, strides, one, nanw, off, wts)
-        else:
-            plan_nearest_3d_reflection(g, nb, axc, sizes, strides, one, nanw, off, wts)
-        if kind == KIND_F16:  # a constant kind: the conversions vectorize
-            sweep_nearest_f16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
-        elif kind == KIND_BF16:
-            sweep_nearest_bf16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
-        else:
-            sweep_nearest(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
+    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
+         block, wconst, kind, azero, 1, 3, plan_nearest_3d_zeros, plan_nearest_3d_border,
+         plan_nearest_3d_reflection, sweep_nearest, sweep_nearest)
+
+
+@kernel
+def forward_vector_nearest_3d_half(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
+        mode, pad, block, interleaved, wconst, kind, azero):
+    """3-D nearest: one tap (float16 / bfloat16 x)."""
+    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
+         block, wconst, kind, azero, 1, 3, plan_nearest_3d_zeros, plan_nearest_3d_border,
+         plan_nearest_3d_reflection, sweep_nearest_f16, sweep_nearest_bf16)
 
 
 #: Vector entries by (rank, mode); the engine uses them for the prange element
@@ -764,6 +755,15 @@ VECTOR_KERNELS = {
     (3, MODE_NEAREST): forward_vector_nearest_3d,
 }
 
+#: The same for float16 / bfloat16 ``x``.
+HALF_VECTOR_KERNELS = {
+    (2, MODE_LINEAR): forward_vector_linear_2d_half,
+    (2, MODE_NEAREST): forward_vector_nearest_2d_half,
+    (2, MODE_CUBIC): forward_vector_cubic_2d_half,
+    (3, MODE_LINEAR): forward_vector_linear_3d_half,
+    (3, MODE_NEAREST): forward_vector_nearest_3d_half,
+}
+
 
 def vector_kernel(rank, mode, coord_dtype, weight_dtype, sizes, strides, kind=KIND_NATIVE):
     """The vector entry for these arguments, or None where the general kernels must run.
@@ -773,7 +773,8 @@ def vector_kernel(rank, mode, coord_dtype, weight_dtype, sizes, strides, kind=KI
     coordinates are not wider than weights (a float64 grid with float32 ``x``
     forms the products in float64 and rounds once: the general kernels run).
     """
-    kernel_ = VECTOR_KERNELS.get((rank, mode))
+    table = HALF_VECTOR_KERNELS if kind in (KIND_F16, KIND_BF16) else VECTOR_KERNELS
+    kernel_ = table.get((rank, mode))
     if kernel_ is None or not fits_int32(sizes, strides):
         return None
     per_axis_weights = mode == MODE_CUBIC or (rank == 3 and mode == MODE_LINEAR)
