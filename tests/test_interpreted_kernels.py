@@ -28,9 +28,14 @@ DTYPE_SELECTION = ("TestRoundingAndSaturationByHand or test_every_type_channel_l
                    "TestStrings")
 
 
+# The vector kernels against the general ones, both interpreted (all of it: small cases).
+VECTOR_SELECTION = "vector or general or guard or nan_on or layouts"
+
+
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="already interpreted")
 @pytest.mark.parametrize("module,selection", [("test_vs_reference.py", SELECTION),
-                                              ("test_dtypes.py", DTYPE_SELECTION)])
+                                              ("test_dtypes.py", DTYPE_SELECTION),
+                                              ("test_vector_kernels.py", VECTOR_SELECTION)])
 def test_reference_twins_pass_with_jit_disabled(module, selection):
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
     proc = subprocess.run(

@@ -184,7 +184,9 @@ def linear_axis(g, pad, ax, one, size):
     f = np.floor(x)
     d = x - f
     i0 = int(f)
-    return i0, one - d, d, i0 >= 0 and i0 < size, i0 >= -1 and i0 + 1 < size, False
+    # one * d: the weight dtype also when the kernels run as plain Python (NUMBA_DISABLE_JIT),
+    # where the tuple is not unified to one type as it is in compiled code.
+    return i0, one - d, one * d, i0 >= 0 and i0 < size, i0 >= -1 and i0 + 1 < size, False
 
 
 @inline
