@@ -57,8 +57,15 @@ def _kernel_lines():
         by_rank.setdefault(rank, []).append(MODE_NAMES[mode])
     special = "; ".join(f"{r}-D {', '.join(m)}" for r, m in sorted(by_rank.items()))
     fast = ", ".join(getattr(_engine, "_PRANGE_DTYPES", ()))
+    from .._vector import VECTOR_KERNELS
+
+    by_rank = {}
+    for rank, mode in sorted(VECTOR_KERNELS):
+        by_rank.setdefault(rank, []).append(MODE_NAMES[mode])
+    vector = "; ".join(f"{r}-D {', '.join(m)}" for r, m in sorted(by_rank.items()))
     lines = [f"kernels: forward {special}; any other rank / mode: the general N-D kernel",
-             f"         parallel kernels for {fast}; every other element type on a thread pool"]
+             f"         parallel kernels for {fast}; every other element type on a thread pool",
+             f"         vector (SIMD) kernels for those types, planar sweeps: {vector}"]
     backward = "yes" if hasattr(gridsample, "grid_sample_backward") else "not in this version"
     lines.append(f"         backward (grid_sample_backward): {backward}")
     return lines
