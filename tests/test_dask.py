@@ -186,6 +186,53 @@ def test_region_reads_only_the_footprint(rng):
     assert c.reads == []
 
 
+def test_stand_in_reads_stay_inside_the_window_buffer(rng):
+    # The kernels read element (n, c, 0, ..., 0) for taps that read nothing;
+    # in a block's full-size view that address must be inside memory the task holds.
+    win = rng.standard_normal((1, 2, 5, 6)).astype(np.float32)
+    window = ((700, 704), (300, 305))
+    spec = _block.RegionSpec(0, 0, False, False, (1000, 800), np.dtype(np.float32),
+                             np.dtype(np.float32), (0, 1), (0, 2), 1)
+    anchored = _block._anchored(win, window, spec)
+    view = _block._virtual(anchored, window, spec)
+    np.testing.assert_array_equal(view[:, :, 700:705, 300:306], win)
+    start = anchored.base.__array_interface__["data"][0]
+    stop = start + anchored.base.nbytes
+    for n, c in itertools.product(range(1), range(2)):
+        addr = view[n, c, :1, :1].__array_interface__["data"][0]
+        assert start <= addr < stop
+
+
+_FRESH_COPIES = """
+import numpy as np, dask.array as da, gridsample, gridsample._engine as E, gridsample.dask as gd
+if {general}:
+    E.vector_kernel = lambda *a: None
+class Store:  # like zarr: every read returns a new array
+    def __init__(self, a): self.a, self.shape, self.dtype = a, a.shape, a.dtype
+    def __getitem__(self, idx): return np.array(self.a[idx])
+x = np.ones((1, 1, 4096, 2048), np.float32)
+gy = np.linspace(0.9, 0.95, 16)
+gx = np.tile([-0.9, 0.99999], 8)  # the second reads a tap outside (zeros padding)
+grid = np.stack([gx, gy], -1).reshape(1, 4, 4, 2).astype(np.float32)
+grid[0, 0, 0, 0] = np.nan          # a NaN point
+xd = da.from_array(Store(x), chunks=(1, 1, 1024, 1024), inline_array=False,
+                   meta=np.empty((0,) * 4, np.float32))
+for mode in ("linear", "nearest", "cubic"):
+    got = gd.grid_sample(xd, da.from_array(grid, chunks=(1, 2, 2, 2)), mode).compute()
+    np.testing.assert_array_equal(got, gridsample.grid_sample(x, grid, mode))
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("general", [False, True])
+def test_far_windows_from_a_copying_store_do_not_crash(general):
+    # Before the window buffer was anchored, these stand-in reads hit unmapped
+    # memory (a segmentation fault): run in a child process so a crash is a failure.
+    out = subprocess.run([sys.executable, "-c", _FRESH_COPIES.format(general=general)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
 # --------------------------------------------------------------------------
 # affine_warp.
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import gridsample
-from gridsample import _engine, _vector
+from gridsample import _engine, _vector, reference
 from conftest import ALIGNS, PADDINGS
 
 VECTOR_MODES = ("linear", "nearest", "cubic")
@@ -130,6 +130,21 @@ def test_nan_on_an_axis_of_size_one(monkeypatch, mode):
         got = gridsample.grid_sample(x, grid, mode, pad, align)
         np.testing.assert_array_equal(got, general(monkeypatch, x, grid, mode, pad, align))
         assert np.isnan(got[0, 0, 0, :2]).all()
+
+
+def test_infinite_coordinate_under_border_reads_the_edge_value(monkeypatch):
+    # Rule 7: ±inf under border gives the edge value, also when the edge holds
+    # ±inf (a zero-weight tap must not turn it into NaN); cubic reads one tap.
+    x = np.arange(16.0, dtype=np.float32).reshape(1, 1, 4, 4)
+    x[0, 0, 0, 3] = np.inf
+    x[0, 0, 3, 0] = -np.inf
+    grid = np.array([[[[np.inf, -np.inf], [-np.inf, np.inf], [np.inf, np.inf], [0.1, -np.inf]]]],
+                    np.float32)
+    for mode in VECTOR_MODES:
+        got = gridsample.grid_sample(x, grid, mode, "border")
+        np.testing.assert_array_equal(got, general(monkeypatch, x, grid, mode, "border"))
+        np.testing.assert_array_equal(got, reference.grid_sample(x, grid, mode, "border"))
+        np.testing.assert_array_equal(got[0, 0, 0, :3], [np.inf, -np.inf, 15.0])
 
 
 def test_int32_offsets_guard(rng, monkeypatch):

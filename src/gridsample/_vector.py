@@ -234,8 +234,11 @@ def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan):
         t2, t3 = _reflect(t2, ax, zero), _reflect(t3, ax, zero)
     last = np.int32(size - 1)
     i0, i1, i2, i3 = np.int32(t0), np.int32(t1), np.int32(t2), np.int32(t3)
+    # ±inf under border reads only its weight-1 tap (an inf at the edge stays
+    # inf, not 0 * inf = NaN), as the general kernels drop the others.
+    keep = not edge
     return (min(i0, last), min(i1, last), min(i2, last), min(i3, last), w0, w1, w2, w3,
-            True, True, True, True)
+            keep, True, keep, keep)
 
 
 @inline

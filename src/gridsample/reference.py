@@ -91,9 +91,12 @@ def _axis_taps(x, size, mode, padding, align_corners):
     """
     if mode == MODE_CUBIC:
         nan = np.isnan(x) | (np.isinf(x) & (padding == PAD_REFLECTION))
+        far = np.isinf(x) & (padding == PAD_BORDER)
         if padding == PAD_BORDER:
             # +-inf: every tap clips to the edge; a far finite stand-in with
             # a zero fraction gives the same taps and weights (0, 1, 0, 0).
+            # Only the weight-1 tap is read (rule 7: the edge value, also
+            # where the edge holds inf and 0 * inf would be NaN).
             x = np.where(np.isinf(x), np.copysign(size + 8.0, x), x)
         f = np.floor(x)
         frac = (x - f).astype(np.float64)  # exact; weights in float64 from here
@@ -106,6 +109,8 @@ def _axis_taps(x, size, mode, padding, align_corners):
             elif padding == PAD_REFLECTION:
                 idx = _reflect(np.where(np.isfinite(idx), idx, 0.0), size, align_corners)
             valid = (idx >= 0) & (idx <= size - 1)
+            if k != 0:
+                valid = valid & ~far
             taps.append((idx, w, valid))
         return taps, nan
 

@@ -11,8 +11,11 @@ element, with the window's strides::
 
     virtual[n, c, i_1, ..., i_r]  ==  window[n, c, i_1 - lo_1, ..., i_r - lo_r]
 
-for every ``i_a`` in ``[lo_a, hi_a]`` -- the only indices the kernel reads.  The
-kernel therefore computes bit for bit what it computes on the whole ``x``.
+for every ``i_a`` in ``[lo_a, hi_a]`` -- the only indices whose values the kernel
+uses.  The kernel therefore computes bit for bit what it computes on the whole
+``x``.  It also reads element ``(n, c, 0, ..., 0)`` as a stand-in for taps
+that read nothing (and discards the value); the window is placed in a zeroed
+buffer so that this address is inside it too (:func:`_anchored`).
 
 Safety.  Reading any other index of ``virtual`` would read memory outside the
 window, so before calling the kernel the task recomputes the exact footprint of
@@ -237,9 +240,35 @@ def _native(dtype):
     return dtype.newbyteorder("=") if not dtype.isnative else dtype
 
 
+def _anchored(win: np.ndarray, window, spec) -> np.ndarray:
+    """``win`` copied C-contiguous into a zeroed buffer, ``base`` elements after its start.
+
+    Besides the taps inside the window, the kernels read element
+    ``(n, c, 0, ..., 0)`` of a plane as a stand-in where a point reads
+    nothing (a tap outside under zeros padding, a NaN point) and then discard
+    the value.  In the full-size view that element lies ``base = sum_a lo_a *
+    stride_a`` elements before the window, so the window is placed that far
+    into its buffer: every such read then lands in the buffer (in its zeros,
+    or in the window).  The zeros are never written; for large buffers
+    ``np.zeros`` maps untouched pages lazily, so they cost address space, not
+    memory (``base`` is at most the window's size times the number of
+    windows along the outermost spatial axis).
+    """
+    if window is None:
+        return win
+    r = len(spec.in_spatial)
+    spatial_axes = range(1, 1 + r) if spec.channel_last else range(2, 2 + r)
+    cstrides = np.cumprod((1,) + win.shape[:0:-1])[::-1]  # C-order element strides
+    base = sum(int(window[a][0]) * int(cstrides[axis]) for a, axis in enumerate(spatial_axes))
+    buf = np.zeros(base + win.size, win.dtype)
+    out = buf[base:].reshape(win.shape)
+    out[...] = win
+    return out
+
+
 def _kernel(win, window, grid_block, spec) -> np.ndarray:
     """The in-memory operator on ``win`` shown as the full-size ``x``."""
-    x = _virtual(win, window, spec)
+    x = _virtual(_anchored(win, window, spec), window, spec)
     with kernel_threads(spec.threads):
         return _grid_sample(x, grid_block, spec.mode, spec.pad, spec.align,
                             channel_last=spec.channel_last)
