@@ -187,7 +187,10 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
       inline_array=False)``: each task computes its own footprint from its
       grid block and reads exactly that box from the source.  Building the
       graph computes and reads nothing; the grid is computed once, by the
-      tasks.
+      tasks.  The source is read concurrently without ``from_array``'s
+      ``lock``: for a store that is not thread-safe, use processes or
+      ``scheduler="sync"``.  A NumPy ``x`` travels whole in the graph (to
+      every worker of a cluster); give a cluster a zarr array instead.
     * ``x`` is any other Dask array (the result of a computation) and the
       grid is a Dask array: an output block's input chunks must be named when
       the graph is built, so the footprints are computed then -- the grid is
@@ -234,7 +237,7 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     if source is not None:
         # Fully lazy: each task reads the window its own grid block needs.
         src_key, src_layers = source
-        token = tokenize(src_key, gd, mode_code, pad_code, align, chan_last, threads)
+        token = tokenize(src_key, xd.chunks, gd, mode_code, pad_code, align, chan_last, threads)
         name = f"gridsample-grid-sample-{token}"
         dsk = {}
         for ib in range(len(batch_chunks)):
