@@ -18,26 +18,20 @@ import argparse
 
 import numpy as np
 
-from benchmarks.bench_forward import Case
+from benchmarks.bench_forward import default_cases as forward_cases
 from benchmarks.timing import SETTLE_SECONDS, first_call_seconds, interleaved_medians, report
 
 TORCH_MODE = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}
 
 
+#: Forward benchmark cases the backward benchmark leaves out.
+_NOT_TIMED = {"maps 1x64x256² linear border", "volume 1x2x96³ nearest",
+              "volume 1x128³x1 linear channel-last", "volume 2x64³x4 linear channel-last"}
+
+
 def default_cases():
-    img, vol = (1, 3, 1024, 1024), (1, 1, 128, 128, 128)
-    cases = []
-    for mode in ("linear", "nearest", "cubic"):
-        for grid in ("smooth", "random"):
-            cases.append(Case(f"image 1x3x1024² {mode} {grid}", img, (1024, 1024), mode,
-                              grid=grid))
-    cases += [
-        Case("maps 8x32x128² linear", (8, 32, 128, 128), (128, 128)),
-        Case("volume 1x1x128³ linear", vol, (128, 128, 128)),
-        Case("volume 2x4x64³ linear random", (2, 4, 64, 64, 64), (64, 64, 64), grid="random"),
-        Case("image 1x1024²x3 linear channel-last", img, (1024, 1024), channel_last=True),
-    ]
-    return cases
+    """The forward benchmark's cases, less those in ``_NOT_TIMED``."""
+    return [case for case in forward_cases() if case.name not in _NOT_TIMED]
 
 
 def runners_for(case, rng):

@@ -88,6 +88,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._affine import base_coordinates  # affine_grid's own identity coordinates
 from ._errors import FAILURE, CLIError
 
 __all__ = [
@@ -102,20 +103,6 @@ def pixel_step(size: int, align_corners: bool) -> float:
     if align_corners:
         return 2.0 / (size - 1) if size > 1 else 2.0
     return 2.0 / size if size > 0 else 2.0
-
-
-def base_coordinates(size: int, align_corners: bool) -> np.ndarray:
-    """Identity normalized coordinates of the ``size`` pixels of an axis, float64.
-
-    ``2 i / (S - 1) - 1`` (align_corners) or ``(2 i + 1) / S - 1``; 0 for
-    ``S = 1``: the same numbers as :func:`gridsample.affine_grid` uses.
-    """
-    i = np.arange(size, dtype=np.float64)
-    if size == 1:
-        return np.zeros(1)
-    if align_corners:
-        return 2.0 * i / (size - 1) - 1.0
-    return (2.0 * i + 1.0) / size - 1.0
 
 
 def grid_dtype_for(x_dtype: np.dtype) -> np.dtype:
