@@ -165,14 +165,19 @@ def test_region_tasks_rank3_channel_last_broadcast(rng, tmp_path, mode):
             same(gdask.grid_sample(src, gd, mode, pad, True, channel_last=True).compute(), want)
 
 
-def test_region_reads_only_the_footprint(rng):
-    # The grid looks at x in [10, 21], y in [40, 50] (pixels, align_corners):
-    # linear reads columns 10..22, rows 40..51; with MARGIN = 1, 9..23 and 39..52.
+def looking_at_a_corner(rng):
+    """A 64x64 image in counted 8x8 chunks, and a 6x6 grid that looks at x in
+    [10, 21], y in [40, 50] (pixels, align_corners): linear reads columns
+    10..22, rows 40..51; with MARGIN = 1, 9..23 and 39..52."""
     x = rng.standard_normal((1, 1, 64, 64)).astype(np.float32)
     c, xd = counted(x, (1, 1, 8, 8))
     px = rng.uniform(10, 21, (1, 6, 6))
     py = rng.uniform(40, 50, (1, 6, 6))
-    grid = np.stack([px / 63 * 2 - 1, py / 63 * 2 - 1], -1)
+    return x, c, xd, np.stack([px / 63 * 2 - 1, py / 63 * 2 - 1], -1)
+
+
+def test_region_reads_only_the_footprint(rng):
+    x, c, xd, grid = looking_at_a_corner(rng)
     gd = da.from_array(grid, chunks=(1, 3, 3, 2))
     got = gdask.grid_sample(xd, gd, "linear", "zeros", True).compute()
     same(got, gridsample.grid_sample(x, grid, "linear", "zeros", True))
@@ -191,8 +196,10 @@ def test_stand_in_reads_stay_inside_the_window_buffer(rng):
     # in a block's full-size view that address must be inside memory the task holds.
     win = rng.standard_normal((1, 2, 5, 6)).astype(np.float32)
     window = ((700, 704), (300, 305))
-    spec = _block.RegionSpec(0, 0, False, False, (1000, 800), np.dtype(np.float32),
-                             np.dtype(np.float32), (0, 1), (0, 2), 1)
+    spec = _block.RegionSpec(mode=0, pad=0, align=False, channel_last=False,
+                             in_spatial=(1000, 800), coord_dtype=np.dtype(np.float32),
+                             dtype=np.dtype(np.float32), threads=1, batch_range=(0, 1),
+                             channel_range=(0, 2))
     anchored = _block._anchored(win, window, spec)
     view = _block._virtual(anchored, window, spec)
     np.testing.assert_array_equal(view[:, :, 700:705, 300:306], win)
@@ -313,13 +320,7 @@ def test_computed_x_with_a_dask_grid_plans_footprints_from_the_grid(rng):
 
 
 def test_only_the_footprint_is_read(rng):
-    # A 64x64 image in 8x8 chunks; the grid looks at x in [10, 21], y in [40, 50]
-    # (pixel coordinates, align_corners): linear reads columns 10..22, rows 40..51.
-    x = rng.standard_normal((1, 1, 64, 64)).astype(np.float32)
-    c, xd = counted(x, (1, 1, 8, 8))
-    px = rng.uniform(10, 21, (1, 6, 6))
-    py = rng.uniform(40, 50, (1, 6, 6))
-    grid = np.stack([px / 63 * 2 - 1, py / 63 * 2 - 1], -1)
+    x, c, xd, grid = looking_at_a_corner(rng)
     got = gdask.grid_sample(xd, grid, "linear", "zeros", True, chunks=(6, 6)).compute()
     same(got, gridsample.grid_sample(x, grid, "linear", "zeros", True))
     # footprint widened by MARGIN = 1: columns 9..23, rows 39..52 -> chunks 1..2, 4..6

@@ -134,6 +134,13 @@ def _validate_common(x, mode, padding_mode, align_corners, channel_last):
     return mode_code, pad_code, align, chan_last
 
 
+def _sample_options(plan, mode, pad, align, channel_last, threads):
+    """The :class:`SampleOptions` fields of every task of one call, as keywords."""
+    return dict(mode=mode, pad=pad, align=align, channel_last=channel_last,
+                in_spatial=plan.in_spatial, coord_dtype=plan.coord_dtype, dtype=plan.out_dtype,
+                threads=threads)
+
+
 def _threads_arg(kernel_threads):
     if kernel_threads is None:
         return None
@@ -226,6 +233,7 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     layout = Layout(plan.rank, chan_last)
     r = plan.rank
     ct = plan.coord_dtype
+    options = _sample_options(plan, mode_code, pad_code, align, chan_last, threads)
     broadcast = plan.grid_batch != plan.batch
     batch_chunks = xd.chunks[0] if broadcast else gd.chunks[0]
     channel_chunks = xd.chunks[layout.channel_axis]
@@ -243,9 +251,8 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
         for ib in range(len(batch_chunks)):
             gb = 0 if broadcast else ib
             for ic in range(len(channel_chunks)):
-                spec = RegionSpec(mode_code, pad_code, align, chan_last, plan.in_spatial, ct,
-                                  plan.out_dtype, (int(bb[ib]), int(bb[ib + 1])),
-                                  (int(cb[ic]), int(cb[ic + 1])), threads)
+                spec = RegionSpec(**options, batch_range=(int(bb[ib]), int(bb[ib + 1])),
+                                  channel_range=(int(cb[ic]), int(cb[ic + 1])))
                 for isp in itertools.product(*(range(len(c)) for c in spatial_chunks)):
                     dsk[(name, *layout.arrange(ib, ic, isp))] = (
                         region_block, src_key, (gd.name, gb, *isp, 0), spec)
@@ -274,8 +281,7 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
                 ranges, shape = input_box(layout, window, (int(bb[ib]), int(bb[ib + 1])),
                                            (int(cb[ic]), int(cb[ic + 1])))
                 keys, pieces = _pieces(xd, ranges) if window is not None else ([], ())
-                spec = BlockSpec(mode_code, pad_code, align, chan_last, plan.in_spatial, ct,
-                                 window, shape, plan.out_dtype, pieces, threads)
+                spec = BlockSpec(**options, window=window, window_shape=shape, pieces=pieces)
                 out_key = (name, *layout.arrange(ib, ic, isp))
                 dsk[out_key] = (sample_block, (gd.name, gb, *isp, 0), keys, spec)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[xd, gd])
@@ -405,6 +411,7 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
         chunks = x_spatial_chunks if out_spatial == plan.in_spatial else "auto"
     spatial_chunks = _spatial_chunks(chunks, out_spatial, xd.dtype)
     ct = plan.coord_dtype
+    options = _sample_options(plan, mode_code, pad_code, align, chan_last, threads)
     theta_c = np.ascontiguousarray(theta, dtype=_compute_dtype(theta.dtype))
     broadcast = theta.shape[0] != plan.batch
     batch_chunks = xd.chunks[0]
@@ -430,8 +437,7 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
                 ranges, shape = input_box(layout, window, (int(bb[ib]), int(bb[ib + 1])),
                                            (int(cb[ic]), int(cb[ic + 1])))
                 keys, pieces = _pieces(xd, ranges) if window is not None else ([], ())
-                spec = BlockSpec(mode_code, pad_code, align, chan_last, plan.in_spatial, ct,
-                                 window, shape, plan.out_dtype, pieces, threads)
+                spec = BlockSpec(**options, window=window, window_shape=shape, pieces=pieces)
                 dsk[(name, *layout.arrange(ib, ic, isp))] = (affine_block, keys, spec, aspec)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[xd])
     meta = np.empty((0,) * len(out_chunks), plan.out_dtype)

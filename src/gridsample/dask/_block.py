@@ -45,7 +45,7 @@ from .._affine import affine_window
 from .._api import grid_sample as _grid_sample
 from ._footprint import points_window
 
-__all__ = ["BlockSpec", "AffineSpec", "Layout", "sample_block", "affine_block",
+__all__ = ["SampleOptions", "BlockSpec", "RegionSpec", "AffineSpec", "Layout", "sample_block", "affine_block",
            "region_block", "footprint_block", "MARGIN", "encode_window", "decode_window",
            "widen", "input_box"]
 
@@ -92,8 +92,22 @@ def input_box(layout, window, batch_range, channel_range):
 
 
 @dataclass(frozen=True)
-class BlockSpec:
-    """What one output block needs besides its grid block and its input pieces.
+class SampleOptions:
+    """The sampling options and the full input geometry every task needs."""
+
+    mode: int
+    pad: int
+    align: bool
+    channel_last: bool
+    in_spatial: tuple  # x's full spatial shape (d1 … dr)
+    coord_dtype: np.dtype
+    dtype: np.dtype  # x's (and the output's) dtype
+    threads: int | None  # Numba threads per task (None: Numba's setting)
+
+
+@dataclass(frozen=True)
+class BlockSpec(SampleOptions):
+    """A planned task: its window and the input pieces that fill it.
 
     ``window`` is per spatial axis of x (d1 … dr) ``(lo, hi)`` inclusive, or
     None when no point of the block reads anything.  ``pieces`` lists, for each
@@ -101,33 +115,17 @@ class BlockSpec:
     ``window_array[dst] = chunk[src]``.
     """
 
-    mode: int
-    pad: int
-    align: bool
-    channel_last: bool
-    in_spatial: tuple
-    coord_dtype: np.dtype
-    window: tuple | None
-    window_shape: tuple
-    dtype: np.dtype
-    pieces: tuple
-    threads: int | None
+    window: tuple | None = None
+    window_shape: tuple = ()
+    pieces: tuple = ()
 
 
 @dataclass(frozen=True)
-class RegionSpec:
-    """What a region task needs: the options, and its batch and channel ranges of x."""
+class RegionSpec(SampleOptions):
+    """A region task: its batch and channel ranges of x (``[start, stop)``)."""
 
-    mode: int
-    pad: int
-    align: bool
-    channel_last: bool
-    in_spatial: tuple
-    coord_dtype: np.dtype
-    dtype: np.dtype
-    batch_range: tuple  # [start, stop) of x's batch axis
-    channel_range: tuple
-    threads: int | None
+    batch_range: tuple = (0, 0)
+    channel_range: tuple = (0, 0)
 
 
 @dataclass(frozen=True)
