@@ -19,7 +19,13 @@ import argparse
 import numpy as np
 
 from benchmarks.bench_forward import default_cases as forward_cases
-from benchmarks.timing import SETTLE_SECONDS, first_call_seconds, interleaved_medians, report
+from benchmarks.timing import (
+    SETTLE_SECONDS,
+    first_call_seconds,
+    interleaved_medians,
+    machine_line,
+    report,
+)
 
 TORCH_MODE = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}
 
@@ -34,7 +40,7 @@ def default_cases():
     return [case for case in forward_cases() if case.name not in _NOT_TIMED]
 
 
-def runners_for(case, rng):
+def runners_for(case, rng, baseline=None):
     import torch
     import torch.nn.functional as F
 
@@ -59,7 +65,16 @@ def runners_for(case, rng):
     def theirs():
         torch.autograd.grad(y, (xt, gt), got, retain_graph=True)
 
-    return {"gridsample": ours, "torch": theirs}
+    runners = {"gridsample": ours, "torch": theirs}
+    if baseline is not None:
+        name, module = baseline
+
+        def base():
+            module.grid_sample_backward(gout, x, grid, case.mode, case.padding, case.align,
+                                        channel_last=case.channel_last)
+
+        runners[name] = base
+    return runners
 
 
 def compile_times():
@@ -79,6 +94,8 @@ def main(argv=None):
                         help="only cases whose name contains this (repeatable)")
     parser.add_argument("--markdown", default=None, help="also write the table to this file")
     parser.add_argument("--no-compile", action="store_true", help="skip compile-time runs")
+    parser.add_argument("--baseline", metavar="REV", default=None,
+                        help="also time gridsample as of this git revision (before/after)")
     args = parser.parse_args(argv)
     repeats = args.repeats or (3 if args.quick else 9)
     cases = [c for c in default_cases() if not args.case or any(s in c.name for s in args.case)]
@@ -86,16 +103,33 @@ def main(argv=None):
     import numba
     import torch
 
+    baseline = None
+    if args.baseline:
+        from benchmarks.baseline import load_baseline
+
+        module, commit = load_baseline(args.baseline)
+        baseline = (f"gridsample@{commit}", module)
+    print(machine_line())
     print(f"gridsample backward benchmark: {numba.get_num_threads()} threads (torch "
           f"{torch.get_num_threads()}), {repeats} repeats, median ms of both gradients",
           flush=True)
     rng = np.random.default_rng(0)
-    lines = ["| case | gridsample ms | torch ms | ÷torch |", "|---|---|---|---|"]
+    head = "| case | gridsample ms | torch ms | ÷torch |"
+    rule = "|---|---|---|---|"
+    if baseline:
+        head += f" {baseline[0]} ms | ÷{baseline[0]} | {baseline[0]} ÷torch |"
+        rule += "---|---|---|"
+    lines = [head, rule]
     for case in cases:
-        med = interleaved_medians(runners_for(case, rng), repeats, settle=SETTLE_SECONDS)
+        med = interleaved_medians(runners_for(case, rng, baseline), repeats,
+                                  settle=SETTLE_SECONDS)
         ratio = med["gridsample"] / med["torch"]
-        lines.append(f"| {case.name} | {med['gridsample'] * 1e3:.2f} | {med['torch'] * 1e3:.2f} "
-                     f"| {ratio:.2f} |")
+        row = (f"| {case.name} | {med['gridsample'] * 1e3:.2f} | {med['torch'] * 1e3:.2f} "
+               f"| {ratio:.2f} |")
+        if baseline:
+            b = med[baseline[0]]
+            row += f" {b * 1e3:.2f} | {med['gridsample'] / b:.2f} | {b / med['torch']:.2f} |"
+        lines.append(row)
         print(f"  {case.name}: gridsample {med['gridsample'] * 1e3:.1f}, torch "
               f"{med['torch'] * 1e3:.1f}, ratio {ratio:.2f}", flush=True)
     line = None

@@ -67,7 +67,8 @@ def _deformation_block(size, amplitude, block_info=None):
 
 
 def _scipy_affine(theta, size):
-    """``theta`` (normalized, align_corners, grid order x, y, z) as scipy's (z, y, x) matrix + offset."""
+    """``theta`` (normalized, align_corners, grid order x, y, z) as scipy's (z, y, x) matrix +
+    offset."""
     t = theta[0].astype(np.float64)
     r = 3
     matrix = np.empty((r, r))

@@ -54,7 +54,7 @@ def time_types(x_shape, out_spatial, repeats):
         for name, tdt in (("torch float32", torch.float32), ("torch float16", torch.float16),
                           ("torch bfloat16", torch.bfloat16)):
             xt = torch.from_numpy(base).to(tdt)
-            runners[name] = (lambda xt=xt, g=gt.to(tdt):
+            runners[name] = (lambda xt=xt, g=gt.to(tdt):  # noqa: B008 - bound per dtype
                              torch.nn.functional.grid_sample(xt, g, align_corners=False))
     except ImportError:
         pass
@@ -73,7 +73,8 @@ small = np.zeros((1, 3, 8, 8), np.float16)
 gridsample.grid_sample(small, np.zeros((1, 4, 4, 2), grid_dtype))  # compile first
 before = status("VmRSS")
 x = np.random.default_rng(0).standard_normal((1, 3, h, w), dtype=np.float32).astype(np.float16)
-ys, xs = np.meshgrid(np.linspace(-1, 1, h, dtype=np.float32), np.linspace(-1, 1, w, dtype=np.float32), indexing="ij")
+ys, xs = np.meshgrid(np.linspace(-1, 1, h, dtype=np.float32),
+                     np.linspace(-1, 1, w, dtype=np.float32), indexing="ij")
 grid = np.empty((1, h, w, 2), grid_dtype)
 grid[0, ..., 0] = 0.9 * xs + 0.1 * ys
 grid[0, ..., 1] = -0.1 * xs + 0.9 * ys

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from benchmarks.grids import random_grid, smooth_grid
-from benchmarks.peers import PEERS, Unsupported, make_gridsample
-from benchmarks.timing import first_call_seconds, interleaved_medians, report
+from benchmarks.peers import PEERS, Unsupported, make_gridsample, make_gridsample_of
+from benchmarks.timing import first_call_seconds, interleaved_medians, machine_line, report
 
 
 @dataclass
@@ -111,13 +111,21 @@ def main(argv=None):
     parser.add_argument("--peers", default=",".join(PEERS), help="comma-separated peers")
     parser.add_argument("--markdown", default=None, help="also write the table to this file")
     parser.add_argument("--no-compile", action="store_true", help="skip compile-time runs")
+    parser.add_argument("--baseline", metavar="REV", default=None,
+                        help="also time gridsample as of this git revision (before/after)")
     args = parser.parse_args(argv)
     repeats = args.repeats or (3 if args.quick else 9)
     peers = {p: PEERS[p] for p in args.peers.split(",") if p}
+    if args.baseline:
+        from benchmarks.baseline import load_baseline
+
+        base, commit = load_baseline(args.baseline)
+        peers = {f"gridsample@{commit}": make_gridsample_of(base), **peers}
     cases = [c for c in default_cases() if not args.case or any(s in c.name for s in args.case)]
 
     import numba
 
+    print(machine_line())
     print(f"gridsample benchmark: {numba.get_num_threads()} threads, {repeats} repeats, "
           f"median ms (ratio < 1: gridsample faster)", flush=True)
     rng = np.random.default_rng(0)

@@ -102,7 +102,8 @@ def main(argv=None):
         ort_cell = _ms(med["onnxruntime"]) if "onnxruntime" in med else notes["onnxruntime"]
         ratio = f"{ours / med['onnxruntime']:.2f}" if "onnxruntime" in med else "-"
         if time_plain:
-            plain_cell, speedup = _ms(med["reference alone"]), f"{med['reference alone'] / ours:.0f}x"
+            alone = med["reference alone"]
+            plain_cell, speedup = _ms(alone), f"{alone / ours:.0f}x"
         else:
             plain_cell, speedup = "not timed (minutes)", "-"
         print(f"| {name} | {plain_cell} | {_ms(ours)} | {ort_cell} | {speedup} | {ratio} |",

@@ -20,8 +20,16 @@ class Unsupported(Exception):
 TORCH_MODE = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}
 
 
-def make_gridsample(x, grid, mode, padding, align, channel_last):
-    return lambda: gridsample.grid_sample(x, grid, mode, padding, align, channel_last=channel_last)
+def make_gridsample_of(module):
+    """A ``make_*`` adapter for a gridsample module (this one, or another revision's)."""
+    def make(x, grid, mode, padding, align, channel_last):
+        return lambda: module.grid_sample(x, grid, mode, padding, align,
+                                          channel_last=channel_last)
+
+    return make
+
+
+make_gridsample = make_gridsample_of(gridsample)
 
 
 def make_torch(x, grid, mode, padding, align, channel_last):

@@ -63,13 +63,39 @@ def first_call_seconds(code: str) -> list:
     The first run compiles (cold cache), the second loads what it wrote (warm).
     """
     with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache, GRIDSAMPLE_CACHE_DIR=cache)
         result = []
         for _ in range(2):
             out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                                  text=True, check=True)
             result.append(float(out.stdout.strip().splitlines()[-1]))
     return result
+
+
+def machine_line() -> str:
+    """The CPU model, LLVM's name for it and its widest x86 vector ISA, for every table."""
+    import platform
+
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+                    break
+    except OSError:
+        pass
+    try:
+        import llvmlite.binding as llvm
+
+        llvm_name = llvm.get_host_cpu_name()
+    except Exception:  # noqa: BLE001 - only a label
+        llvm_name = "?"
+    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE/other"
+    return f"CPU: {model} ({llvm_name}, {isa}, {os.cpu_count()} logical cores)"
 
 
 def report(table: str, compile_line, markdown) -> None:

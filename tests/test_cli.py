@@ -196,7 +196,9 @@ def test_tiff_npy_npz_round_trips_images_and_volumes(tmp_path):
         got = tifffile.imread(out / name)
         assert got.dtype == a.dtype and np.array_equal(got, want), name
     # Volumes: --rotate is the rotation about z, the scale applies to z too.
-    th = lambda a: theta_rotate_scale_translate(30, 1.25, (3, -2, 0), a.shape[:3], False)
+    def th(a):
+        return theta_rotate_scale_translate(30, 1.25, (3, -2, 0), a.shape[:3], False)
+
     with tifffile.TiffFile(out / "vol16.tif") as tif:
         got = tif.series[0].asarray()
         assert len(tif.pages) == 6
@@ -541,7 +543,9 @@ ERRORS = [
 def test_error_paths(files, capsys, argv, code, message):
     src, out = files
     before = sorted(p.name for p in src.iterdir())
-    fill = lambda s: s.replace("{in}", str(src)).replace("{out}", str(out))
+    def fill(s):
+        return s.replace("{in}", str(src)).replace("{out}", str(out))
+
     assert main([fill(a) for a in argv]) == code
     err = capsys.readouterr().err
     assert err.startswith("gridsample: error: ") and fill(message) in err, err

@@ -217,7 +217,8 @@ class TestRoundingAndSaturationByHand:
     @staticmethod
     def at(values, g, dtype, mode="linear"):
         x = np.array(values, dtype).reshape(1, 1, -1)
-        return gridsample.grid_sample(x, np.array([[[g]]], np.float64), mode, "zeros", False)[0, 0, 0]
+        grid = np.array([[[g]]], np.float64)
+        return gridsample.grid_sample(x, grid, mode, "zeros", False)[0, 0, 0]
 
     def test_linear_midpoints_round_half_to_even(self):
         # S = 2: x = ((g + 1) * 2 - 1) / 2, so g = 0 is x = 0.5, the midpoint.
@@ -310,8 +311,12 @@ def test_half_conversions_match_numpy_and_ml_dtypes():
     # normal, subnormal, overflow, NaN payloads) plus ties and edges.
     import numba
 
-    from gridsample._convert import (bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits,
-                                     f32_to_f16_bits_hw)
+    from gridsample._convert import (
+        bf16_bits_to_f32,
+        f16_bits_to_f32,
+        f32_to_bf16_bits,
+        f32_to_f16_bits_hw,
+    )
 
     @numba.njit
     def narrow(values, f16, bf16):

@@ -12,8 +12,9 @@ from conftest import ALIGNS, MODES, PADDINGS, random_case, tolerance
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-import gridsample.onnx as gso  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
+
+import gridsample.onnx as gso  # noqa: E402
 
 _CASES = gso.conformance_cases()
 

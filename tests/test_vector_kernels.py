@@ -15,16 +15,15 @@ import numpy as np
 import pytest
 
 import gridsample
-from gridsample import _engine, _vector, reference
 from conftest import ALIGNS, PADDINGS
+from gridsample import _engine, _vector, reference
 
 VECTOR_MODES = ("linear", "nearest", "cubic")
 
 
 def general(monkeypatch, *args, **kwargs):
     """``grid_sample`` with the vector kernels switched off."""
-    with monkeypatch.context() as m:
-        m.setattr(_engine, "vector_kernel", lambda *args: None)
+    with _engine.use_kernels("general"):
         return gridsample.grid_sample(*args, **kwargs)
 
 
@@ -59,9 +58,16 @@ def test_3d_equal_to_the_general_kernels(rng, monkeypatch, mode, pad, x_dtype, g
 
 def test_the_engine_uses_them(monkeypatch):
     calls = []
-    real = dict(_vector.VECTOR_KERNELS)
-    spied = {key: (lambda f: lambda *a: (calls.append(1), f(*a)))(f) for key, f in real.items()}
-    monkeypatch.setattr(_vector, "VECTOR_KERNELS", spied)
+    real = dict(_engine.VECTOR_ENTRIES)
+
+    def spy(entry):
+        def call(*args):
+            calls.append(1)
+            return entry(*args)
+        return call
+
+    spied = {key: spy(f) for key, f in real.items()}
+    monkeypatch.setattr(_engine, "VECTOR_ENTRIES", spied)
     x = np.ones((1, 2, 5, 6), np.float32)
     gridsample.grid_sample(x, np.zeros((1, 3, 3, 2), np.float32))
     gridsample.grid_sample(x, np.zeros((1, 3, 3, 2), np.float32), "nearest")
@@ -152,16 +158,17 @@ def test_int32_offsets_guard(rng, monkeypatch):
     assert not _vector.fits_int32([50000, 50000], [1, 50000])
     assert not _vector.fits_int32([2 ** 31 - 3, 1], [1, 1])
     f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
-    assert _vector.vector_kernel(2, 0, f32, f32, [50000, 50000], [1, 50000]) is None
-    assert _vector.vector_kernel(2, 0, f32, f32, [64, 64], [1, 64]) is not None
+    entry = _engine.vector_entry
+    assert entry(2, 0, 0, f32, f32, [50000, 50000], [1, 50000], 0) is None
+    assert entry(2, 0, 0, f32, f32, [64, 64], [1, 64], 0) is not None
     # cubic with coordinates wider than weights: the general kernels (rounding)
-    assert _vector.vector_kernel(2, 2, f64, f32, [64, 64], [1, 64]) is None
-    assert _vector.vector_kernel(2, 2, f32, f64, [64, 64], [1, 64]) is not None
-    assert _vector.vector_kernel(3, 0, f64, f32, [8, 8, 8], [1, 8, 64]) is None
-    assert _vector.vector_kernel(3, 1, f64, f32, [8, 8, 8], [1, 8, 64]) is not None
+    assert entry(2, 2, 1, f64, f32, [64, 64], [1, 64], 0) is None
+    assert entry(2, 2, 1, f32, f64, [64, 64], [1, 64], 0) is not None
+    assert entry(3, 0, 2, f64, f32, [8, 8, 8], [1, 8, 64], 0) is None
+    assert entry(3, 1, 2, f64, f32, [8, 8, 8], [1, 8, 64], 0) is not None
     # when they do not fit, the general kernels run (same results)
     x = rng.standard_normal((1, 2, 6, 7)).astype(np.float32)
     grid = nasty_grid(rng, (1, 5, 5, 2), np.float32)
-    monkeypatch.setattr(_vector, "fits_int32", lambda sizes, strides: False)
+    monkeypatch.setattr(_engine, "fits_int32", lambda sizes, strides: False)
     np.testing.assert_array_equal(gridsample.grid_sample(x, grid),
                                   general(monkeypatch, x, grid))

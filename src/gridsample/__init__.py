@@ -11,4 +11,5 @@ from ._errors import GridSampleError, GridSampleTypeError
 
 __version__ = "0.1.0"
 
-__all__ = ["grid_sample", "grid_sample_backward", "affine_grid", "GridSampleError", "GridSampleTypeError", "__version__"]
+__all__ = ["grid_sample", "grid_sample_backward", "affine_grid", "GridSampleError",
+           "GridSampleTypeError", "__version__"]

@@ -17,7 +17,7 @@ ONNX reference evaluator gives -1 there with align_corners=1, by an
 accident of ``arange``).  Base coordinates are computed in float64 and
 rounded once to the compute dtype.
 
-Precision follows ``DESIGN.md`` rule 5: float64 theta computes in float64,
+Precision follows ``docs/semantics.md`` §6.2: float64 theta computes in float64,
 float32 in float32; float16 and bfloat16 compute in float32 and are cast back
 block by block, so no float32 copy of the whole grid is ever made.
 """
@@ -29,9 +29,10 @@ import numbers
 import numpy as np
 
 from ._errors import GridSampleError, GridSampleTypeError, describe
-from ._jit import kernel, prange
+from ._jit import function
 from ._options import parse_align_corners
 from ._plan import as_array
+from ._threads import num_threads, run_shared
 
 __all__ = ["affine_grid", "THETA_DTYPE_NAMES", "base_coordinates", "parse_affine_args"]
 
@@ -83,10 +84,12 @@ def _parse_size(size) -> tuple:
         values = list(np.asarray(size).reshape(-1)) if not isinstance(size, (list, tuple)) \
             else list(size)
     except Exception:
-        raise GridSampleTypeError(f"size={describe(size)} is not a sequence; it must be {allowed}") \
+        raise GridSampleTypeError(
+            f"size={describe(size)} is not a sequence; it must be {allowed}") \
             from None
     if len(values) not in (4, 5):
-        raise GridSampleError(f"size={describe(size)} has {len(values)} entries; it must be {allowed}")
+        raise GridSampleError(
+            f"size={describe(size)} has {len(values)} entries; it must be {allowed}")
     if not all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
                for v in values):
         raise GridSampleTypeError(f"size={describe(size)} holds non-integers; it must be {allowed}")
@@ -108,9 +111,9 @@ def base_coordinates(length: int, align_corners: bool) -> np.ndarray:
     return (2.0 * i + 1.0) / length - 1.0
 
 
-@kernel
-def _affine_rows(theta, bases, sizes, row_start, row_stop, out):
-    """Write grid rows ``[row_start, row_stop)`` of the flattened output.
+@function
+def _affine_rows(first, stop, theta, bases, sizes, row_start, out):
+    """Write grid rows ``row_start + first … row_start + stop - 1`` of the flattened output.
 
     ``theta`` (N, r, r + 1), ``bases`` (r, max size) and ``out`` share the
     compute dtype; ``sizes`` lists the spatial sizes innermost first
@@ -125,7 +128,7 @@ def _affine_rows(theta, bases, sizes, row_start, row_stop, out):
     rows_per_item = 1
     for j in range(1, r):
         rows_per_item *= sizes[j]
-    for row in prange(row_start, row_stop):
+    for row in range(row_start + first, row_start + stop):
         n = row // rows_per_item
         rest = row - n * rows_per_item
         # r <= 3: the row constants live in three scalars (no per-row array).
@@ -221,13 +224,13 @@ def affine_window(theta_c, out_dtype, spatial, start, stop, align) -> np.ndarray
     rows = out.size // (width * r)
     flat = out.reshape(rows, width, r)
     if out.dtype == ct:
-        _affine_rows(theta_c, bases, sizes, 0, rows, flat)
+        run_shared(_affine_rows, rows, (theta_c, bases, sizes, 0, flat), num_threads())
         return out
     # float16 / bfloat16: compute blocks of rows in float32, cast each back.
     step = max(1, _CAST_BLOCK_POINTS // width)
     scratch = np.empty((min(step, rows), width, r), ct)
     for row in range(0, rows, step):
         end = min(rows, row + step)
-        _affine_rows(theta_c, bases, sizes, row, end, scratch)
+        run_shared(_affine_rows, end - row, (theta_c, bases, sizes, row, scratch), num_threads())
         flat[row:end] = scratch[: end - row]
     return out

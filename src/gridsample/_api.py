@@ -23,7 +23,8 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
         object arrays; nearest only).
     grid : array_like, shape (N, D1, ..., Dr, r) or (1, D1, ..., Dr, r)
         Normalized sampling positions, mostly in ``[-1, 1]``; float16,
-        bfloat16, float32 or float64 (independent of ``x``).  ``grid[..., 0]`` indexes the innermost spatial axis of ``x``
+        bfloat16, float32 or float64 (independent of ``x``).  ``grid[..., 0]`` indexes the
+        innermost spatial axis of ``x``
         (its width), ``grid[..., 1]`` the next one, and so on.  A batch of 1
         is broadcast over ``x``'s batch.
     mode : {"linear", "nearest", "cubic"} or {0, 1, 2}, default "linear"
@@ -61,7 +62,7 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     nearest pad the continuous coordinate (border clips to ``[0, S-1]``,
     reflection reflects then clips); cubic pads each of its 4 tap indices.
     A NaN coordinate gives NaN; ``±inf`` is infinitely far out (0 with zeros,
-    the edge with border, NaN with reflection).  See ``DESIGN.md`` §3.
+    the edge with border, NaN with reflection).  See ``docs/semantics.md`` §2-§5.
 
     Examples
     --------

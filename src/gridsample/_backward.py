@@ -1,7 +1,7 @@
 """The backward operator: validate, plan, run the gradient kernels.
 
 ``grid_sample_backward`` returns ``dL/dx`` and ``dL/dgrid`` for
-``y = grid_sample(x, grid, ...)`` given ``dL/dy`` (DESIGN.md rule 10).
+``y = grid_sample(x, grid, ...)`` given ``dL/dy`` (docs/semantics.md §7).
 Validation reuses the forward's (:func:`gridsample._plan.plan_forward`) and
 adds what the backward needs; the kernels are in
 :mod:`gridsample._grad_kernels`.
@@ -27,7 +27,7 @@ from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._grad_taps import cubic_slope_constants
 from ._options import MODE_NEAREST
 from ._plan import ForwardPlan, as_array, plan_forward
-from ._planners import taps_per_point
+from ._registry import taps_per_point
 from ._taps import axis_constants, cubic_constants
 from ._threads import num_threads, run_shared
 
@@ -155,8 +155,8 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
         args = (G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid3, gflat, gs_n, gs_c,
                 gs_p, gxbuf, xw.size, rows, plan.channels, K, plan.mode,
                 plan.padding, block, plan.channel_last, with_x, with_grid)
-        entry = gk.BACKWARD_TASKS.get(r, gk.task_backward_nd)
-        run_shared(entry, plan.batch * G * Q, args, threads)
+        entry = gk.BACKWARD_ENTRIES.get((r, plan.mode), gk.backward_nd)
+        run_shared(entry, plan.batch * G * Q, (args,), threads)
 
     # One fused pass (plan once, gather and scatter) for a single channel;
     # otherwise two: the grid gradient split over points only (each point
@@ -203,7 +203,8 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
 
     Parameters
     ----------
-    grad_output : array_like, shape (N, C, D1, ..., Dr), or (N, D1, ..., Dr, C) with ``channel_last``
+    grad_output : array_like, shape (N, C, D1, ..., Dr), or (N, D1, ..., Dr, C) with
+    ``channel_last``
         ``dL/dy`` for ``y = grid_sample(x, grid, ...)``; float16, bfloat16,
         float32 or float64, any strides.
     x : array_like, shape (N, C, d1, ..., dr), or (N, d1, ..., dr, C) with ``channel_last``
@@ -238,7 +239,7 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
     Notes
     -----
     Same results as PyTorch's ``grid_sample`` backward on 4-D and 5-D
-    inputs, for every rank here.  Rule 7 extended: a point with a NaN
+    inputs, for every rank here.  Non-finite points (docs/semantics.md §7.3): a point with a NaN
     coordinate adds nothing to ``grad_x`` and gets a NaN grid gradient
     (linear, cubic; nearest gives 0); a point infinitely far out gets a grid
     gradient of 0.  Deterministic: each gradient element is summed by one

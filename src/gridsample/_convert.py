@@ -37,10 +37,9 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-from ._jit import inline
+from ._jit import helper
 
 __all__ = ["KIND_NATIVE", "KIND_INT", "KIND_BOOL", "KIND_F16", "KIND_BF16", "load", "store",
-           "store_integer",
            "f16_bits_to_f32", "bf16_bits_to_f32", "f32_to_f16_bits_hw",
            "f32_to_bf16_bits", "saturate_kind"]
 
@@ -65,7 +64,7 @@ def f32_to_f16_bits_hw(typingctx, value):
     return types.uint16(types.float32), codegen
 
 
-@inline
+@helper
 def f32_to_bf16_bits(v):
     """bfloat16 bits of float32 ``v``: the top 16 bits, rounded half to even.
 
@@ -81,7 +80,7 @@ def f32_to_bf16_bits(v):
     return np.uint16(rounded)
 
 
-@inline
+@helper
 def bf16_bits_to_f32(bits):
     """float32 value of bfloat16 bits: they are the top half of its pattern."""
     return np.uint32(np.uint32(bits) << np.uint32(16)).view(np.float32)
@@ -101,7 +100,7 @@ def load(x, kind, i):
     return v
 
 
-@overload(load, inline="always")
+@overload(load)
 def _load_impl(x, kind, i):
     if x.dtype != types.uint16:
         return lambda x, kind, i: x[i]
@@ -112,7 +111,7 @@ def _load_impl(x, kind, i):
         if kind == KIND_BF16:
             return bf16_bits_to_f32(x[i])
         # plain uint16 integers: exact in float32 (< 2**24); the float64
-        # weight promotes the product to float64 (rule 6)
+        # weight promotes the product to float64 (docs/semantics.md §6.1)
         return np.float32(x[i])
 
     return impl
@@ -189,26 +188,10 @@ def _saturating_store(dtype):
     return impl
 
 
-def store_integer(out, i, acc, kind):
-    """:func:`store` for integer views (rounding, saturation, half bits)."""
-    store(out, i, acc, kind)
-
-
-# Not inlined at the Numba IR level: Numba's SSA pass mis-tracks the branch
-# variables of this body when it is inlined (NumbaIRAssumptionWarning); as a
-# compiled call LLVM still inlines it.
-@overload(store_integer)
-def _store_integer_impl(out, i, acc, kind):
-    return _saturating_store(out.dtype)
-
-
-@overload(store, inline="always")
+@overload(store)
 def _store_impl(out, i, acc, kind):
     if isinstance(out.dtype, types.Integer):
-        def integer(out, i, acc, kind):
-            store_integer(out, i, acc, kind)
-
-        return integer
+        return _saturating_store(out.dtype)
 
     def impl(out, i, acc, kind):
         out[i] = acc

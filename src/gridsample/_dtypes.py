@@ -1,6 +1,6 @@
 """Element types: what X and the grid may be, and how kernels compute each.
 
-DESIGN.md rules 5-7, as a table the engine reads.  Every X type is computed
+docs/semantics.md §6, as a table the engine reads.  Every X type is computed
 through a *storage view* the kernels can handle (:mod:`gridsample._convert`):
 
 ============================  ===========  =========  ===========  ========
@@ -47,7 +47,7 @@ class XConversion:
 
     storage: np.dtype      # the view of X (and of the output) the kernels see
     kind: int              # KIND_* of gridsample._convert
-    weight: np.dtype       # dtype of weights and tap products (rule 5)
+    weight: np.dtype       # dtype of weights and tap products (docs/semantics.md §6.1)
     accumulator: np.dtype  # dtype of the per-channel sums
 
 
@@ -62,11 +62,11 @@ def is_half(dtype: np.dtype) -> bool:
 
 
 def coord_dtype(grid_dtype: np.dtype) -> np.dtype:
-    """Coordinates in the grid's precision, float32 at least (rule 5)."""
+    """Coordinates in the grid's precision, float32 at least (docs/semantics.md §6.2)."""
     return np.dtype(np.float64) if grid_dtype == np.float64 else np.dtype(np.float32)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _conversion(name: str, dtype: np.dtype) -> XConversion:
     f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
     if name in ("float32", "float64"):

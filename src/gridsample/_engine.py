@@ -1,46 +1,113 @@
 """Run a validated plan: lay out the arrays for the kernel and call it.
 
-The kernel is chosen from :data:`FORWARD_KERNELS` by ``(rank, mode)``;
-pairs without a specialised kernel use the general N-D one.
+Two kernel families (see the README's "How it works"):
+
+* the *vector* kernels (:mod:`gridsample._vector`, entries in
+  :mod:`gridsample._vector_entries`): branch-free planners and gather sweeps
+  for 2-D linear/nearest/cubic and 3-D linear/nearest, for float32, float64,
+  float16, bfloat16 and uint8, planar sweeps and int32 offsets;
+* the *general* kernels (:mod:`gridsample._kernels`): every rank, mode,
+  element type and layout, chosen from :data:`GENERAL_KERNELS` by
+  ``(rank, mode)``, with an N-D fallback.
+
+Every entry runs a contiguous range of ``N x blocks`` tasks and is run on
+the thread pool (:mod:`gridsample._threads`).  :func:`use_kernels` (or the
+``GRIDSAMPLE_KERNELS`` environment variable) restricts the choice to one
+family, for tests and benchmarks.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
+import os
 
 import numpy as np
 
 from . import _kernels as kern
+from ._convert import KIND_BF16, KIND_F16
 from ._dtypes import is_half, is_string, x_conversion
-from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST
+from ._errors import GridSampleError
+from ._options import MODE_CUBIC, MODE_LINEAR
 from ._plan import ForwardPlan
-from ._planners import taps_per_point
+from ._registry import MODES, kernel_name, taps_per_point
 from ._taps import axis_constants, cubic_constants
 from ._threads import num_threads, run_shared
-from ._vector import vector_kernel
+from ._vector import fits_int32
+from ._vector_entries import ENTRIES as VECTOR_ENTRIES
 
-__all__ = ["run_forward", "flat_view", "FORWARD_KERNELS", "TASK_KERNELS"]
+__all__ = ["run_forward", "flat_view", "GENERAL_KERNELS", "KERNEL_FAMILIES", "use_kernels",
+           "kernel_family", "vector_entry"]
 
-#: Forward kernel of each (rank, mode); anything else uses ``kern.forward_nd``.
-FORWARD_KERNELS = {
-    (2, MODE_LINEAR): kern.forward_linear_2d,
-    (2, MODE_NEAREST): kern.forward_nearest_2d,
-    (2, MODE_CUBIC): kern.forward_cubic_2d,
-    (3, MODE_LINEAR): kern.forward_linear_3d,
-    (3, MODE_NEAREST): kern.forward_nearest_3d,
-}
+#: General entry of each (rank, mode code) the registry specialises (named
+#: ``task_<mode>_<rank>d``); anything else uses ``kern.task_nd``.
+GENERAL_KERNELS = {(r, m.code): getattr(kern, f"task_{kernel_name(m.code, r)}")
+                   for m in MODES for r in m.specialised_ranks}
 
-#: X dtypes computed by the prange kernels (``FORWARD_KERNELS``).
-_PRANGE_DTYPES = ("float32", "float64", "float16", "bfloat16", "uint8")
+#: X dtypes the vector kernels serve.
+VECTOR_DTYPES = ("float32", "float64", "float16", "bfloat16", "uint8")
 
-#: Entry for every other element type of each (rank, mode); else ``kern.task_nd``.
-TASK_KERNELS = {
-    (2, MODE_LINEAR): kern.task_linear_2d,
-    (2, MODE_NEAREST): kern.task_nearest_2d,
-    (2, MODE_CUBIC): kern.task_cubic_2d,
-    (3, MODE_LINEAR): kern.task_linear_3d,
-    (3, MODE_NEAREST): kern.task_nearest_3d,
-}
+#: Values of :func:`use_kernels` and ``GRIDSAMPLE_KERNELS``: ``"auto"`` picks
+#: the vector kernels wherever they apply (``"vector"`` is the same: the
+#: general kernels serve what they do not cover); ``"general"`` never uses
+#: them; ``"nd"`` runs every call through the general N-D entry (the
+#: rank-specialised planners' twin).
+KERNEL_FAMILIES = ("auto", "vector", "general", "nd")
+
+_family: contextvars.ContextVar = contextvars.ContextVar("gridsample_kernels", default=None)
+
+
+def _check_family(family: str, name: str) -> str:
+    if family not in KERNEL_FAMILIES:
+        raise GridSampleError(f"{name}={family!r} is not a kernel family; allowed: "
+                              + ", ".join(repr(f) for f in KERNEL_FAMILIES))
+    return family
+
+
+def kernel_family() -> str:
+    """The kernel family in force: :func:`use_kernels`, else ``GRIDSAMPLE_KERNELS``, else auto."""
+    family = _family.get()
+    if family is not None:
+        return family
+    return _check_family(os.environ.get("GRIDSAMPLE_KERNELS", "auto"), "GRIDSAMPLE_KERNELS")
+
+
+@contextlib.contextmanager
+def use_kernels(family: str):
+    """Run the calls inside the ``with`` block with one kernel family.
+
+    ``"general"`` makes every call use the general kernels (the vector
+    kernels' slower twin, bit-identical up to the sign of a zero sum),
+    ``"nd"`` the general N-D entry alone; ``"auto"`` and ``"vector"`` pick
+    the vector kernels wherever they apply.
+    Local to the calling thread (and asyncio task).
+    """
+    token = _family.set(_check_family(family, "family"))
+    try:
+        yield
+    finally:
+        _family.reset(token)
+
+
+def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kind):
+    """The vector entry for these arguments, or None where the general kernels must run.
+
+    Cubic and 3-D linear keep per-axis weights in the weight dtype and
+    multiply them in the sweep, which matches the general kernels' rounding
+    only when coordinates are not wider than weights (a float64 grid with
+    float32 ``x`` forms the products in float64 and rounds once: the general
+    kernels run).
+    """
+    family = {KIND_F16: "f16", KIND_BF16: "bf16"}.get(kind, "native")
+    entry = VECTOR_ENTRIES.get((rank, mode, pad, family))
+    if entry is None or not fits_int32(sizes, strides):
+        return None
+    per_axis_weights = mode == MODE_CUBIC or (rank == 3 and mode == MODE_LINEAR)
+    if per_axis_weights and np.dtype(coord_dtype).itemsize > np.dtype(weight_dtype).itemsize:
+        return None
+    return entry
+
 
 # Target number of (offset, weight) pairs planned per block: ~4096 pairs
 # (48-64 KiB of scratch) stays in L2 while the channels are swept.
@@ -112,28 +179,26 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
     interleaved = plan.channels > _PLANAR_MAX_CHANNELS and xs_c <= min(strides)
     K = taps_per_point(plan.mode, r)
     threads = num_threads()
-    # The inlined prange kernels for the types that must be fast (float32,
-    # float64, float16/bfloat16 bits, uint8 images); every other element type
-    # runs the quick-to-compile task entries on the thread pool (see
-    # gridsample._kernels).
-    native = plan.out_dtype.name in _PRANGE_DTYPES
-    # Branch-free planners and gather sweeps (gridsample._vector) where they
-    # apply: planar sweeps and int32 offsets.
-    vector = vector_kernel(r, plan.mode, plan.coord_dtype, plan.weight_dtype, sizes,
-                           strides, conv.kind) if native and not interleaved else None
-    forward = vector or FORWARD_KERNELS.get((r, plan.mode), kern.forward_nd)
-    task = TASK_KERNELS.get((r, plan.mode), kern.task_nd)
+    family = kernel_family()
+    vector = None
+    if plan.out_dtype.name in VECTOR_DTYPES and not interleaved and family in ("auto", "vector"):
+        vector = vector_entry(r, plan.mode, plan.padding, plan.coord_dtype, plan.weight_dtype,
+                              sizes, strides, conv.kind)
+    general = kern.task_nd if family == "nd" else GENERAL_KERNELS.get((r, plan.mode), kern.task_nd)
 
     def launch(grid3, xflat, outflat, batch):
         points = grid3.shape[1]
         block = block_size(points, batch, K, threads)
-        rest = (xflat, xs_n, xs_c, sizes, strides, axc, kc, grid3, outflat, os_n, os_c, os_p,
-                batch, plan.channels, K, plan.mode, plan.padding, block, interleaved, wconst,
-                conv.kind, azero)
-        if native:
-            forward(*rest)
+        tasks = batch * (-(-points // block))
+        if vector is not None:
+            args = (xflat, xs_n, xs_c, sizes, strides, axc, kc, grid3, outflat, os_n, os_c, os_p,
+                    plan.channels, block, wconst, conv.kind, azero)
+            run_shared(vector, tasks, args, threads)
         else:
-            run_shared(task, batch * (-(-points // block)), rest, threads)
+            args = (xflat, xs_n, xs_c, sizes, strides, axc, kc, grid3, outflat, os_n, os_c, os_p,
+                    batch, plan.channels, K, plan.mode, plan.padding, block, interleaved, wconst,
+                    conv.kind, azero)
+            run_shared(general, tasks, (args,), threads)
 
     grid3 = grid.reshape(plan.grid_batch, plan.out_points, r)
     if not is_half(grid.dtype):
@@ -155,7 +220,7 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
 
 
 def _run_strings(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Nearest sampling of str/bytes/object X (rule 6).
+    """Nearest sampling of str/bytes/object X (docs/semantics.md §6.1).
 
     An index image holding ``1 + flat spatial index`` is sampled with nearest
     (an exact int64 result: weight 1, values < 2**53), where 0 marks a point

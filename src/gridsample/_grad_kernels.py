@@ -26,21 +26,30 @@ point order; so the gradients are bit-identical at any thread count and
 any block size.
 
 The entries are plain compiled functions run on the thread pool
-(:mod:`gridsample._threads`): quick to compile, ``noalias`` arrays.
+(:mod:`gridsample._threads`), one per (rank, mode) planner, so a call
+compiles only its own mode's planner; the sweep is a ``noalias`` function
+of its own.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._grad_planners import plan_grad_2d, plan_grad_3d, plan_grad_general
-from ._jit import function, inline
+from ._grad_planners import (
+    plan_grad_2d_cubic,
+    plan_grad_2d_linear,
+    plan_grad_2d_nearest,
+    plan_grad_3d_linear,
+    plan_grad_3d_nearest,
+    plan_grad_general,
+)
+from ._jit import function, helper, skeleton
+from ._registry import MODES, kernel_name
 
-__all__ = ["task_backward_nd", "task_backward_2d", "task_backward_3d", "BACKWARD_TASKS",
-           "task_sum_buffers"]
+__all__ = ["BACKWARD_ENTRIES", "backward_nd", "task_sum_buffers"]
 
 
-@inline
+@helper
 def _scratch(block, K, r, like):
     off = np.empty(block * K, np.int64)
     wts = np.empty(block * K, like.dtype)
@@ -53,25 +62,25 @@ def _scratch(block, K, r, like):
     return off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n
 
 
-@inline
+@helper
 def _constants(kc, dk):
     """Keys' constants and slopes as tuples (scalars travel into helpers without refcounts)."""
     return ((kc[0], kc[1], kc[2], kc[3], kc[4], kc[5], kc[6]),
             (dk[0], dk[1], dk[2], dk[3], dk[4]))
 
 
-@inline
+@helper
 def _grid_grads(ggrid, row, p0, nb, r, cnt, sacc, chain, zero):
     """``dL/dg[p, a] = chain_a * S_a`` for the block's points (NaN points: NaN)."""
     for j in range(nb):
         for a in range(r):
-            if cnt[j] < 0:  # a NaN point (rule 7): its gradient is NaN too
+            if cnt[j] < 0:  # a NaN point (docs/semantics.md §7.3): its gradient is NaN too
                 ggrid[row, p0 + j, a] = zero + np.nan
             else:
                 ggrid[row, p0 + j, a] = sacc[j * r + a] * chain[j * r + a]
 
 
-@inline
+@helper
 def _setup(block, K, r, kc, dk, want_grid):
     """Constants as tuples and the per-thread scratch of a task range."""
     kct, dkt = _constants(kc, dk)
@@ -81,7 +90,7 @@ def _setup(block, K, r, kc, dk, want_grid):
     return kct, dkt, off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n, dws, vals
 
 
-@inline
+@helper
 def _task(task, G, Q, C, P, Ng, xs_n, gx_q):
     """Decode task ``(n, g, q)``: item, grid row, channel range, bases and point range."""
     n = task // (G * Q)
@@ -91,14 +100,15 @@ def _task(task, G, Q, C, P, Ng, xs_n, gx_q):
             q * gx_q + n * xs_n, q * P // Q, (q + 1) * P // Q)
 
 
-@inline
+@function
 def _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, p0, nb, K, r,
                  c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x, want_grid, zero):
     """Sweep channels ``c0 .. c1 - 1`` over a planned block: slopes ``S``, scatter ``dL/dx``.
 
     ``vals[j*r + a]`` accumulates ``S_a = sum_c G[c] sum_t D_{t,a} x[c, o_t]``
     of point ``j``, the derivative of the point's output along axis ``a``
-    (before the chain factor).  Gather and scatter run as separate loops over the block (its plan is in
+    (before the chain factor).  Gather and scatter run as separate loops over the block (its plan
+    is in
     cache): fused into one loop they were 2x slower on random grids, the
     stores holding back the next gathers.  ``zero`` is 0 in the weight dtype
     (a constant: scratch such as ``wts[0]`` may hold leftover NaN when the
@@ -174,11 +184,9 @@ def _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, 
         _grid_grads(ggrid, n, p0, nb, r, cnt, vals, chain, zero)
 
 
-@function
-def task_backward_nd(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                     gflat, gs_n, gs_c, gs_p, gxflat, gx_q, ggrid, C, K, mode, pad, block,
-                     interleaved, want_x, want_grid):
-    """Both gradients for tasks ``first .. stop - 1`` of ``N x G x Q``, any rank.
+@skeleton
+def run_backward(first, stop, args, r, planner):
+    """Both gradients for tasks ``first .. stop - 1`` of ``N x G x Q``, planning with ``planner``.
 
     Task ``(n, g, q)`` takes batch item ``n``, the ``g``-th of ``G`` groups
     of channels and the ``q``-th of ``Q`` contiguous chunks of output
@@ -190,23 +198,31 @@ def task_backward_nd(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, 
     the engine made contiguous so both share the tap offsets).  The engine
     sums the ``Q`` buffers in order afterwards.
 
-    ``task_backward_2d`` and ``task_backward_3d`` are the same with the
-    rank's own planner (one entry per planner keeps each compile small).
+    ``args`` packs, in order:
 
-    Parameters
-    ----------
-    xflat : ndarray, shape (M,)
+    G, Q : int
+        Channel groups and point chunks per item.
+    xflat, xs_n, xs_c : ndarray (M,), int, int
         Flat input: element ``(n, c, i...)`` at ``n*xs_n + c*xs_c + sum i*stride``.
+    sizes, strides : int64 arrays (r,)
+        Input axes in grid order.
+    axc, kc, dk : ndarrays
+        Per-axis, Keys and Keys-slope constants.
     grid : ndarray, shape (Ng, P, r)
         Normalized coordinates; ``Ng`` is N or 1 (broadcast).
-    gflat : ndarray
+    gflat, gs_n, gs_c, gs_p : ndarray, int, int, int
         Flat ``dL/dy``: element ``(n, c, p)`` at ``n*gs_n + c*gs_c + p*gs_p``.
+    gxflat, gx_q : ndarray, int
+        The ``Q`` input-gradient buffers.
     ggrid : ndarray, shape (N, P, r)
         Grid gradient of each item's points.
-    want_x, want_grid : bool
-        Which gradients to compute.
+    C, K, mode, pad, block : int
+        Channels, taps per point, codes and points per block.
+    interleaved, want_x, want_grid : bool
+        Channel-last sweep; which gradients to compute.
     """
-    r = grid.shape[2]
+    (G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat, gs_n, gs_c, gs_p,
+     gxflat, gx_q, ggrid, C, K, mode, pad, block, interleaved, want_x, want_grid) = args
     kct, dkt, off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n, dws, vals = _setup(
         block, K, r, kc, dk, want_grid)
     for task in range(first, stop):
@@ -214,53 +230,51 @@ def task_backward_nd(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, 
                                                xs_n, gx_q)
         for p0 in range(ps, pe, block):
             nb = min(block, pe - p0)
-            plan_grad_general(grid, gn, p0, nb, K, mode, pad, axc, kct, dkt, sizes, strides, off,
-                              wts, dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_grid)
+            planner(grid, gn, p0, nb, K, mode, pad, axc, kct, dkt, sizes, strides, off, wts, dws,
+                    cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_grid)
             _sweep_block(xflat, xb, xs_c, gflat, n * gs_n + p0 * gs_p, gs_c, gs_p, gxflat, gxb,
                          ggrid, n, p0, nb, K, r, c0, c1, off, wts, cnt, dws, chain, vals,
                          interleaved, want_x, want_grid, kc[0] - kc[0])
 
 
+# Entries, one per planner (a call compiles only its own); each takes
+# ``(first, stop, args)`` as run_shared passes them.
+
 @function
-def task_backward_2d(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                     gflat, gs_n, gs_c, gs_p, gxflat, gx_q, ggrid, C, K, mode, pad, block,
-                     interleaved, want_x, want_grid):
-    """2-D, every mode (see :func:`task_backward_nd`)."""
-    kct, dkt, off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n, dws, vals = _setup(
-        block, K, 2, kc, dk, want_grid)
-    for task in range(first, stop):
-        n, gn, c0, c1, xb, gxb, ps, pe = _task(task, G, Q, C, grid.shape[1], grid.shape[0],
-                                               xs_n, gx_q)
-        for p0 in range(ps, pe, block):
-            nb = min(block, pe - p0)
-            plan_grad_2d(grid, gn, p0, nb, K, mode, pad, axc, kct, dkt, sizes, strides, off,
-                         wts, dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_grid)
-            _sweep_block(xflat, xb, xs_c, gflat, n * gs_n + p0 * gs_p, gs_c, gs_p, gxflat, gxb,
-                         ggrid, n, p0, nb, K, 2, c0, c1, off, wts, cnt, dws, chain, vals,
-                         interleaved, want_x, want_grid, kc[0] - kc[0])
+def backward_nd(first, stop, args):
+    """Any rank and mode: the general planner."""
+    run_backward(first, stop, args, args[10].shape[2], plan_grad_general)
 
 
 @function
-def task_backward_3d(first, stop, G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                     gflat, gs_n, gs_c, gs_p, gxflat, gx_q, ggrid, C, K, mode, pad, block,
-                     interleaved, want_x, want_grid):
-    """3-D linear and nearest (see :func:`task_backward_nd`)."""
-    kct, dkt, off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n, dws, vals = _setup(
-        block, K, 3, kc, dk, want_grid)
-    for task in range(first, stop):
-        n, gn, c0, c1, xb, gxb, ps, pe = _task(task, G, Q, C, grid.shape[1], grid.shape[0],
-                                               xs_n, gx_q)
-        for p0 in range(ps, pe, block):
-            nb = min(block, pe - p0)
-            plan_grad_3d(grid, gn, p0, nb, K, mode, pad, axc, kct, dkt, sizes, strides, off,
-                         wts, dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_grid)
-            _sweep_block(xflat, xb, xs_c, gflat, n * gs_n + p0 * gs_p, gs_c, gs_p, gxflat, gxb,
-                         ggrid, n, p0, nb, K, 3, c0, c1, off, wts, cnt, dws, chain, vals,
-                         interleaved, want_x, want_grid, kc[0] - kc[0])
+def backward_linear_2d(first, stop, args):
+    run_backward(first, stop, args, 2, plan_grad_2d_linear)
 
 
-#: Backward entry of each rank with a specialised planner; others use ``task_backward_nd``.
-BACKWARD_TASKS = {2: task_backward_2d, 3: task_backward_3d}
+@function
+def backward_nearest_2d(first, stop, args):
+    run_backward(first, stop, args, 2, plan_grad_2d_nearest)
+
+
+@function
+def backward_cubic_2d(first, stop, args):
+    run_backward(first, stop, args, 2, plan_grad_2d_cubic)
+
+
+@function
+def backward_linear_3d(first, stop, args):
+    run_backward(first, stop, args, 3, plan_grad_3d_linear)
+
+
+@function
+def backward_nearest_3d(first, stop, args):
+    run_backward(first, stop, args, 3, plan_grad_3d_nearest)
+
+
+#: Backward entry of each (rank, mode code) the registry specialises (named
+#: ``backward_<mode>_<rank>d``); others use ``backward_nd``.
+BACKWARD_ENTRIES = {(r, m.code): globals()[f"backward_{kernel_name(m.code, r)}"]
+                    for m in MODES for r in m.specialised_ranks}
 
 
 @function

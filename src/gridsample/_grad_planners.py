@@ -24,12 +24,12 @@ planners take one view of the block's grid rows instead); and indexing
 
 from __future__ import annotations
 
-from ._grad_taps import grad_axis_taps
-from ._jit import function, inline
-from ._options import MODE_LINEAR, MODE_NEAREST
+from ._grad_taps import grad_axis_taps, grad_cubic_taps, grad_linear_taps, grad_nearest_taps
+from ._jit import function, skeleton
 from ._taps import axis_row
 
-__all__ = ["plan_grad_general", "plan_grad_2d", "plan_grad_3d"]
+__all__ = ["plan_grad_general", "plan_grad_2d_linear", "plan_grad_2d_nearest", "plan_grad_2d_cubic",
+           "plan_grad_3d_linear", "plan_grad_3d_nearest"]
 
 
 @function
@@ -94,10 +94,10 @@ def plan_grad_general(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, stride
         cnt[j] = c
 
 
-@inline
-def _plan_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt,
-             chain, want_slopes, n):
-    """2-D block body; ``n`` (1, 2 or 4 taps per axis) is a constant of the caller.
+@skeleton
+def _plan_2d(grid, gn, p0, nb, K, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt,
+             chain, want_slopes, n, axis_taps):
+    """2-D block body; ``n`` (1, 2 or 4 taps per axis) and ``axis_taps`` come from the caller.
 
     Taps x fastest, ``W = w_x * w_y``, ``D_x = dw_x * w_y``, ``D_y = w_x * dw_y``:
     the general planner's products (there ``1 * w`` is exact).
@@ -106,8 +106,8 @@ def _plan_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, w
     sx, sy = strides[0], strides[1]
     gg = grid[gn, p0:p0 + nb]  # a view per block: p0 + j indexing is 4x slower (measured)
     for j in range(nb):
-        nanx, cx, ix, wx, dx, okx = grad_axis_taps(gg[j, 0], mode, pad, ax0, kc, dk, sizes[0])
-        nany, cy, iy, wy, dy, oky = grad_axis_taps(gg[j, 1], mode, pad, ax1, kc, dk, sizes[1])
+        nanx, cx, ix, wx, dx, okx = axis_taps(gg[j, 0], pad, ax0, kc, dk, sizes[0])
+        nany, cy, iy, wy, dy, oky = axis_taps(gg[j, 1], pad, ax1, kc, dk, sizes[1])
         if nanx or nany:
             cnt[j] = -1
             continue
@@ -130,17 +130,17 @@ def _plan_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, w
             chain[2 * j + 1] = cy
 
 
-@inline
-def _plan_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt,
-             chain, want_slopes, n):
+@skeleton
+def _plan_3d(grid, gn, p0, nb, K, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt,
+             chain, want_slopes, n, axis_taps):
     """3-D block body: taps x fastest, products ``(w_x * w_y) * w_z`` as the general planner."""
     ax0, ax1, ax2 = axis_row(axc, 0), axis_row(axc, 1), axis_row(axc, 2)
     sx, sy, sz = strides[0], strides[1], strides[2]
     gg = grid[gn, p0:p0 + nb]
     for j in range(nb):
-        nanx, cx, ix, wx, dx, okx = grad_axis_taps(gg[j, 0], mode, pad, ax0, kc, dk, sizes[0])
-        nany, cy, iy, wy, dy, oky = grad_axis_taps(gg[j, 1], mode, pad, ax1, kc, dk, sizes[1])
-        nanz, cz, iz, wz, dz, okz = grad_axis_taps(gg[j, 2], mode, pad, ax2, kc, dk, sizes[2])
+        nanx, cx, ix, wx, dx, okx = axis_taps(gg[j, 0], pad, ax0, kc, dk, sizes[0])
+        nany, cy, iy, wy, dy, oky = axis_taps(gg[j, 1], pad, ax1, kc, dk, sizes[1])
+        nanz, cz, iz, wz, dz, okz = axis_taps(gg[j, 2], pad, ax2, kc, dk, sizes[2])
         if nanx or nany or nanz:
             cnt[j] = -1
             continue
@@ -168,33 +168,39 @@ def _plan_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, w
             chain[3 * j + 2] = cz
 
 
+# One planner per (rank, mode): a call compiles its own mode's math only.
+# They share the general planner's signature (the engine calls either).
+
 @function
-def plan_grad_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts, dws,
-                 cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes):
-    """2-D, every mode (the tap loops specialised to 1, 2 or 4 taps per axis)."""
-    # n = taps per axis, a constant in each call so the tap loops unroll.
-    if mode == MODE_LINEAR:
-        _plan_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt,
-                 chain, want_slopes, 2)
-    elif mode == MODE_NEAREST:
-        _plan_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt,
-                 chain, want_slopes, 1)
-    else:
-        _plan_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt,
-                 chain, want_slopes, 4)
+def plan_grad_2d_linear(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts,
+                        dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes):
+    _plan_2d(grid, gn, p0, nb, K, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt, chain,
+             want_slopes, 2, grad_linear_taps)
 
 
 @function
-def plan_grad_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts, dws,
-                 cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes):
-    """3-D linear and nearest (cubic runs the general planner: a 64-tap unrolled body
-    would cost more compile time than 3-D cubic is worth)."""
-    if mode == MODE_LINEAR:
-        _plan_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt,
-                 chain, want_slopes, 2)
-    elif mode == MODE_NEAREST:
-        _plan_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt,
-                 chain, want_slopes, 1)
-    else:
-        plan_grad_general(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts,
-                          dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes)
+def plan_grad_2d_nearest(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts,
+                         dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes):
+    _plan_2d(grid, gn, p0, nb, K, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt, chain,
+             want_slopes, 1, grad_nearest_taps)
+
+
+@function
+def plan_grad_2d_cubic(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts,
+                       dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes):
+    _plan_2d(grid, gn, p0, nb, K, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt, chain,
+             want_slopes, 4, grad_cubic_taps)
+
+
+@function
+def plan_grad_3d_linear(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts,
+                        dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes):
+    _plan_3d(grid, gn, p0, nb, K, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt, chain,
+             want_slopes, 2, grad_linear_taps)
+
+
+@function
+def plan_grad_3d_nearest(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts,
+                         dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes):
+    _plan_3d(grid, gn, p0, nb, K, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt, chain,
+             want_slopes, 1, grad_nearest_taps)

@@ -14,7 +14,7 @@ also needs ``dw_k/dx`` and the chain factor ``dx/dg`` of the axis:
   slope of the clip that follows it;
 * linear: ``w_0 = 1 - d``, ``w_1 = d`` with ``d = x' - floor(x')``, so
   ``dw/dx' = (-1, +1)``; nearest: piecewise constant, ``dw/dx = 0``;
-* cubic keeps the coordinate unpadded (rule 4; padding acts on the integer
+* cubic keeps the coordinate unpadded (docs/semantics.md §4; padding acts on the integer
   tap indices, which do not move with ``x``), so the chain factor is just
   ``a c``.  With ``t = x - floor(x)`` the weights are Keys' kernel ``k`` at
   distances ``t + 1, t, 1 - t, 2 - t``; differentiating each distance
@@ -32,12 +32,24 @@ import math
 
 import numpy as np
 
-from ._jit import inline
-from ._options import MODE_CUBIC, MODE_LINEAR, PAD_BORDER, PAD_REFLECTION
-from ._taps import (AXIS_HIGH, AXIS_MUL, AXIS_REFLECT_LOW, AXIS_REFLECT_SPAN, AXIS_SCALE,
-                    CUBIC_A, cubic_axis, linear_axis, nearest_axis, reflect_clip, unnormalize)
+from ._jit import helper
+from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION
+from ._taps import (
+    AXIS_HIGH,
+    AXIS_MUL,
+    AXIS_REFLECT_LOW,
+    AXIS_REFLECT_SPAN,
+    AXIS_SCALE,
+    CUBIC_A,
+    cubic_axis,
+    linear_axis,
+    nearest_axis,
+    reflect_clip,
+    unnormalize,
+)
 
-__all__ = ["grad_axis_taps", "pad_slope", "cubic_slope_constants", "SLOPE_FIELDS"]
+__all__ = ["grad_axis_taps", "grad_linear_taps", "grad_nearest_taps", "grad_cubic_taps",
+           "pad_slope", "cubic_slope_constants", "SLOPE_FIELDS"]
 
 #: Layout of the Keys-derivative constants: 3(A+2), 2(A+3), 3A, 10A, 8A.
 SLOPE_FIELDS = 5
@@ -49,17 +61,17 @@ def cubic_slope_constants() -> tuple:
     return (3.0 * (a + 2.0), 2.0 * (a + 3.0), 3.0 * a, 10.0 * a, 8.0 * a)
 
 
-@inline
+@helper
 def _slope_near(s, dk):
     return (dk[0] * s - dk[1]) * s
 
 
-@inline
+@helper
 def _slope_far(s, dk):
     return (dk[2] * s - dk[3]) * s + dk[4]
 
 
-@inline
+@helper
 def pad_slope(x, pad, ax):
     """``d pad(x) / dx`` for linear and nearest (1, 0 or -1; NaN maps to 1).
 
@@ -96,7 +108,51 @@ def pad_slope(x, pad, ax):
     return one
 
 
-@inline
+@helper
+def grad_cubic_taps(g, pad, ax, kc, dk, size):
+    """Cubic: :func:`grad_axis_taps` for ``mode = MODE_CUBIC``."""
+    one = kc[0]
+    zero = one - one
+    scale = ax[AXIS_MUL] * ax[AXIS_SCALE]
+    flat = scale - scale
+    (i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2, ok3,
+     nan) = cubic_axis(g, pad, ax, kc, size)
+    x = unnormalize(g, ax)
+    if nan or math.isinf(x):
+        return (nan, flat, (i0, i1, i2, i3), (w0, w1, w2, w3), (zero, zero, zero, zero),
+                (ok0, ok1, ok2, ok3))
+    t = x - np.floor(x)
+    u = one - t
+    dws = (_slope_far(t + one, dk), _slope_near(t, dk), -_slope_near(u, dk),
+           -_slope_far(u + one, dk))
+    return nan, scale, (i0, i1, i2, i3), (w0, w1, w2, w3), dws, (ok0, ok1, ok2, ok3)
+
+
+@helper
+def grad_linear_taps(g, pad, ax, kc, dk, size):
+    """Linear: :func:`grad_axis_taps` for ``mode = MODE_LINEAR``."""
+    one = kc[0]
+    zero = one - one
+    scale = ax[AXIS_MUL] * ax[AXIS_SCALE]
+    x = unnormalize(g, ax)
+    i0, w0, w1, ok0, ok1, nan = linear_axis(g, pad, ax, one, size)
+    chain = scale - scale if math.isinf(x) else scale * pad_slope(x, pad, ax)
+    return (nan, chain, (i0, i0 + 1, 0, 0), (w0, w1, zero, zero), (-one, one, zero, zero),
+            (ok0, ok1, False, False))
+
+
+@helper
+def grad_nearest_taps(g, pad, ax, kc, dk, size):
+    """Nearest: :func:`grad_axis_taps` for ``mode = MODE_NEAREST`` (no slope)."""
+    one = kc[0]
+    zero = one - one
+    scale = ax[AXIS_MUL] * ax[AXIS_SCALE]
+    i, ok, nan = nearest_axis(g, pad, ax, size)
+    return (nan, scale - scale, (i, 0, 0, 0), (one, zero, zero, zero), (zero, zero, zero, zero),
+            (ok, False, False, False))
+
+
+@helper
 def grad_axis_taps(g, mode, pad, ax, kc, dk, size):
     """One axis's taps, weights and weight slopes for grid value ``g``.
 
@@ -116,7 +172,7 @@ def grad_axis_taps(g, mode, pad, ax, kc, dk, size):
     Returns
     -------
     nan : bool
-        A NaN point (rule 7); the rest is then meaningless.
+        A NaN point (docs/semantics.md §5); the rest is then meaningless.
     chain : float
         ``dx/dg`` including the padding's slope (0 for nearest and for
         infinite coordinates).
@@ -127,31 +183,15 @@ def grad_axis_taps(g, mode, pad, ax, kc, dk, size):
         in the forward.
 
     Everything is returned as scalars and tuples, never through arrays: an
-    array handed to an inlined helper costs two atomic reference-count
-    updates per call in Numba (measured: 8x slower planners).
+    array handed to a helper costs two atomic reference-count updates per
+    call in Numba (measured: 8x slower planners).  The rank-specialised
+    planners call the mode's own function (``grad_*_taps``), so a call
+    compiles only its mode's math.
     """
-    one = kc[0]
-    zero = one - one
-    scale = ax[AXIS_MUL] * ax[AXIS_SCALE]
-    flat = scale - scale
     if mode == MODE_CUBIC:
-        (i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2, ok3,
-         nan) = cubic_axis(g, pad, ax, kc, size)
-        x = unnormalize(g, ax)
-        if nan or math.isinf(x):
-            return (nan, flat, (i0, i1, i2, i3), (w0, w1, w2, w3), (zero, zero, zero, zero),
-                    (ok0, ok1, ok2, ok3))
-        t = x - np.floor(x)
-        u = one - t
-        dws = (_slope_far(t + one, dk), _slope_near(t, dk), -_slope_near(u, dk),
-               -_slope_far(u + one, dk))
-        return nan, scale, (i0, i1, i2, i3), (w0, w1, w2, w3), dws, (ok0, ok1, ok2, ok3)
-    x = unnormalize(g, ax)
+        return grad_cubic_taps(g, pad, ax, kc, dk, size)
     if mode == MODE_LINEAR:
-        i0, w0, w1, ok0, ok1, nan = linear_axis(g, pad, ax, one, size)
-        chain = flat if math.isinf(x) else scale * pad_slope(x, pad, ax)
-        return (nan, chain, (i0, i0 + 1, 0, 0), (w0, w1, zero, zero), (-one, one, zero, zero),
-                (ok0, ok1, False, False))
-    i, ok, nan = nearest_axis(g, pad, ax, size)
-    return (nan, flat, (i, 0, 0, 0), (one, zero, zero, zero), (zero, zero, zero, zero),
-            (ok, False, False, False))
+        return grad_linear_taps(g, pad, ax, kc, dk, size)
+    nan, chain, idx, w, dw, ok = grad_nearest_taps(g, pad, ax, kc, dk, size)
+    # not a registered mode (validation refuses it): a NaN point, never a read
+    return nan or mode != MODE_NEAREST, chain, idx, w, dw, ok

@@ -1,8 +1,9 @@
 """Option names become integer codes here, and only here.
 
-The public functions accept the ONNX names (``"linear"``, ``"nearest"``,
-``"cubic"``), PyTorch's (``"bilinear"``, ``"bicubic"``) and the volumetric
-aliases (``"trilinear"``, ``"tricubic"``), as well as the integer codes of
+The public functions accept the names and codes the registry
+(:mod:`gridsample._registry`) lists: the ONNX names (``"linear"``,
+``"nearest"``, ``"cubic"``), PyTorch's (``"bilinear"``, ``"bicubic"``), the
+volumetric aliases (``"trilinear"``, ``"tricubic"``) and the integer codes of
 CANN / ATen (0 linear, 1 nearest, 2 cubic; padding 0 zeros, 1 border,
 2 reflection).  Past this boundary the kernels see integers only.
 """
@@ -14,6 +15,16 @@ import numbers
 import numpy as np
 
 from ._errors import GridSampleError, GridSampleTypeError, describe
+from ._registry import (
+    MODE_CUBIC,
+    MODE_LINEAR,
+    MODE_NEAREST,
+    MODES,
+    PAD_BORDER,
+    PAD_REFLECTION,
+    PAD_ZEROS,
+    PADDINGS,
+)
 
 __all__ = [
     "MODE_LINEAR",
@@ -30,24 +41,13 @@ __all__ = [
     "parse_flag",
 ]
 
-MODE_LINEAR, MODE_NEAREST, MODE_CUBIC = 0, 1, 2
-PAD_ZEROS, PAD_BORDER, PAD_REFLECTION = 0, 1, 2
-
 #: Canonical name of each mode code.
-MODE_NAMES = {MODE_LINEAR: "linear", MODE_NEAREST: "nearest", MODE_CUBIC: "cubic"}
+MODE_NAMES = {m.code: m.name for m in MODES}
 #: Canonical name of each padding code.
-PADDING_NAMES = {PAD_ZEROS: "zeros", PAD_BORDER: "border", PAD_REFLECTION: "reflection"}
+PADDING_NAMES = {p.code: p.name for p in PADDINGS}
 
-_MODE_ALIASES = {
-    "linear": MODE_LINEAR,
-    "bilinear": MODE_LINEAR,
-    "trilinear": MODE_LINEAR,
-    "nearest": MODE_NEAREST,
-    "cubic": MODE_CUBIC,
-    "bicubic": MODE_CUBIC,
-    "tricubic": MODE_CUBIC,
-}
-_PADDING_ALIASES = {"zeros": PAD_ZEROS, "border": PAD_BORDER, "reflection": PAD_REFLECTION}
+_MODE_ALIASES = {name: m.code for m in MODES for name in (m.name, *m.aliases)}
+_PADDING_ALIASES = {name: p.code for p in PADDINGS for name in (p.name, *p.aliases)}
 
 
 def _parse_code(name: str, value: object, aliases: dict, codes: dict) -> int:

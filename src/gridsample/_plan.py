@@ -13,11 +13,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._dtypes import GRID_DTYPE_NAMES, X_DTYPE_NAMES, coord_dtype, is_string, x_conversion
-from ._options import (MODE_NAMES, MODE_NEAREST, parse_align_corners, parse_flag, parse_mode,
-                       parse_padding)
-from ._planners import MAX_TAPS_PER_POINT, TAPS_PER_AXIS
+from ._errors import GridSampleError, GridSampleTypeError, describe
+from ._options import (
+    MODE_NAMES,
+    MODE_NEAREST,
+    parse_align_corners,
+    parse_flag,
+    parse_mode,
+    parse_padding,
+)
+from ._registry import MAX_TAPS_PER_POINT, mode_of, taps_per_point
 
 __all__ = ["ForwardPlan", "plan_forward", "as_array"]
 
@@ -119,7 +125,8 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last):
     layout = "(N, d1, ..., dr, C)" if chan_last else "(N, C, d1, ..., dr)"
     if x.ndim < 3:
         raise GridSampleError(
-            f"x has shape {x.shape}; it must have at least 3 axes {layout} (one spatial axis or more)"
+            f"x has shape {x.shape}; it must have at least 3 axes {layout} "
+            "(one spatial axis or more)"
         )
     rank = x.ndim - 2
     if grid.ndim != x.ndim:
@@ -132,11 +139,11 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last):
             f"grid has shape {grid.shape}; its last axis must have length {rank}, "
             f"the number of spatial axes of x"
         )
-    taps = TAPS_PER_AXIS[mode_code] ** rank
+    taps = taps_per_point(mode_code, rank)
     if taps > MAX_TAPS_PER_POINT:
         raise GridSampleError(
             f"x has {rank} spatial axes: mode={MODE_NAMES[mode_code]!r} would read "
-            f"{TAPS_PER_AXIS[mode_code]}**{rank} = {taps} taps per output point; at most "
+            f"{mode_of(mode_code).taps}**{rank} = {taps} taps per output point; at most "
             f"{MAX_TAPS_PER_POINT} are supported (linear up to 16 axes, cubic up to 8, "
             f"nearest any)"
         )
@@ -157,7 +164,7 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last):
             f"{(batch, channels, *out_spatial)} is not empty: there is nothing to sample from"
         )
 
-    # Rule 5: coordinates in the grid's precision (float32 at least); weights
+    # docs/semantics.md §6.2: coordinates in the grid's precision (float32 at least); weights
     # and sums by X's type (gridsample._dtypes has the table).
     weight_dtype = np.dtype(np.int64) if is_string(x.dtype) else x_conversion(x.dtype).weight
     plan = ForwardPlan(

@@ -6,7 +6,8 @@ rank-specialised planners compute the same lists with the per-axis helpers
 in registers: a straight-line path for a point whose taps all lie inside
 ``X``, and short inline paths for a NaN point and for a point near or past
 an edge under zeros padding (only its taps inside ``X`` are listed).  Each
-fast planner lists the same taps in the same order as the general one; the weights agree exactly when x and the grid
+fast planner lists the same taps in the same order as the general one; the weights agree exactly
+when x and the grid
 share a dtype (for mixed dtypes the general planner rounds each axis weight
 to the weight dtype before the product, the fast ones round the product
 once).  The tests compare both against the NumPy reference.
@@ -22,28 +23,17 @@ fastest (PyTorch's nw, ne, sw, se order) and weights multiply as
 
 from __future__ import annotations
 
-from ._jit import function, inline
-from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST
+from ._jit import function, helper
 from ._taps import axis_row, axis_taps, cubic_axis, cubic_row, linear_axis, nearest_axis
 
 __all__ = ["plan_point", "plan_linear_2d", "plan_nearest_2d", "plan_cubic_2d", "plan_linear_3d",
-           "plan_nearest_3d", "plan_general", "taps_per_point", "WCONST_ZERO", "WCONST_ONE",
+           "plan_nearest_3d", "plan_general", "WCONST_ZERO", "WCONST_ONE",
            "WCONST_NAN"]
 
 # Layout of the weight-dtype constants array passed to the kernels.
 WCONST_ZERO, WCONST_ONE, WCONST_NAN = 0, 1, 2
 
 
-def taps_per_point(mode: int, rank: int) -> int:
-    """Most taps a point can have: ``T**r`` with T = 1, 2, 4 (nearest, linear, cubic)."""
-    return TAPS_PER_AXIS[mode] ** rank
-
-
-#: Taps per axis of each mode.
-TAPS_PER_AXIS = {MODE_NEAREST: 1, MODE_LINEAR: 2, MODE_CUBIC: 4}
-#: Most taps per point a kernel plans (its scratch is ``block * K`` pairs):
-#: linear up to r = 16, cubic up to r = 8, nearest at any rank.
-MAX_TAPS_PER_POINT = 2**16
 
 
 @function
@@ -88,7 +78,7 @@ def plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
     cnt[j] = c
 
 
-@inline
+@helper
 def _nan_point(off, wts, cnt, j, o, wconst):
     """Slot ``j`` (entries from ``o``) gets one tap of weight NaN: the point reads NaN."""
     off[o] = 0
@@ -96,7 +86,7 @@ def _nan_point(off, wts, cnt, j, o, wconst):
     cnt[j] = 1
 
 
-@inline
+@helper
 def _edge_taps_2d(off, wts, o, b, xo, yo, wx, wy, okx, oky):
     """List the taps of a 2-D point that lie inside ``X``; return their number.
 
@@ -115,7 +105,7 @@ def _edge_taps_2d(off, wts, o, b, xo, yo, wx, wy, okx, oky):
     return c
 
 
-@inline
+@function
 def plan_linear_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                     ax_off, ax_w, ax_n, wconst):
     gg = grid[gn, p0:p0 + nb]  # one view per block (see axis_row)
@@ -144,7 +134,7 @@ def plan_linear_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off,
                                    (okx0, okx1), (oky0, oky1))
 
 
-@inline
+@function
 def plan_nearest_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                      ax_off, ax_w, ax_n, wconst):
     gg = grid[gn, p0:p0 + nb]  # one view per block (see axis_row)
@@ -163,7 +153,7 @@ def plan_nearest_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off
             cnt[j] = 0
 
 
-@inline
+@function
 def plan_cubic_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                    ax_off, ax_w, ax_n, wconst):
     gg = grid[gn, p0:p0 + nb]  # one view per block (see axis_row)
@@ -193,7 +183,7 @@ def plan_cubic_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, 
                                    (okx0, okx1, okx2, okx3), (oky0, oky1, oky2, oky3))
 
 
-@inline
+@function
 def plan_linear_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                     ax_off, ax_w, ax_n, wconst):
     gg = grid[gn, p0:p0 + nb]  # one view per block (see axis_row)
@@ -245,7 +235,7 @@ def plan_linear_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off,
             cnt[j] = c
 
 
-@inline
+@function
 def plan_nearest_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                      ax_off, ax_w, ax_n, wconst):
     gg = grid[gn, p0:p0 + nb]  # one view per block (see axis_row)
@@ -265,57 +255,10 @@ def plan_nearest_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off
             cnt[j] = 0
 
 
-@inline
+@function
 def plan_general(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                  ax_off, ax_w, ax_n, wconst):
     """Plan a block with the general planner (any rank and mode)."""
     for j in range(nb):
         plan_point(grid, gn, p0 + j, j, K, mode, pad, axc, kc, sizes, strides,
                    off, wts, cnt, ax_off, ax_w, ax_n, wconst)
-
-
-# Compiled (not inlined) versions of the block planners, for the
-# per-element-type entries of gridsample._kernels: compiled once per
-# (grid dtype, weight dtype) and shared by every element type.
-
-
-@function
-def plan_linear_2d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off,
-                      ax_w, ax_n, wconst):
-    plan_linear_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off, ax_w,
-                   ax_n, wconst)
-
-
-@function
-def plan_nearest_2d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off,
-                       ax_w, ax_n, wconst):
-    plan_nearest_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off, ax_w,
-                    ax_n, wconst)
-
-
-@function
-def plan_cubic_2d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off,
-                     ax_w, ax_n, wconst):
-    plan_cubic_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off, ax_w,
-                  ax_n, wconst)
-
-
-@function
-def plan_linear_3d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off,
-                      ax_w, ax_n, wconst):
-    plan_linear_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off, ax_w,
-                   ax_n, wconst)
-
-
-@function
-def plan_nearest_3d_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off,
-                       ax_w, ax_n, wconst):
-    plan_nearest_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off, ax_w,
-                    ax_n, wconst)
-
-
-@function
-def plan_general_fn(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off,
-                    ax_w, ax_n, wconst):
-    plan_general(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off, ax_w,
-                 ax_n, wconst)

@@ -4,7 +4,8 @@ A block plan holds, for point ``j`` of the block, ``cnt[j]`` pairs
 ``(off[j*K + k], wts[j*K + k])``: the flat input offset of a tap (relative to
 the start of the batch item and channel) and its weight, ``K`` being the
 most taps a point can have.  The output is written through a flat view:
-element ``(c, j)`` of the block lives at ``obase + c*os_c + j*os_p``.  Both sweeps form ``sum_k wts[k] * x[off[k]]``
+element ``(c, j)`` of the block lives at ``obase + c*os_c + j*os_p``.  Both sweeps form ``sum_k
+wts[k] * x[off[k]]``
 starting from the first term and adding the others in plan order, so the
 planar and the interleaved sweep give bit-identical results.  A point with
 no taps (all outside under zeros padding) is 0.
@@ -15,12 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from ._convert import load, store
-from ._jit import inline
+from ._jit import function, helper
 
 __all__ = ["sweep_planar", "sweep_interleaved", "sweep"]
 
 
-@inline
+@function
 def sweep_planar(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p,
                  kind, zero):
     """Channel-first memory: one channel at a time over the whole block.
@@ -59,7 +60,7 @@ def sweep_planar(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os
             store(oc, j * os_p, acc, kind)
 
 
-@inline
+@function
 def sweep_interleaved(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p,
                       kind, acc, zero):
     """Channel-last memory: one point at a time, every tap reading ``C`` neighbours."""
@@ -85,7 +86,7 @@ def sweep_interleaved(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obas
             store(oj, c * os_c, acc[c], kind)
 
 
-@inline
+@helper
 def sweep(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p,
           interleaved, kind, azero):
     """Apply a planned block to every channel, with the sweep that suits the layout.

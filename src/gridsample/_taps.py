@@ -4,7 +4,7 @@ For one output point and one spatial axis of size ``S``, a *tap* is an input
 index along that axis and its interpolation weight.  The functions here turn
 one normalized grid value ``g`` into the axis's taps, already padded:
 
-* unnormalize (DESIGN §3 rule 2) in the coordinate dtype, grouped exactly
+* unnormalize (docs/semantics.md §2) in the coordinate dtype, grouped exactly
   as the spec writes it (halving is a multiply by 0.5, which is exact)::
 
       align_corners=1: x = (g + 1) / 2 * (S - 1) = ((g + 1) * 0.5 - 0) * (S - 1)
@@ -17,7 +17,7 @@ one normalized grid value ``g`` into the axis's taps, already padded:
   stays ``±inf`` even on an axis of size 1 with align_corners (``c = 0``);
 * linear / nearest pad the *continuous* coordinate, then take 2 or 1 taps;
 * cubic keeps the coordinate, takes 4 taps ``floor(x)-1 … floor(x)+2`` and
-  pads each integer tap index on its own (rule 4).
+  pads each integer tap index on its own (docs/semantics.md §4).
 
 Taps that fall outside ``[0, S-1]`` under zeros padding are *dropped*, not
 given weight 0: a dropped tap reads nothing, so an ``inf`` stored in ``X`` at
@@ -26,7 +26,7 @@ before it is converted to an integer, because converting a huge or non-finite
 float to an integer is undefined behaviour in LLVM.
 
 A function returns the number of taps it wrote (0 … 4), or ``-1`` when the
-point is a NaN point (rule 7: NaN coordinate, or reflection of an infinite
+point is a NaN point (docs/semantics.md §5: NaN coordinate, or reflection of an infinite
 one).  Offsets are written already multiplied by the axis's element stride.
 """
 
@@ -36,11 +36,13 @@ import math
 
 import numpy as np
 
-from ._jit import function, inline
-from ._options import MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
+from ._jit import function, helper
+from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
 
-__all__ = ["axis_row", "cubic_row", "axis_taps", "reflect_clip", "unnormalize", "pad_continuous", "linear_axis",
-           "nearest_axis", "cubic_axis", "AXIS_MUL", "AXIS_SUB", "AXIS_SCALE", "AXIS_HIGH", "AXIS_ONE",
+__all__ = ["axis_row", "cubic_row", "axis_taps", "reflect_clip", "unnormalize", "pad_continuous",
+           "linear_axis",
+           "nearest_axis", "cubic_axis", "AXIS_MUL", "AXIS_SUB", "AXIS_SCALE", "AXIS_HIGH",
+           "AXIS_ONE",
            "AXIS_REFLECT_LOW", "AXIS_REFLECT_SPAN", "AXIS_FIELDS", "CUBIC_FIELDS",
            "axis_constants", "cubic_constants", "CUBIC_A"]
 
@@ -109,19 +111,19 @@ def reflect_clip(x, low, span, high):
     return y
 
 
-@inline
+@helper
 def _cubic_near(t, kc):
     # Keys kernel for |t| <= 1: ((A + 2)|t| - (A + 3)) t^2 + 1
     return (kc[2] * t - kc[3]) * t * t + kc[0]
 
 
-@inline
+@helper
 def _cubic_far(t, kc):
     # Keys kernel for 1 < |t| < 2: ((A|t| - 5A)|t| + 8A)|t| - 4A
     return ((kc[1] * t - kc[4]) * t + kc[5]) * t - kc[6]
 
 
-@inline
+@helper
 def axis_row(axc, a):
     """Row ``a`` of a per-axis constants array as a tuple.
 
@@ -133,21 +135,21 @@ def axis_row(axc, a):
     return (axc[a, 0], axc[a, 1], axc[a, 2], axc[a, 3], axc[a, 4], axc[a, 5], axc[a, 6])
 
 
-@inline
+@helper
 def cubic_row(kc):
     """The cubic constants as a tuple (see :func:`axis_row`)."""
     return (kc[0], kc[1], kc[2], kc[3], kc[4], kc[5], kc[6])
 
 
-@inline
+@helper
 def unnormalize(g, ax):
-    """Rule 2 in the coordinate dtype (see the module notes for the grouping)."""
+    """docs/semantics.md §2 in the coordinate dtype (see the module notes for the grouping)."""
     if math.isinf(g):
         return g
     return ((g + ax[AXIS_ONE]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE]
 
 
-@inline
+@helper
 def pad_continuous(x, pad, ax):
     """Padding of linear and nearest, on the continuous coordinate.
 
@@ -165,14 +167,14 @@ def pad_continuous(x, pad, ax):
     return x
 
 
-@inline
+@helper
 def linear_axis(g, pad, ax, one, size):
     """The two linear taps of one axis.
 
     Returns ``(i0, w0, w1, ok0, ok1, nan)``: taps ``i0`` and ``i0 + 1`` with
     weights ``1 - d`` and ``d`` (``d = x - floor(x)``, exact in the
     coordinate dtype; ``one`` is 1 in the weight dtype, so ``1 - d`` is
-    formed in the weight precision, rule 5); ``ok`` is False for a tap
+    formed in the weight precision, docs/semantics.md §6.2); ``ok`` is False for a tap
     outside ``[0, S-1]``; ``nan`` marks a NaN point.
     """
     x = pad_continuous(unnormalize(g, ax), pad, ax)
@@ -189,7 +191,7 @@ def linear_axis(g, pad, ax, one, size):
     return i0, one - d, one * d, i0 >= 0 and i0 < size, i0 >= -1 and i0 + 1 < size, False
 
 
-@inline
+@helper
 def nearest_axis(g, pad, ax, size):
     """The nearest tap of one axis, rounding half to even (as ``nearbyint``).
 
@@ -204,16 +206,16 @@ def nearest_axis(g, pad, ax, size):
     return i, i >= 0 and i < size, False
 
 
-@inline
+@helper
 def cubic_axis(g, pad, ax, kc, size):
     """The four cubic taps ``floor(x)-1 … floor(x)+2`` of one axis, each padded.
 
     Returns ``(i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2, ok3, nan)``.
-    The coordinate itself is not padded (rule 4); each tap index is: zeros
+    The coordinate itself is not padded (docs/semantics.md §4); each tap index is: zeros
     drops it, border clips it, reflection reflects then clips it, all in
     floating point so that the cast to an integer is always defined.  Tap
     indices are formed in the coordinate dtype, weights in the weight dtype
-    (``kc``, rule 5).
+    (``kc``, docs/semantics.md §6.2).
     """
     one = kc[0]
     x = unnormalize(g, ax)
@@ -312,6 +314,8 @@ def axis_taps(g, mode, pad, ax, kc, size, stride, off, wts, base):
             wts[base] = one
             return 1
         return 0
+    if mode != MODE_CUBIC:
+        return -1  # not a registered mode (validation refuses it): a NaN point, never a read
     i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2, ok3, nan = cubic_axis(g, pad, ax, kc, size)
     if nan:
         return -1

@@ -42,15 +42,22 @@ import math
 
 import numpy as np
 
-from ._convert import KIND_BF16, KIND_F16, KIND_NATIVE, load, store
-from ._jit import function, inline, kernel, prange
-from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
-from ._taps import (AXIS_HIGH, AXIS_MUL, AXIS_ONE, AXIS_REFLECT_LOW, AXIS_REFLECT_SPAN,
-                    AXIS_SCALE, AXIS_SUB, axis_row, cubic_row)
+from ._convert import load, store
+from ._jit import helper, skeleton
+from ._options import PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
+from ._taps import (
+    AXIS_HIGH,
+    AXIS_MUL,
+    AXIS_ONE,
+    AXIS_REFLECT_LOW,
+    AXIS_REFLECT_SPAN,
+    AXIS_SCALE,
+    AXIS_SUB,
+    axis_row,
+    cubic_row,
+)
 
-__all__ = ["forward_vector_linear_2d", "forward_vector_nearest_2d", "forward_vector_cubic_2d",
-           "forward_vector_linear_3d", "forward_vector_nearest_3d",
-           "VECTOR_KERNELS", "fits_int32", "vector_kernel"]
+__all__ = ["fits_int32", "run_blocks"]
 
 _INT32_MAX = 2 ** 31 - 1
 
@@ -65,14 +72,14 @@ def fits_int32(sizes, strides) -> bool:
     return sum((int(s) + 6) * abs(int(st)) for s, st in zip(sizes, strides)) <= _INT32_MAX
 
 
-@inline
+@helper
 def _unnormalize(g, ax):
-    """Rule 2 as ``_taps.unnormalize``, with a select: ``±inf`` keeps its value."""
+    """docs/semantics.md §2 as ``_taps.unnormalize``, with a select: ``±inf`` keeps its value."""
     u = ((g + ax[AXIS_ONE]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE]
     return g if math.isinf(g) else u
 
 
-@inline
+@helper
 def _reflect(u, ax, zero):
     """``_taps.reflect_clip`` for a finite ``u``, with selects (``fmod`` is exact)."""
     low, span, high = ax[AXIS_REFLECT_LOW], ax[AXIS_REFLECT_SPAN], ax[AXIS_HIGH]
@@ -85,18 +92,18 @@ def _reflect(u, ax, zero):
     return zero if span <= zero else y  # an axis of size 1 with align_corners
 
 
-@inline
+@helper
 def _clip(u, high, zero):
     """Clip to ``[0, high]``; NaN stays NaN (the comparisons are false)."""
     u = zero if zero > u else u
     return high if high < u else u
 
 
-@inline
+@helper
 def _coordinate(g, pad, ax):
     """Unnormalized, padded coordinate of ``g`` and whether it is a NaN point.
 
-    A NaN point (rule 7): a NaN coordinate, or ``±inf`` under reflection (no
+    A NaN point (docs/semantics.md §5): a NaN coordinate, or ``±inf`` under reflection (no
     image).  Its coordinate is returned as 0, so that every later step sees a
     finite number.  Border clips (``±inf`` to the edges); reflection folds.
     """
@@ -112,8 +119,8 @@ def _coordinate(g, pad, ax):
     return (zero if nan else u), nan
 
 
-@inline
-def _plan_linear(grid, nb, pad, axc, sizes, strides, one, nanw, off, wts):
+@skeleton
+def plan_linear_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
     """Plan ``nb`` points of a 2-D linear block.
 
     ``grid`` is the block's coordinates flat, shape (2 nb,): a 1-D array
@@ -154,7 +161,7 @@ def _plan_linear(grid, nb, pad, axc, sizes, strides, one, nanw, off, wts):
         off[1, j] = np.int32(b + st0) if x1 & y0 else np.int32(-1)
         off[2, j] = np.int32(b + st1) if x0 & y1 else np.int32(-1)
         off[3, j] = np.int32(b + st1 + st0) if x1 & y1 else np.int32(-1)
-        # Weights in the weight dtype (rule 5): ``one * d`` is exact and only
+        # Weights in the weight dtype (docs/semantics.md §6.2): ``one * d`` is exact and only
         # widens ``d`` when weights are wider than coordinates.
         wx1, wy1 = one * dx, one * dy
         wx0, wy0 = one - dx, one - dy
@@ -164,8 +171,8 @@ def _plan_linear(grid, nb, pad, axc, sizes, strides, one, nanw, off, wts):
         wts[3, j] = wx1 * wy1
 
 
-@inline
-def _plan_nearest(grid, nb, pad, axc, sizes, strides, one, nanw, off, wts):
+@skeleton
+def plan_nearest_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
     """Plan ``nb`` points of a 2-D nearest block: one tap, weight 1 (NaN for a NaN point)."""
     ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
     s0, s1 = np.int32(sizes[0]), np.int32(sizes[1])
@@ -184,11 +191,11 @@ def _plan_nearest(grid, nb, pad, axc, sizes, strides, one, nanw, off, wts):
         wts[0, j] = nanw if nanx | nany else one
 
 
-@inline
+@helper
 def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan):
     """``_taps.cubic_axis`` with selects: four int32 tap indices, weights, inside flags.
 
-    The coordinate is not padded (rule 4); each tap ``floor(x) - 1 + k`` is.
+    The coordinate is not padded (docs/semantics.md §4); each tap ``floor(x) - 1 + k`` is.
     zeros: a coordinate outside ``(-3, S+2)`` reads nothing and is moved to
     ``far`` before the cast.  border: ``±inf`` clips every tap to the edge,
     weights ``(0, 1, 0, 0)``.  reflection: ``±inf`` is a NaN point.  A NaN
@@ -241,7 +248,7 @@ def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan):
             keep, True, keep, keep)
 
 
-@inline
+@skeleton
 def _plan_cubic_axis(grid, nb, pad, axis, ax, kt, size, stride, off, wts):
     """One axis of a 2-D cubic block: rows ``4 axis … 4 axis + 3`` of ``off`` and ``wts``.
 
@@ -268,8 +275,8 @@ def _plan_cubic_axis(grid, nb, pad, axis, ax, kt, size, stride, off, wts):
         wts[r + 3, j] = w3
 
 
-@inline
-def _plan_cubic(grid, nb, pad, axc, kc, sizes, strides, off, wts):
+@skeleton
+def plan_cubic_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
     """Plan ``nb`` points of a 2-D cubic block: each axis's 4 taps, one axis per loop.
 
     One loop per axis: a loop storing all 16 taps (32 store streams into
@@ -281,7 +288,7 @@ def _plan_cubic(grid, nb, pad, axc, kc, sizes, strides, off, wts):
     _plan_cubic_axis(grid, nb, pad, 1, axis_row(axc, 1), kt, sizes[1], strides[1], off, wts)
 
 
-@inline
+@skeleton
 def _plan_linear_axis(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts):
     """One axis of a linear block: its two taps in rows ``2 axis``, ``2 axis + 1``.
 
@@ -311,8 +318,8 @@ def _plan_linear_axis(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts
         wts[r + 1, j] = one * d
 
 
-@inline
-def _plan_linear_3d(grid, nb, pad, axc, sizes, strides, one, off, wts):
+@skeleton
+def plan_linear_3d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
     """Plan a 3-D linear block, one loop per axis (see ``_plan_cubic``)."""
     _plan_linear_axis(grid, nb, pad, 3, 0, axis_row(axc, 0), one, sizes[0], strides[0], off,
                       wts)
@@ -322,8 +329,8 @@ def _plan_linear_3d(grid, nb, pad, axc, sizes, strides, one, off, wts):
                       wts)
 
 
-@inline
-def _plan_nearest_3d(grid, nb, pad, axc, sizes, strides, one, nanw, off, wts):
+@skeleton
+def plan_nearest_3d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
     """Plan a 3-D nearest block: one tap, weight 1 (NaN for a NaN point)."""
     ax0, ax1, ax2 = axis_row(axc, 0), axis_row(axc, 1), axis_row(axc, 2)
     s0, s1, s2 = np.int32(sizes[0]), np.int32(sizes[1]), np.int32(sizes[2])
@@ -344,92 +351,13 @@ def _plan_nearest_3d(grid, nb, pad, axc, sizes, strides, one, nanw, off, wts):
         wts[0, j] = nanw if nanx | nany | nanz else one
 
 
-# One compiled planner per padding: with ``pad`` a constant the padding's
-# branches fold away and the loop vectorizes; with ``pad`` a run-time value
-# LLVM kept the whole loop scalar (reflection's fmod is a library call).
-
-@function
-def plan_linear_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    _plan_linear(grid, nb, PAD_ZEROS, axc, sizes, strides, one, nanw, off, wts)
-
-
-@function
-def plan_linear_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    _plan_linear(grid, nb, PAD_BORDER, axc, sizes, strides, one, nanw, off, wts)
-
-
-@function
-def plan_linear_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    _plan_linear(grid, nb, PAD_REFLECTION, axc, sizes, strides, one, nanw, off, wts)
-
-
-@function
-def plan_nearest_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    _plan_nearest(grid, nb, PAD_ZEROS, axc, sizes, strides, one, nanw, off, wts)
-
-
-@function
-def plan_nearest_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    _plan_nearest(grid, nb, PAD_BORDER, axc, sizes, strides, one, nanw, off, wts)
-
-
-@function
-def plan_nearest_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    _plan_nearest(grid, nb, PAD_REFLECTION, axc, sizes, strides, one, nanw, off, wts)
-
-
-@function
-def plan_cubic_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    _plan_cubic(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, off, wts)
-
-
-@function
-def plan_cubic_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    _plan_cubic(grid, nb, PAD_BORDER, axc, kc, sizes, strides, off, wts)
-
-
-@function
-def plan_cubic_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    _plan_cubic(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, off, wts)
-
-
-@function
-def plan_linear_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    _plan_linear_3d(grid, nb, PAD_ZEROS, axc, sizes, strides, one, off, wts)
-
-
-@function
-def plan_linear_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    _plan_linear_3d(grid, nb, PAD_BORDER, axc, sizes, strides, one, off, wts)
-
-
-@function
-def plan_linear_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    _plan_linear_3d(grid, nb, PAD_REFLECTION, axc, sizes, strides, one, off, wts)
-
-
-@function
-def plan_nearest_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    _plan_nearest_3d(grid, nb, PAD_ZEROS, axc, sizes, strides, one, nanw, off, wts)
-
-
-@function
-def plan_nearest_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    _plan_nearest_3d(grid, nb, PAD_BORDER, axc, sizes, strides, one, nanw, off, wts)
-
-
-@function
-def plan_nearest_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    _plan_nearest_3d(grid, nb, PAD_REFLECTION, axc, sizes, strides, one, nanw, off, wts)
-
-
-@inline
+@helper
 def _tap(xc, kind, q, zero):
     v = load(xc, kind, q if q > 0 else np.int32(0))  # int32: 16 lanes per gather
     return v if q >= 0 else zero
 
 
-@inline
+@helper
 def _linear_sum(xc, kind, off, wts, j, zero):
     acc = wts[0, j] * _tap(xc, kind, off[0, j], zero)
     acc += wts[1, j] * _tap(xc, kind, off[1, j], zero)
@@ -438,8 +366,8 @@ def _linear_sum(xc, kind, off, wts, j, zero):
     return acc
 
 
-@inline
-def _sweep_linear(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+@skeleton
+def sweep_linear_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """All channels of a planned linear block: ``y = w0 v0 + w1 v1 + w2 v2 + w3 v3``."""
     zero = azero[0]
     c0 = 0
@@ -465,22 +393,10 @@ def _sweep_linear(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero
                 store(oc, j * os_p, _linear_sum(xc, kind, off, wts, j, zero), kind)
 
 
-@function
-def sweep_linear(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    _sweep_linear(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero)
 
 
-@function
-def sweep_linear_f16(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    _sweep_linear(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, KIND_F16, azero)
 
-
-@function
-def sweep_linear_bf16(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    _sweep_linear(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, KIND_BF16, azero)
-
-
-@inline
+@helper
 def _cubic_sum(xc, kind, off, wts, j, zero):
     """``sum w_x w_y x[oy + ox]`` over the 16 taps, ``y`` outer, ``x`` inner (plan order)."""
     acc = zero
@@ -498,8 +414,8 @@ def _cubic_sum(xc, kind, off, wts, j, zero):
     return acc
 
 
-@inline
-def _sweep_cubic(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+@skeleton
+def sweep_cubic_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """All channels of a planned cubic block: the 16 taps summed in plan order."""
     zero = azero[0]
     for c in range(C):
@@ -513,22 +429,10 @@ def _sweep_cubic(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero)
                 store(oc, j * os_p, _cubic_sum(xc, kind, off, wts, j, zero), kind)
 
 
-@function
-def sweep_cubic(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    _sweep_cubic(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero)
 
 
-@function
-def sweep_cubic_f16(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    _sweep_cubic(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, KIND_F16, azero)
 
-
-@function
-def sweep_cubic_bf16(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    _sweep_cubic(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, KIND_BF16, azero)
-
-
-@inline
+@helper
 def _linear_3d_sum(xc, kind, off, wts, j, zero):
     """The 8 taps ``z`` outer, ``x`` inner, weights ``(w_x w_y) w_z`` (the general order)."""
     acc = zero
@@ -550,8 +454,8 @@ def _linear_3d_sum(xc, kind, off, wts, j, zero):
     return acc
 
 
-@inline
-def _sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+@skeleton
+def sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """All channels of a planned 3-D linear block."""
     zero = azero[0]
     for c in range(C):
@@ -565,23 +469,11 @@ def _sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, az
                 store(oc, j * os_p, _linear_3d_sum(xc, kind, off, wts, j, zero), kind)
 
 
-@function
-def sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    _sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero)
 
 
-@function
-def sweep_linear_3d_f16(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    _sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, KIND_F16, azero)
 
-
-@function
-def sweep_linear_3d_bf16(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    _sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, KIND_BF16, azero)
-
-
-@inline
-def _sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+@skeleton
+def sweep_nearest_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """All channels of a planned nearest block: ``y = w0 v0``."""
     zero = azero[0]
     for c in range(C):
@@ -595,192 +487,34 @@ def _sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azer
                 store(oc, j * os_p, wts[0, j] * _tap(xc, kind, off[0, j], zero), kind)
 
 
-@function
-def sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    _sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero)
 
 
-@function
-def sweep_nearest_f16(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    _sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, KIND_F16, azero)
 
+#: 3-D nearest sweeps exactly as 2-D: one tap, its offset already formed.
+sweep_nearest_3d = sweep_nearest_2d
 
-@function
-def sweep_nearest_bf16(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    _sweep_nearest(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, KIND_BF16, azero)
+@skeleton
+def run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+               os_c, os_p, C, block, wconst, kind, azero, K, rank, plan, sweep):
+    """Blocks ``first .. stop - 1`` of ``N x blocks``: plan each with ``plan``, sweep with
+    ``sweep``.
 
-
-@inline
-def _task(task, nblk, block, K, rank, grid, gflat, xflat, xs_n, outflat, os_n, os_p, wconst):
-    """Block ``task`` of ``N x blocks``: its size, fresh plan tables and its views.
-
-    Returns ``(nb, off, wts, grid_block, x_item, out_block)``; the grid block
-    is flat (``rank`` values per point), ``x_item`` starts at the batch item
-    and ``out_block`` at the block's first output point.
+    The plan tables (``K`` rows of ``block`` points) are allocated once per
+    call; a block's grid slice is flat (``rank`` values per point), its
+    input view starts at the batch item and its output view at the block's
+    first point.
     """
     P = grid.shape[1]
-    n = task // nblk
-    p0 = (task - n * nblk) * block
-    nb = min(block, P - p0)
-    gn = 0 if grid.shape[0] == 1 else n
-    off = np.empty((K, block), np.int32)
-    wts = np.empty((K, block), wconst.dtype)
-    return (nb, off, wts, gflat[(gn * P + p0) * rank:], xflat[n * xs_n:],
-            outflat[n * os_n + p0 * os_p:])
-
-
-@inline
-def _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
-         block, wconst, kind, azero, K, rank, plan_zeros, plan_border, plan_reflection, sweep,
-         sweep_bf16):
-    """The prange body every entry shares: plan each block with the padding's
-    planner, then sweep its channels (``sweep_bf16`` for bfloat16 ``x``)."""
-    nblk = (grid.shape[1] + block - 1) // block
+    nblk = (P + block - 1) // block
     gflat = grid.reshape(grid.size)
     one, nanw = wconst[1], wconst[2]
-    for task in prange(N * nblk):
-        nb, off, wts, g, xn, on = _task(task, nblk, block, K, rank, grid, gflat, xflat, xs_n,
-                                        outflat, os_n, os_p, wconst)
-        if pad == PAD_ZEROS:
-            plan_zeros(g, nb, axc, kc, sizes, strides, one, nanw, off, wts)
-        elif pad == PAD_BORDER:
-            plan_border(g, nb, axc, kc, sizes, strides, one, nanw, off, wts)
-        else:
-            plan_reflection(g, nb, axc, kc, sizes, strides, one, nanw, off, wts)
-        if kind == KIND_BF16:
-            sweep_bf16(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
-        else:
-            sweep(xn, xs_c, off, wts, nb, C, on, os_c, os_p, kind, azero)
-
-
-# The entries share the signature of gridsample._kernels' (unused arguments
-# included).  Each names only its own planners and sweeps, so compiling one
-# compiles nothing else; the *_half entries serve float16 / bfloat16 ``x``
-# (their sweeps fix the element kind at compile time).
-
-@kernel
-def forward_vector_linear_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
-        mode, pad, block, interleaved, wconst, kind, azero):
-    """2-D linear: fused 4-tap plan."""
-    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
-         block, wconst, kind, azero, 4, 2, plan_linear_zeros, plan_linear_border,
-         plan_linear_reflection, sweep_linear, sweep_linear)
-
-
-@kernel
-def forward_vector_linear_2d_half(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
-        mode, pad, block, interleaved, wconst, kind, azero):
-    """2-D linear: fused 4-tap plan (float16 / bfloat16 x)."""
-    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
-         block, wconst, kind, azero, 4, 2, plan_linear_zeros, plan_linear_border,
-         plan_linear_reflection, sweep_linear_f16, sweep_linear_bf16)
-
-
-@kernel
-def forward_vector_nearest_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
-        mode, pad, block, interleaved, wconst, kind, azero):
-    """2-D nearest: one tap."""
-    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
-         block, wconst, kind, azero, 1, 2, plan_nearest_zeros, plan_nearest_border,
-         plan_nearest_reflection, sweep_nearest, sweep_nearest)
-
-
-@kernel
-def forward_vector_nearest_2d_half(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
-        mode, pad, block, interleaved, wconst, kind, azero):
-    """2-D nearest: one tap (float16 / bfloat16 x)."""
-    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
-         block, wconst, kind, azero, 1, 2, plan_nearest_zeros, plan_nearest_border,
-         plan_nearest_reflection, sweep_nearest_f16, sweep_nearest_bf16)
-
-
-@kernel
-def forward_vector_cubic_2d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
-        mode, pad, block, interleaved, wconst, kind, azero):
-    """2-D cubic: per-axis tables (8 rows), 16 taps formed in the sweep."""
-    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
-         block, wconst, kind, azero, 8, 2, plan_cubic_zeros, plan_cubic_border,
-         plan_cubic_reflection, sweep_cubic, sweep_cubic)
-
-
-@kernel
-def forward_vector_cubic_2d_half(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
-        mode, pad, block, interleaved, wconst, kind, azero):
-    """2-D cubic: per-axis tables (8 rows), 16 taps formed in the sweep (float16 / bfloat16 x)."""
-    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
-         block, wconst, kind, azero, 8, 2, plan_cubic_zeros, plan_cubic_border,
-         plan_cubic_reflection, sweep_cubic_f16, sweep_cubic_bf16)
-
-
-@kernel
-def forward_vector_linear_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
-        mode, pad, block, interleaved, wconst, kind, azero):
-    """3-D linear: per-axis tables (6 rows), 8 taps formed in the sweep."""
-    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
-         block, wconst, kind, azero, 6, 3, plan_linear_3d_zeros, plan_linear_3d_border,
-         plan_linear_3d_reflection, sweep_linear_3d, sweep_linear_3d)
-
-
-@kernel
-def forward_vector_linear_3d_half(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
-        mode, pad, block, interleaved, wconst, kind, azero):
-    """3-D linear: per-axis tables (6 rows), 8 taps formed in the sweep (float16 / bfloat16 x)."""
-    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
-         block, wconst, kind, azero, 6, 3, plan_linear_3d_zeros, plan_linear_3d_border,
-         plan_linear_3d_reflection, sweep_linear_3d_f16, sweep_linear_3d_bf16)
-
-
-@kernel
-def forward_vector_nearest_3d(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
-        mode, pad, block, interleaved, wconst, kind, azero):
-    """3-D nearest: one tap."""
-    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
-         block, wconst, kind, azero, 1, 3, plan_nearest_3d_zeros, plan_nearest_3d_border,
-         plan_nearest_3d_reflection, sweep_nearest, sweep_nearest)
-
-
-@kernel
-def forward_vector_nearest_3d_half(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
-        mode, pad, block, interleaved, wconst, kind, azero):
-    """3-D nearest: one tap (float16 / bfloat16 x)."""
-    _run(xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, pad,
-         block, wconst, kind, azero, 1, 3, plan_nearest_3d_zeros, plan_nearest_3d_border,
-         plan_nearest_3d_reflection, sweep_nearest_f16, sweep_nearest_bf16)
-
-
-#: Vector entries by (rank, mode); the engine uses them for the prange element
-#: types when the layout is planar and :func:`fits_int32` holds.
-VECTOR_KERNELS = {
-    (2, MODE_LINEAR): forward_vector_linear_2d,
-    (2, MODE_NEAREST): forward_vector_nearest_2d,
-    (2, MODE_CUBIC): forward_vector_cubic_2d,
-    (3, MODE_LINEAR): forward_vector_linear_3d,
-    (3, MODE_NEAREST): forward_vector_nearest_3d,
-}
-
-#: The same for float16 / bfloat16 ``x``.
-HALF_VECTOR_KERNELS = {
-    (2, MODE_LINEAR): forward_vector_linear_2d_half,
-    (2, MODE_NEAREST): forward_vector_nearest_2d_half,
-    (2, MODE_CUBIC): forward_vector_cubic_2d_half,
-    (3, MODE_LINEAR): forward_vector_linear_3d_half,
-    (3, MODE_NEAREST): forward_vector_nearest_3d_half,
-}
-
-
-def vector_kernel(rank, mode, coord_dtype, weight_dtype, sizes, strides, kind=KIND_NATIVE):
-    """The vector entry for these arguments, or None where the general kernels must run.
-
-    Cubic and 3-D linear keep per-axis weights in the weight dtype and
-    multiply them in the sweep, which matches the general kernels' rounding only when
-    coordinates are not wider than weights (a float64 grid with float32 ``x``
-    forms the products in float64 and rounds once: the general kernels run).
-    """
-    table = HALF_VECTOR_KERNELS if kind in (KIND_F16, KIND_BF16) else VECTOR_KERNELS
-    kernel_ = table.get((rank, mode))
-    if kernel_ is None or not fits_int32(sizes, strides):
-        return None
-    per_axis_weights = mode == MODE_CUBIC or (rank == 3 and mode == MODE_LINEAR)
-    if per_axis_weights and np.dtype(coord_dtype).itemsize > np.dtype(weight_dtype).itemsize:
-        return None
-    return kernel_
+    off = np.empty((K, block), np.int32)
+    wts = np.empty((K, block), wconst.dtype)
+    for task in range(first, stop):
+        n = task // nblk
+        p0 = (task - n * nblk) * block
+        nb = min(block, P - p0)
+        gn = 0 if grid.shape[0] == 1 else n
+        plan(gflat[(gn * P + p0) * rank:], nb, axc, kc, sizes, strides, one, nanw, off, wts)
+        sweep(xflat[n * xs_n:], xs_c, off, wts, nb, C, outflat[n * os_n + p0 * os_p:], os_c,
+              os_p, kind, azero)

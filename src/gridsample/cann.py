@@ -9,7 +9,7 @@ NumPy arrays (anything ``np.asarray`` takes):
   and ``grid_sampler_3d(...)``: ``interpolation_mode`` 0 bilinear, 1 nearest,
   2 bicubic; ``padding_mode`` 0 zeros, 1 border, 2 reflection.  The rank is
   checked: 4-D input for 2-D, 5-D for 3-D.  Unlike CANN, 3-D bicubic is
-  supported (DESIGN.md rule 4 for every rank).
+  supported (docs/semantics.md §4, for every rank).
 * ``grid_sampler_2d_backward(grad_output, input, grid, interpolation_mode,
   padding_mode, align_corners, output_mask)`` and the 3-D one: returns
   ``(grad_input, grad_grid)``, ``None`` where ``output_mask`` is False.
@@ -155,7 +155,8 @@ def grid_sample(x, grid, interpolation_mode="bilinear", padding_mode="zeros",
 
     Parameters
     ----------
-    x : array_like, shape (N, C, H, W) / (N, C, D, H, W), or (N, H, W, C) / (N, D, H, W, C) with ``channel_last``
+    x : array_like, shape (N, C, H, W) / (N, C, D, H, W), or (N, H, W, C) / (N, D, H, W, C) with
+    ``channel_last``
     grid : array_like, shape (N, H_out, W_out, 2) or (N, D_out, H_out, W_out, 3)
     interpolation_mode : {"bilinear", "nearest", "bicubic"} or {0, 1, 2}, default "bilinear"
     padding_mode : {"zeros", "border", "reflection"} or {0, 1, 2}, default "zeros"
@@ -167,7 +168,8 @@ def grid_sample(x, grid, interpolation_mode="bilinear", padding_mode="zeros",
 
     Returns
     -------
-    ndarray, shape (N, C, H_out, W_out) / (N, C, D_out, H_out, W_out), channel-last with ``channel_last``
+    ndarray, shape (N, C, H_out, W_out) / (N, C, D_out, H_out, W_out), channel-last with
+    ``channel_last``
     """
     if isinstance(scheduler_mode, (bool, np.bool_)) or not isinstance(scheduler_mode,
                                                                       numbers.Integral):

@@ -1,14 +1,15 @@
 """A slow, plain NumPy reference of GridSample: the twin of the fast kernels.
 
-It follows ``DESIGN.md`` §3 literally: coordinates, their padding and the tap
-indices in the grid's precision (float32 at least), as rule 5 asks; weights,
-products and sums in float64 (complex128 for complex input), vectorized over output points and looping over the ``T**r`` tap
+It follows ``docs/semantics.md`` literally: coordinates, their padding and the tap
+indices in the grid's precision (float32 at least), as §6.2 asks; weights,
+products and sums in float64 (complex128 for complex input), vectorized over output points and
+looping over the ``T**r`` tap
 combinations.  It shares no arithmetic with the compiled kernels (only the
 option parsing), so the tests can use it as an independent oracle for what
 PyTorch and onnxruntime do not cover: r = 1 and r >= 4, 3-D cubic,
 channel-last, broadcasting, mixed dtypes and the non-finite rules.
 
-Element types (rules 5-7): numbers are summed in float64 (complex128 for
+Element types (docs/semantics.md §6): numbers are summed in float64 (complex128 for
 complex X), then cast once to X's dtype -- integers rounded half to even and
 saturated, bool nonzero after rounding, NaN to 0 for both; float16 and
 bfloat16 by NumPy's / ml_dtypes' casts.  Strings (str, bytes, object) are
@@ -32,6 +33,7 @@ import numpy as np
 
 from ._options import (
     MODE_CUBIC,
+    MODE_LINEAR,
     MODE_NEAREST,
     PAD_BORDER,
     PAD_REFLECTION,
@@ -95,7 +97,7 @@ def _axis_taps(x, size, mode, padding, align_corners):
         if padding == PAD_BORDER:
             # +-inf: every tap clips to the edge; a far finite stand-in with
             # a zero fraction gives the same taps and weights (0, 1, 0, 0).
-            # Only the weight-1 tap is read (rule 7: the edge value, also
+            # Only the weight-1 tap is read (docs/semantics.md §5: the edge value, also
             # where the edge holds inf and 0 * inf would be NaN).
             x = np.where(np.isinf(x), np.copysign(size + 8.0, x), x)
         f = np.floor(x)
@@ -123,6 +125,8 @@ def _axis_taps(x, size, mode, padding, align_corners):
     if mode == MODE_NEAREST:
         idx = np.rint(x)  # round half to even
         return [(idx, np.ones_like(x), (idx >= 0) & (idx <= size - 1))], nan
+    if mode != MODE_LINEAR:
+        raise ValueError(f"mode code {mode} is not registered")  # no default branch
     f = np.floor(x)
     d = (x - f).astype(np.float64)  # exact; weights in float64 from here
     return [
@@ -150,7 +154,7 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     channel_last = parse_flag("channel_last", channel_last)
     x = np.asarray(x)
     grid = np.asarray(grid)
-    # Rule 5: coordinates are computed in the grid's precision, float32 at least.
+    # docs/semantics.md §6.2: coordinates in the grid's precision, float32 at least.
     coord_dtype = np.float64 if grid.dtype == np.float64 else np.float32
     grid = grid.astype(coord_dtype)
     if channel_last:
@@ -163,7 +167,7 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     strings = x.dtype.kind in "USO"
     if strings and mode != MODE_NEAREST:
         raise ValueError("strings are sampled with mode='nearest' only")
-    # Rule 5/6: float64 sums (complex128 for complex X); strings are gathered.
+    # docs/semantics.md §6: float64 sums (complex128 for complex X); strings are gathered.
     work = np.complex128 if np.iscomplexobj(x) else np.float64
     xw = x if strings else x.astype(work)
 
@@ -206,7 +210,7 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
 
 
 def _cast(values, dtype):
-    """float64 / complex128 sums to X's dtype (rule 6).
+    """float64 / complex128 sums to X's dtype (docs/semantics.md §6.1).
 
     Integers: round half to even, saturate to the range, NaN -> 0.  bool:
     nonzero after rounding, NaN -> False.  Floats and complex: one rounding
@@ -232,7 +236,7 @@ def _cast(values, dtype):
 
 
 # --------------------------------------------------------------------------
-# Backward (DESIGN.md rule 10).
+# Backward (docs/semantics.md §7).
 #
 # For one output point p of item n, the forward is a sum over tap
 # combinations (k_1, ..., k_r), one tap per axis:
@@ -248,12 +252,12 @@ def _cast(values, dtype):
 #
 # and dw/dg = dw/dx * dx/dg by the chain rule: the weight's slope in the
 # (padded) coordinate times the axis's chain factor u'(g) * pad'(u(g)).
-# A NaN point (rule 7) adds nothing to dL/dX and gets NaN in dL/dg (linear
+# A NaN point (docs/semantics.md §5) adds nothing to dL/dX and gets NaN in dL/dg (linear
 # and cubic); nearest is piecewise constant, so its dL/dg is 0 everywhere.
 
 
 def _unnormalize_slope(size, align_corners):
-    """``dx/dg`` of rule 2's affine map (Python float).
+    """``dx/dg`` of the affine map of docs/semantics.md §2 (Python float).
 
     align_corners:  x = (g + 1) / 2 * (S - 1)   ->  dx/dg = (S - 1) / 2
     otherwise:      x = ((g + 1) * S - 1) / 2   ->  dx/dg = S / 2

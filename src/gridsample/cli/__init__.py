@@ -5,6 +5,7 @@ Subcommands (each in its own module, imported when it runs)::
     gridsample warp INPUT [INPUT ...] OUTPUT [transform] [sampling] [output options]
     gridsample demo [--output gridsample-demo.png] [--size 256]
     gridsample bench [benchmark options]       # benchmarks/bench_forward.py
+    gridsample compile [--dtype ... --rank ... --mode ... --padding ... --backward]
     gridsample info
 
 ``import gridsample.cli`` imports no imaging library: pillow, tifffile,
@@ -23,6 +24,7 @@ import argparse
 import sys
 
 from .. import GridSampleError, __version__
+from ._compile import add_compile_parser
 from ._errors import FAILURE, USAGE, CLIError
 
 __all__ = ["main", "build_parser", "CLIError"]
@@ -167,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("bench", add_help=False,
                    help="the forward benchmark table (benchmarks/bench_forward.py; "
                         "its options, e.g. --quick, pass through)")
+    add_compile_parser(sub)
     i = sub.add_parser("info", help="version, kernels, threads, cache, optional libraries")
     i.set_defaults(handler=_run_info)
     return parser

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import os
 import platform
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import numpy as np
 
 import gridsample
 
-__all__ = ["run_info", "info_lines"]
+__all__ = ["info_lines", "run_info"]
 
 # (distribution names, import name, what gridsample uses it for)
 _OPTIONAL = (
@@ -52,44 +51,61 @@ def _kernel_lines():
     from .. import _engine
     from .._options import MODE_NAMES
 
-    by_rank = {}
-    for rank, mode in sorted(_engine.FORWARD_KERNELS):
-        by_rank.setdefault(rank, []).append(MODE_NAMES[mode])
-    special = "; ".join(f"{r}-D {', '.join(m)}" for r, m in sorted(by_rank.items()))
-    fast = ", ".join(getattr(_engine, "_PRANGE_DTYPES", ()))
-    from .._vector import VECTOR_KERNELS
+    def by_rank(keys):
+        ranks = {}
+        for rank, mode in sorted(set(keys)):
+            ranks.setdefault(rank, []).append(MODE_NAMES[mode])
+        return "; ".join(f"{r}-D {', '.join(m)}" for r, m in sorted(ranks.items()))
 
-    by_rank = {}
-    for rank, mode in sorted(VECTOR_KERNELS):
-        by_rank.setdefault(rank, []).append(MODE_NAMES[mode])
-    vector = "; ".join(f"{r}-D {', '.join(m)}" for r, m in sorted(by_rank.items()))
-    lines = [f"kernels: forward {special}; any other rank / mode: the general N-D kernel",
-             f"         parallel kernels for {fast}; every other element type on a thread pool",
-             f"         vector (SIMD) kernels for those types, planar sweeps: {vector}"]
-    backward = "yes" if hasattr(gridsample, "grid_sample_backward") else "not in this version"
-    lines.append(f"         backward (grid_sample_backward): {backward}")
+    special = by_rank(_engine.GENERAL_KERNELS)
+    vector = by_rank((rank, mode) for rank, mode, _, _ in _engine.VECTOR_ENTRIES)
+    fast = ", ".join(_engine.VECTOR_DTYPES)
+    return [f"kernels: general: {special}; any other rank / mode: the N-D kernel; "
+            "every element type",
+            f"         vector (SIMD): {vector}; {fast}; planar sweeps",
+            f"         in use: {_engine.kernel_family()} (GRIDSAMPLE_KERNELS)",
+            "         backward (grid_sample_backward): 2-D, 3-D and any rank"]
+
+
+def _cache_lines():
+    """Where compiled kernels are kept, and which entries are compiled, by x dtype."""
+    import re
+
+    from .. import _engine, _jit
+    from .._grad_kernels import BACKWARD_ENTRIES, backward_nd
+    from .._kernels import task_nd
+
+    folder = _jit.cache_dir()
+    found = _jit.compiled_functions()
+    others = [p for p in folder.parent.iterdir() if p.is_dir() and p != folder] \
+        if folder.parent.is_dir() else []
+    stale = f"; {len(others)} folders of other builds beside it" if others else ""
+    lines = [f"cache: {folder} ({len(found)} compiled functions{stale})"]
+    groups = (("vector", _engine.VECTOR_ENTRIES.values()),
+              ("general", [*_engine.GENERAL_KERNELS.values(), task_nd]),
+              ("backward", [*BACKWARD_ENTRIES.values(), backward_nd]))
+    for label, entries in groups:
+        ready = []
+        for entry in entries:
+            name = f"{entry.py_func.__module__.rsplit('.', 1)[-1]}.{entry.py_func.__name__}"
+            dtypes = sorted({m.group(1) for sig in found.get(name, ())
+                             for m in [re.search(r"[Aa]rray\((\w+)", sig)] if m})
+            if dtypes:
+                ready.append(f"{entry.py_func.__name__} ({', '.join(dtypes)})")
+        lines.append(f"  compiled {label}: " + ("; ".join(ready) if ready else "none"))
+    lines.append("  (gridsample compile --help: compile ahead of use)")
     return lines
-
-
-def _cache_line():
-    configured = os.environ.get("NUMBA_CACHE_DIR")
-    where = Path(configured) if configured else Path(gridsample.__file__).parent / "__pycache__"
-    count = len(list(where.rglob("*.nbi"))) if where.is_dir() else 0
-    source = "NUMBA_CACHE_DIR" if configured else "next to the sources; set NUMBA_CACHE_DIR " \
-                                                  "for read-only installs"
-    return f"cache: {where} ({source}); {count} compiled entries"
 
 
 def info_lines() -> list:
     """The lines ``gridsample info`` prints."""
-    layer = os.environ.get("NUMBA_THREADING_LAYER") or numba.config.THREADING_LAYER
     lines = [f"gridsample {gridsample.__version__} ({Path(gridsample.__file__).parent})",
              f"python {platform.python_version()}, numpy {np.__version__}, "
              f"numba {numba.__version__}"]
     lines += _kernel_lines()
-    lines.append(f"threads: {numba.get_num_threads()} (NUMBA_NUM_THREADS; threading layer "
-                 f"requested: {layer})")
-    lines.append(_cache_line())
+    lines.append(f"threads: {numba.get_num_threads()} (NUMBA_NUM_THREADS, "
+                 "numba.set_num_threads; gridsample's own thread pool)")
+    lines += _cache_lines()
     lines.append("optional libraries:")
     for dists, import_name, use in _OPTIONAL:
         version = _version(dists, import_name)

@@ -9,7 +9,7 @@ along the depth (the first array axis).  Pixel ``i`` has its centre at
 ``x, y, z`` order, the order of ``grid[..., k]``.
 
 ``grid_sample`` reads normalized coordinates ``g``.  On an axis of ``S``
-pixels (DESIGN.md rule 2, inverted)::
+pixels (docs/semantics.md §2, inverted)::
 
     align_corners=False:  p = ((g + 1) S - 1) / 2   <=>   g = (2 p + 1) / S - 1
     align_corners=True:   p = (g + 1) (S - 1) / 2   <=>   g = 2 p / (S - 1) - 1

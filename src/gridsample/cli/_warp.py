@@ -18,11 +18,27 @@ import numpy as np
 
 from .. import grid_sample
 from ._errors import FAILURE, USAGE, CLIError
-from ._io import Raster, check_writable, expand_inputs, format_of, full_suffix, read_raster, \
-    write_raster
+from ._io import (
+    Raster,
+    check_writable,
+    expand_inputs,
+    format_of,
+    full_suffix,
+    read_raster,
+    write_raster,
+)
 from ._progress import progress_bar
-from ._transforms import AffineSource, AffineSpec, FlowSource, forward_matrix, grid_dtype_for, \
-    load_flow, load_matrix, theta_from_forward, theta_from_matrix
+from ._transforms import (
+    AffineSource,
+    AffineSpec,
+    FlowSource,
+    forward_matrix,
+    grid_dtype_for,
+    load_flow,
+    load_matrix,
+    theta_from_forward,
+    theta_from_matrix,
+)
 
 __all__ = ["SLAB_POINTS", "warp_array", "run_warp", "affine_spec_from_args"]
 

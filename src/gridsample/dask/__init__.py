@@ -40,8 +40,19 @@ from .._errors import GridSampleError, GridSampleTypeError
 from .._options import parse_align_corners, parse_flag, parse_mode, parse_padding
 from .._plan import plan_forward
 from .._taps import AXIS_MUL, AXIS_SCALE, AXIS_SUB, axis_constants
-from ._block import (AffineSpec, BlockSpec, Layout, RegionSpec, affine_block, decode_window,
-                     footprint_block, input_box, region_block, sample_block, widen)
+from ._block import (
+    AffineSpec,
+    BlockSpec,
+    Layout,
+    RegionSpec,
+    affine_block,
+    decode_window,
+    footprint_block,
+    input_box,
+    region_block,
+    sample_block,
+    widen,
+)
 from ._footprint import interval_window
 
 __all__ = ["grid_sample", "affine_warp"]

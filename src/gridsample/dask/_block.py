@@ -45,7 +45,8 @@ from .._affine import affine_window
 from .._api import grid_sample as _grid_sample
 from ._footprint import points_window
 
-__all__ = ["SampleOptions", "BlockSpec", "RegionSpec", "AffineSpec", "Layout", "sample_block", "affine_block",
+__all__ = ["SampleOptions", "BlockSpec", "RegionSpec", "AffineSpec", "Layout", "sample_block",
+           "affine_block",
            "region_block", "footprint_block", "MARGIN", "encode_window", "decode_window",
            "widen", "input_box"]
 

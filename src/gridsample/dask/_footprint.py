@@ -7,7 +7,7 @@ The footprint of a set of points on one spatial axis of size ``S`` is the
 integer range ``[lo, hi]`` of the tap indices the kernels read for those
 points, after padding (``None`` when no point reads anything on that axis --
 then no point reads anything at all, because a point reads the product of its
-per-axis taps).  It is derived from DESIGN.md §3 exactly as the kernels in
+per-axis taps).  It is derived from docs/semantics.md §2-§4 exactly as the kernels in
 ``gridsample._taps`` compute taps:
 
 * unnormalize in the coordinate dtype, grouped as the kernels group it::
@@ -50,15 +50,25 @@ import math
 
 import numpy as np
 
-from .._options import MODE_CUBIC, MODE_LINEAR, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
-from .._taps import (AXIS_HIGH, AXIS_MUL, AXIS_ONE, AXIS_REFLECT_LOW, AXIS_REFLECT_SPAN,
-                     AXIS_SCALE, AXIS_SUB, axis_constants)
+from .._options import PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
+from .._registry import mode_of
+from .._taps import (
+    AXIS_HIGH,
+    AXIS_MUL,
+    AXIS_ONE,
+    AXIS_REFLECT_LOW,
+    AXIS_REFLECT_SPAN,
+    AXIS_SCALE,
+    AXIS_SUB,
+    axis_constants,
+)
 
 __all__ = ["points_window", "interval_window", "unnormalize", "reflect_clip"]
 
 
 def unnormalize(g: np.ndarray, ax: np.ndarray) -> np.ndarray:
-    """``((g + 1) * a - b) * c`` in ``ax``'s dtype; ``+-inf`` stays put (as ``_taps.unnormalize``)."""
+    """``((g + 1) * a - b) * c`` in ``ax``'s dtype; ``+-inf`` stays put (as
+    ``_taps.unnormalize``)."""
     with np.errstate(all="ignore"):
         u = ((g + ax[AXIS_ONE]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE]
     return np.where(np.isinf(g), g, u)
@@ -84,40 +94,46 @@ def _clip_range(lo: float, hi: float, size: int):
     return int(lo), int(hi)
 
 
+def _anchor(m, v: float) -> float:
+    """The index a mode's taps are counted from (``floor`` or ``rint``, half to even)."""
+    return math.floor(v) if m.anchor == "floor" else float(np.rint(v))
+
+
 def _axis_points(g: np.ndarray, size: int, mode: int, pad: int, align: bool, ct):
     """Exact footprint ``(lo, hi)`` or ``None`` of one axis for the grid values ``g``."""
+    m = mode_of(mode)
+    k0, k1 = m.reach
     ax = axis_constants(size, align, ct)
     u = unnormalize(g.astype(ct, copy=False), ax)
     high = float(ax[AXIS_HIGH])
     with np.errstate(all="ignore"):
-        if mode != MODE_CUBIC:
+        if m.pads == "coordinate":
             if pad == PAD_BORDER:
                 p = np.clip(u, ax[AXIS_HIGH] - ax[AXIS_HIGH], ax[AXIS_HIGH])
             elif pad == PAD_REFLECTION:
                 p = reflect_clip(np.where(np.isinf(u), np.nan, u), ax)
             else:
                 p = u
-            reach = 2.0 if mode == MODE_LINEAR else 1.0
-            p = p[(p > -reach) & (p < high + reach)]  # drops NaN too
+            # Outside (-(k1 + 1), S - 1 + k1 + 1) no tap is inside (zeros padding).
+            out = k1 + 1.0
+            p = p[(p > -out) & (p < high + out)]  # drops NaN too
             if p.size == 0:
                 return None
-            pmin, pmax = float(p.min()), float(p.max())
-            if mode == MODE_LINEAR:
-                return _clip_range(math.floor(pmin), math.floor(pmax) + 1.0, size)
-            return _clip_range(float(np.rint(pmin)), float(np.rint(pmax)), size)
-        # cubic: taps floor(u) - 1 ... floor(u) + 2, each padded.
+            return _clip_range(_anchor(m, float(p.min())) + k0,
+                               _anchor(m, float(p.max())) + k1, size)
+        # pads == "taps": anchor the coordinate, pad each tap index.
         finite = u[np.isfinite(u)]
         if pad == PAD_ZEROS:
-            finite = finite[(finite > -3) & (finite < high + 3)]
+            finite = finite[(finite > k0 - 2.0) & (finite < high - k0 + 2.0)]
             if finite.size == 0:
                 return None
-            return _clip_range(math.floor(float(finite.min())) - 1.0,
-                               math.floor(float(finite.max())) + 2.0, size)
+            return _clip_range(_anchor(m, float(finite.min())) + k0,
+                               _anchor(m, float(finite.max())) + k1, size)
         if pad == PAD_BORDER:
             lo, hi = math.inf, -math.inf
             if finite.size:
-                lo = min(max(math.floor(float(finite.min())) - 1.0, 0.0), high)
-                hi = min(max(math.floor(float(finite.max())) + 2.0, 0.0), high)
+                lo = min(max(_anchor(m, float(finite.min())) + k0, 0.0), high)
+                hi = min(max(_anchor(m, float(finite.max())) + k1, 0.0), high)
             if np.any(u == np.inf):
                 lo, hi = min(lo, size - 1.0), max(hi, size - 1.0)
             if np.any(u == -np.inf):
@@ -126,10 +142,11 @@ def _axis_points(g: np.ndarray, size: int, mode: int, pad: int, align: bool, ct)
         # reflection: +-inf and NaN are NaN points (read nothing).
         if finite.size == 0:
             return None
-        f = np.floor(finite)
+        f = np.floor(finite) if m.anchor == "floor" else np.rint(finite)
         one = ax[AXIS_ONE]
         lo, hi = math.inf, -math.inf
-        for t in (f - one, f, f + one, f + (one + one)):  # formed as the kernel forms them
+        for k in range(k0, k1 + 1):
+            t = f + one * k  # as the kernel forms each tap (k * 1 is exact)
             t = reflect_clip(t, ax)
             lo, hi = min(lo, float(t.min())), max(hi, float(t.max()))
         return _clip_range(lo, hi, size)
@@ -186,27 +203,31 @@ def interval_window(u_lo: float, u_hi: float, size: int, mode: int, pad: int, al
     :func:`points_window` gives for any points in the interval (float64 math on
     a slightly widened interval; the task checks the exact footprint).
     """
+    m = mode_of(mode)
+    k0, k1 = m.reach
     high = size - 1.0
-    if mode != MODE_CUBIC:
+    if m.pads == "coordinate":
         if pad == PAD_BORDER:
             p_lo, p_hi = min(max(u_lo, 0.0), high), min(max(u_hi, 0.0), high)
         elif pad == PAD_REFLECTION:
             p_lo, p_hi = _reflect_interval(u_lo, u_hi, size, align)
         else:
             p_lo, p_hi = u_lo, u_hi
-            if p_hi <= -2 or p_lo >= high + 2:
+            out = k1 + 1.0
+            if p_hi <= -out or p_lo >= high + out:
                 return None
-            p_lo, p_hi = max(p_lo, -3.0), min(p_hi, high + 3.0)  # keep floor() finite
-        if mode == MODE_LINEAR:
-            return _clip_range(math.floor(p_lo), math.floor(p_hi) + 1.0, size)
-        return _clip_range(math.floor(p_lo), math.ceil(p_hi), size)
-    if pad == PAD_ZEROS and (u_hi <= -3 or u_lo >= high + 3):
+            p_lo, p_hi = max(p_lo, -out - 1.0), min(p_hi, high + out + 1.0)  # floor() finite
+        # floor of the low end; the high end rounded up covers rint's ties too
+        return _clip_range(math.floor(p_lo) + k0, math.ceil(p_hi) + k1 if m.anchor == "rint"
+                           else math.floor(p_hi) + k1, size)
+    if pad == PAD_ZEROS and (u_hi <= k0 - 2.0 or u_lo >= high - k0 + 2.0):
         return None
     if pad != PAD_REFLECTION:  # far taps are dropped (zeros) or clip to an edge (border)
         u_lo, u_hi = max(u_lo, -4.0 * (size + 2)), min(u_hi, 4.0 * (size + 2))
     elif u_hi - u_lo >= 2.0 * size + 4:  # a whole period of taps
         return 0, size - 1
-    t_lo, t_hi = math.floor(u_lo) - 1.0, math.floor(u_hi) + 2.0
+    top = math.floor(u_hi) if m.anchor == "floor" else math.ceil(u_hi)  # rint's ties too
+    t_lo, t_hi = math.floor(u_lo) + k0, top + k1
     if pad == PAD_REFLECTION:
         t_lo, t_hi = _reflect_interval(t_lo, t_hi, size, align)
     elif pad == PAD_BORDER:

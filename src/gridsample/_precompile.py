@@ -1,0 +1,111 @@
+"""Compile kernels ahead of use (``gridsample compile``).
+
+Each requested combination is compiled by running the operator itself on a
+tiny input of that combination: the very entries a real call of those dtypes,
+rank, mode, padding and layout will run are compiled and written to the disk
+cache (:func:`gridsample._jit.cache_dir`), and nothing can drift from what
+the engine picks.  A combination already in the cache just loads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._api import grid_sample
+from ._backward import grid_sample_backward
+from ._errors import GridSampleError
+from ._options import MODE_NAMES, PADDING_NAMES
+
+__all__ = ["Combination", "combinations", "compile_combination", "resolve_dtype",
+           "DEFAULT_DTYPES", "DEFAULT_RANKS"]
+
+#: What ``gridsample compile`` compiles when not told: float32 images and
+#: volumes, every mode and padding, forward only.
+DEFAULT_DTYPES = ("float32",)
+DEFAULT_RANKS = (2, 3)
+
+#: Channels of the channel-last example: more than the planar sweep takes,
+#: so the channel-innermost kernels are compiled.
+_INTERLEAVED_CHANNELS = 5
+
+
+def resolve_dtype(name: str) -> np.dtype:
+    """The NumPy dtype called ``name`` (``"bfloat16"`` needs ``ml_dtypes``)."""
+    if name == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise GridSampleError("dtype 'bfloat16' needs the ml_dtypes package") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    try:
+        return np.dtype(name)
+    except TypeError:
+        raise GridSampleError(f"dtype={name!r} is not a NumPy dtype name "
+                              "(e.g. float32, float64, float16, bfloat16, uint8, int16)") from None
+
+
+@dataclass(frozen=True)
+class Combination:
+    """One thing to compile: dtypes, rank, mode, padding, layout, direction."""
+
+    x_dtype: str
+    grid_dtype: str
+    rank: int
+    mode: str
+    padding: str
+    channel_last: bool = False
+    backward: bool = False
+
+    def __str__(self) -> str:
+        layout = ", channel-last" if self.channel_last else ""
+        what = "backward" if self.backward else "forward"
+        return (f"{what} {self.rank}-D {self.mode} {self.padding}, x {self.x_dtype}, "
+                f"grid {self.grid_dtype}{layout}")
+
+
+def combinations(x_dtypes=DEFAULT_DTYPES, grid_dtypes=("float32",), ranks=DEFAULT_RANKS,
+                 modes=None, paddings=None, channel_last=False, backward=False) -> list:
+    """Every :class:`Combination` of the choices (``None``: every mode / padding).
+
+    3-D and higher cubic, and ranks other than 2 and 3, run the general N-D
+    kernels; they are listed like the others.  Backward combinations are
+    added for floating ``x`` only (the gradients' domain).
+    """
+    modes = tuple(modes or MODE_NAMES.values())
+    paddings = tuple(paddings or PADDING_NAMES.values())
+    layouts = (False, True) if channel_last else (False,)
+    out = []
+    for xd, gd, r, m, p, cl in itertools.product(x_dtypes, grid_dtypes, ranks, modes, paddings,
+                                                   layouts):
+        out.append(Combination(xd, gd, r, m, p, cl))
+        if backward and np.dtype(resolve_dtype(xd)).kind == "f":
+            out.append(Combination(xd, gd, r, m, p, cl, backward=True))
+    return out
+
+
+def _example(c: Combination):
+    """A tiny ``x``, grid and output gradient of combination ``c``."""
+    xd, gd = resolve_dtype(c.x_dtype), resolve_dtype(c.grid_dtype)
+    spatial = (4,) * c.rank
+    channels = _INTERLEAVED_CHANNELS if c.channel_last else 1
+    shape = (1, *spatial, channels) if c.channel_last else (1, channels, *spatial)
+    x = np.zeros(shape, xd)
+    grid = np.zeros((1, *(2,) * c.rank, c.rank), gd)
+    out_shape = (1, *(2,) * c.rank, channels) if c.channel_last else (1, channels,
+                                                                       *(2,) * c.rank)
+    return x, grid, np.zeros(out_shape, xd)
+
+
+def compile_combination(c: Combination) -> float:
+    """Compile (or load from the cache) the kernels of ``c``; return the seconds it took."""
+    x, grid, grad_out = _example(c)
+    start = time.perf_counter()
+    if c.backward:
+        grid_sample_backward(grad_out, x, grid, c.mode, c.padding, channel_last=c.channel_last)
+    else:
+        grid_sample(x, grid, c.mode, c.padding, channel_last=c.channel_last)
+    return time.perf_counter() - start

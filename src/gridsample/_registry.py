@@ -1,0 +1,136 @@
+"""Every interpolation mode and padding, with the facts each part of gridsample needs.
+
+This is the one place a mode or a padding is defined.  Option parsing
+(:mod:`gridsample._options`), the kernel tables of the engine and the
+backward, the tap counts, the Dask footprints, the reference twin, the ONNX
+and CANN entry points, ``gridsample.torch`` and the command line all read
+these tables; a code that is not listed here is refused before any kernel
+runs, so no dispatcher has a default branch to fall into.
+
+Pure Python: importing it imports no compiled code.
+
+The taps of one axis (docs/semantics.md §3-§4), in the terms used here: a
+mode *anchors* a coordinate ``x`` at ``floor(x)`` (linear, cubic) or at
+``rint(x)`` (nearest, half to even) and reads the indices
+``anchor + k`` for ``k`` in ``reach``.  Linear and nearest pad the
+continuous coordinate before anchoring (``pads="coordinate"``); cubic pads
+each tap index (``pads="taps"``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Mode", "Padding", "MODES", "PADDINGS", "MODE_LINEAR", "MODE_NEAREST", "MODE_CUBIC",
+           "PAD_ZEROS", "PAD_BORDER", "PAD_REFLECTION", "mode_of", "padding_of",
+           "taps_per_point", "kernel_name", "MAX_TAPS_PER_POINT"]
+
+#: Mode codes: the integers the kernels see, CANN's / ATen's interpolation codes.
+MODE_LINEAR, MODE_NEAREST, MODE_CUBIC = 0, 1, 2
+#: Padding codes: the integers the kernels see, CANN's / ATen's padding codes.
+PAD_ZEROS, PAD_BORDER, PAD_REFLECTION = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Mode:
+    """An interpolation mode.
+
+    Attributes
+    ----------
+    code : int
+        The integer the kernels see (CANN / ATen ``interpolation_mode``).
+    name : str
+        Canonical name (ONNX GridSample-20/22).
+    aliases : tuple of str
+        Other names :func:`gridsample.grid_sample` accepts (PyTorch's, the
+        volumetric ones).
+    onnx16 : str
+        Its name in ONNX GridSample-16.
+    torch : str
+        Its name in ``torch.nn.functional.grid_sample``.
+    taps : int
+        Taps per axis.
+    anchor : {"floor", "rint"}
+        Index the taps are counted from.
+    reach : tuple of int
+        Offsets ``k`` of the taps from the anchor, first and last.
+    pads : {"coordinate", "taps"}
+        What the padding acts on.
+    specialised_ranks : tuple of int
+        Ranks with a rank-specialised general kernel and backward planner
+        (others run the N-D kernels).
+    vector_ranks : tuple of int
+        Ranks with branch-free vector kernels (:mod:`gridsample._vector`).
+    """
+
+    code: int
+    name: str
+    aliases: tuple
+    onnx16: str
+    torch: str
+    taps: int
+    anchor: str
+    reach: tuple
+    pads: str
+    specialised_ranks: tuple
+    vector_ranks: tuple
+
+
+@dataclass(frozen=True)
+class Padding:
+    """A padding mode: ``code`` (CANN / ATen ``padding_mode``), ``name`` and ``aliases``.
+
+    ``vector`` says whether the vector kernels have a branch-free planner for it.
+    """
+
+    code: int
+    name: str
+    aliases: tuple = ()
+    vector: bool = True
+
+
+MODES = (
+    Mode(MODE_LINEAR, "linear", ("bilinear", "trilinear"), onnx16="bilinear", torch="bilinear",
+         taps=2, anchor="floor", reach=(0, 1), pads="coordinate", specialised_ranks=(2, 3),
+         vector_ranks=(2, 3)),
+    Mode(MODE_NEAREST, "nearest", (), onnx16="nearest", torch="nearest",
+         taps=1, anchor="rint", reach=(0, 0), pads="coordinate", specialised_ranks=(2, 3),
+         vector_ranks=(2, 3)),
+    Mode(MODE_CUBIC, "cubic", ("bicubic", "tricubic"), onnx16="bicubic", torch="bicubic",
+         taps=4, anchor="floor", reach=(-1, 2), pads="taps", specialised_ranks=(2,),
+         vector_ranks=(2,)),
+)
+
+PADDINGS = (
+    Padding(PAD_ZEROS, "zeros"),
+    Padding(PAD_BORDER, "border"),
+    Padding(PAD_REFLECTION, "reflection"),
+)
+
+_MODES = {m.code: m for m in MODES}
+_PADDINGS = {p.code: p for p in PADDINGS}
+
+
+def mode_of(code: int) -> Mode:
+    """The :class:`Mode` of a code (``KeyError`` for an unknown one: a bug, never user input)."""
+    return _MODES[code]
+
+
+def padding_of(code: int) -> Padding:
+    """The :class:`Padding` of a code (``KeyError`` for an unknown one)."""
+    return _PADDINGS[code]
+
+
+#: Most taps per point a kernel plans (its scratch is ``block * K`` pairs):
+#: linear up to r = 16, cubic up to r = 8, nearest at any rank.
+MAX_TAPS_PER_POINT = 2**16
+
+
+def taps_per_point(code: int, rank: int) -> int:
+    """Taps one output point reads at most: ``taps ** rank``."""
+    return _MODES[code].taps ** rank
+
+
+def kernel_name(code: int, rank: int) -> str:
+    """The stem naming a (mode, rank) kernel in the kernel modules, e.g. ``"linear_2d"``."""
+    return f"{_MODES[code].name}_{rank}d"

@@ -1,0 +1,77 @@
+"""``gridsample compile``: compile kernels ahead of use, e.g. while building a container image.
+
+Kernels are compiled on first use and kept on disk (``gridsample info``
+shows where); a first call in a fresh environment therefore waits for the
+compiler.  ``RUN gridsample compile`` in a Dockerfile, or the same command
+on a cluster's workers before a job, moves that wait to build time.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .._errors import GridSampleError
+from .._options import MODE_NAMES, PADDING_NAMES
+from ._errors import USAGE, CLIError
+from ._progress import progress_bar
+
+__all__ = ["add_compile_parser", "run_compile"]
+
+
+def add_compile_parser(sub) -> None:
+    """Add the ``compile`` subcommand to the ``gridsample`` parser."""
+    c = sub.add_parser(
+        "compile", help="compile kernels ahead of use (e.g. at container build time)",
+        description="Compile the kernels of the given element types, ranks, modes and paddings "
+                    "into the disk cache, so that later processes start without compiling. "
+                    "Default: float32 x and grid, ranks 2 and 3, every mode and padding, "
+                    "forward only.")
+    c.add_argument("--dtype", nargs="+", default=["float32"], metavar="DTYPE",
+                   help="element types of x (default float32; e.g. float64 float16 bfloat16 "
+                        "uint8 int16)")
+    c.add_argument("--grid-dtype", nargs="+", default=["float32"], metavar="DTYPE",
+                   help="grid dtypes (default float32)")
+    c.add_argument("--rank", nargs="+", type=int, default=[2, 3], metavar="R",
+                   help="numbers of spatial axes (default 2 3)")
+    c.add_argument("--mode", nargs="+", choices=list(MODE_NAMES.values()),
+                   default=list(MODE_NAMES.values()), help="interpolation modes (default all)")
+    c.add_argument("--padding", nargs="+", choices=list(PADDING_NAMES.values()),
+                   default=list(PADDING_NAMES.values()), help="paddings (default all)")
+    c.add_argument("--channel-last", action="store_true",
+                   help="also the channel-last kernels (x of shape (N, ..., C))")
+    c.add_argument("--backward", action="store_true",
+                   help="also the gradients (grid_sample_backward, gridsample.torch)")
+    c.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    c.add_argument("--progress", action="store_true",
+                   help="show the progress bar even when stderr is not a terminal")
+    c.set_defaults(handler=run_compile)
+
+
+def run_compile(args) -> int:
+    """Compile every combination the options name, with a progress bar."""
+    from .. import _jit
+    from .._precompile import combinations, compile_combination, resolve_dtype
+
+    if any(r < 1 for r in args.rank):
+        raise CLIError(f"--rank {' '.join(map(str, args.rank))}: ranks must be >= 1", USAGE)
+    try:
+        for name in args.dtype + args.grid_dtype:
+            resolve_dtype(name)
+    except GridSampleError as exc:
+        raise CLIError(str(exc), USAGE) from None
+    bad = [g for g in args.grid_dtype if resolve_dtype(g).kind != "f"]
+    if bad:
+        raise CLIError(f"--grid-dtype {bad[0]}: grids are float16, bfloat16, float32 or "
+                       "float64", USAGE)
+    todo = combinations(args.dtype, args.grid_dtype, args.rank, args.mode, args.padding,
+                        args.channel_last, args.backward)
+    mode = "never" if args.quiet else ("always" if args.progress else "auto")
+    start = time.perf_counter()
+    with progress_bar(len(todo), "compiling", "kernel", mode) as bar:
+        for combo in todo:
+            compile_combination(combo)
+            bar.update()
+    if not args.quiet:
+        print(f"gridsample: {len(todo)} combinations ready in {time.perf_counter() - start:.1f} s "
+              f"({_jit.cache_dir()})")
+    return 0

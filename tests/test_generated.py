@@ -1,0 +1,31 @@
+"""The generated kernel variants are current with their generator and the registry."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("gen_vector_entries",
+                                                  ROOT / "tools" / "gen_vector_entries.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_vector_entries_are_current():
+    gen = _generator()
+    assert gen.TARGET.read_text() == gen.render(), (
+        "src/gridsample/_vector_entries.py is stale: run python tools/gen_vector_entries.py")
+
+
+def test_every_registered_vector_kernel_has_entries():
+    from gridsample import _engine
+    from gridsample._registry import MODES, PADDINGS
+
+    want = {(r, m.code, p.code, family) for m in MODES for r in m.vector_ranks
+            for p in PADDINGS if p.vector for family in ("native", "f16", "bf16")}
+    assert set(_engine.VECTOR_ENTRIES) == want

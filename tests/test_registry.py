@@ -1,0 +1,114 @@
+"""Every registered mode and padding, through every path; footprints cover every read.
+
+The registry (gridsample._registry) is the one place a mode or padding is
+defined.  These tests walk all of it, so a new entry is exercised
+everywhere without a test naming it: the forward (each kernel family), the
+backward, the reference twin, the option parsers of every API, and the
+Dask footprints, which must contain every index the reference reads
+(property test with NaN, ±inf, huge and edge coordinates).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gridsample
+from gridsample import _engine, reference
+from gridsample._options import parse_mode, parse_padding
+from gridsample._registry import MODES, PADDINGS, mode_of, padding_of, taps_per_point
+from gridsample.dask._footprint import interval_window, points_window
+
+PAIRS = list(itertools.product(MODES, PADDINGS))
+PAIR_IDS = [f"{m.name}-{p.name}" for m, p in PAIRS]
+SPECIALS = [np.nan, np.inf, -np.inf, 1e30, -1e30, 1.0, -1.0, 0.0, 1.0 + 1e-7, -1.0 - 1e-7]
+
+
+def test_codes_and_names_are_unique():
+    for table in (MODES, PADDINGS):
+        codes = [e.code for e in table]
+        names = [n for e in table for n in (e.name, *e.aliases)]
+        assert len(set(codes)) == len(codes) and len(set(names)) == len(names)
+    for m in MODES:
+        assert m.reach[1] - m.reach[0] + 1 == m.taps
+        assert m.anchor in ("floor", "rint") and m.pads in ("coordinate", "taps")
+        assert set(m.vector_ranks) <= set(m.specialised_ranks)
+
+
+@pytest.mark.parametrize("m,p", PAIRS, ids=PAIR_IDS)
+def test_every_name_and_code_parses(m, p):
+    for name in (m.name, *m.aliases, m.code):
+        assert parse_mode(name) == m.code
+    for name in (p.name, *p.aliases, p.code):
+        assert parse_padding(name) == p.code
+    assert mode_of(m.code) is m and padding_of(p.code) is p
+
+
+def _case(rng, rank):
+    x = rng.standard_normal((2, 2) + (5, 4, 3, 3)[:rank]).astype(np.float64)
+    out = {1: (7,), 2: (3, 4), 3: (3, 2, 2), 4: (2, 2, 2, 2)}[rank]
+    grid = rng.uniform(-1.4, 1.4, (2, *out, rank))
+    flat = grid.reshape(-1)
+    flat[: len(SPECIALS)] = SPECIALS
+    return x, grid
+
+
+@pytest.mark.parametrize("m,p", PAIRS, ids=PAIR_IDS)
+@pytest.mark.parametrize("rank", [1, 2, 3, 4])
+def test_forward_and_backward_on_every_path(rng, m, p, rank):
+    if taps_per_point(m.code, rank) > 64:
+        rank = 3  # keep 4-D cubic small: 3-D covers the same paths
+    x, grid = _case(rng, rank)
+    want = reference.grid_sample(x, grid, m.name, p.name, True)
+    for family in ("auto", "general", "nd"):
+        with _engine.use_kernels(family):
+            got = gridsample.grid_sample(x, grid, m.code, p.code, True)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=family)
+    gout = rng.standard_normal(want.shape)
+    gx, gg = gridsample.grid_sample_backward(gout, x, grid, m.name, p.name, True)
+    rx, rg = reference.grid_sample_backward(gout, x, grid, m.name, p.name, True)
+    np.testing.assert_allclose(gx, rx, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(gg, rg, rtol=1e-9, atol=1e-9)
+
+
+def _reads(coord_values, size, m, p, align):
+    """Every index the reference reads along one axis for these grid values."""
+    coord = reference._unnormalize(np.asarray(coord_values, np.float64), size, align)
+    with np.errstate(all="ignore"):
+        taps, nan = reference._axis_taps(coord, size, m.code, p.code, align)
+    read = set()
+    for idx, _, ok in taps:
+        read.update(int(i) for i in idx[ok & ~nan])
+    return read
+
+
+_values = st.one_of(st.floats(-3, 3), st.sampled_from(SPECIALS),
+                    st.floats(allow_nan=True, allow_infinity=True))
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.sampled_from(PAIRS), st.integers(1, 9), st.booleans(),
+       st.lists(_values, min_size=1, max_size=12))
+def test_footprint_contains_every_read(pair, size, align, values):
+    m, p = pair
+    g = np.array(values, np.float64)
+    read = _reads(g, size, m, p, align)
+    window = points_window(g.reshape(-1, 1), (size,), m.code, p.code, align, np.float64)
+    if window is None:
+        assert not read
+        return
+    (lo, hi), = window
+    assert 0 <= lo <= hi <= size - 1
+    assert all(lo <= i <= hi for i in read), (read, (lo, hi))
+    finite = g[np.isfinite(g)]
+    if finite.size:  # the interval form (affine blocks) covers the finite points too
+        coord = reference._unnormalize(finite, size, align)
+        span = interval_window(float(coord.min()), float(coord.max()), size, m.code, p.code,
+                               align)
+        inner = _reads(finite, size, m, p, align)
+        if inner:
+            assert span is not None and all(span[0] <= i <= span[1] for i in inner)
