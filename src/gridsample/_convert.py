@@ -37,13 +37,13 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
+from ._dtypes import KIND_BF16, KIND_BOOL, KIND_F16, KIND_INT, KIND_NATIVE
 from ._jit import helper
 
 __all__ = ["KIND_NATIVE", "KIND_INT", "KIND_BOOL", "KIND_F16", "KIND_BF16", "load", "store",
            "f16_bits_to_f32", "bf16_bits_to_f32", "f32_to_f16_bits_hw",
            "f32_to_bf16_bits", "saturate_kind"]
 
-KIND_NATIVE, KIND_INT, KIND_BOOL, KIND_F16, KIND_BF16 = 0, 1, 2, 3, 4
 
 
 @intrinsic
@@ -100,7 +100,7 @@ def load(x, kind, i):
     return v
 
 
-@overload(load)
+@overload(load, inline="always")
 def _load_impl(x, kind, i):
     if x.dtype != types.uint16:
         return lambda x, kind, i: x[i]
@@ -188,10 +188,26 @@ def _saturating_store(dtype):
     return impl
 
 
-@overload(store)
+def store_integer(out, i, acc, kind):
+    """:func:`store` for integer views (rounding, saturation, half bits)."""
+    store(out, i, acc, kind)
+
+
+# Not inlined at the Numba IR level: Numba's SSA pass mis-tracks the branch
+# variables of this body when it is inlined (NumbaIRAssumptionWarning); as a
+# compiled call LLVM still inlines it.
+@overload(store_integer)
+def _store_integer_impl(out, i, acc, kind):
+    return _saturating_store(out.dtype)
+
+
+@overload(store, inline="always")
 def _store_impl(out, i, acc, kind):
     if isinstance(out.dtype, types.Integer):
-        return _saturating_store(out.dtype)
+        def integer(out, i, acc, kind):
+            store_integer(out, i, acc, kind)
+
+        return integer
 
     def impl(out, i, acc, kind):
         out[i] = acc

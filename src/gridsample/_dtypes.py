@@ -28,10 +28,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._convert import KIND_BF16, KIND_BOOL, KIND_F16, KIND_INT, KIND_NATIVE
-
 __all__ = ["XConversion", "x_conversion", "is_string", "is_half", "X_DTYPE_NAMES",
            "GRID_DTYPE_NAMES", "coord_dtype"]
+
+#: How the kernels read ``x``'s elements and store results
+#: (:mod:`gridsample._convert`): as they are, integers rounded and saturated,
+#: bool, float16 bits, bfloat16 bits.
+KIND_NATIVE, KIND_INT, KIND_BOOL, KIND_F16, KIND_BF16 = 0, 1, 2, 3, 4
 
 _INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 #: Names of the numeric X dtypes; strings (str, bytes, object) come on top.

@@ -69,7 +69,7 @@ def _constants(kc, dk):
             (dk[0], dk[1], dk[2], dk[3], dk[4]))
 
 
-@helper
+@skeleton
 def _grid_grads(ggrid, row, p0, nb, r, cnt, sacc, chain, zero):
     """``dL/dg[p, a] = chain_a * S_a`` for the block's points (NaN points: NaN)."""
     for j in range(nb):
@@ -100,7 +100,7 @@ def _task(task, G, Q, C, P, Ng, xs_n, gx_q):
             q * gx_q + n * xs_n, q * P // Q, (q + 1) * P // Q)
 
 
-@function
+@skeleton
 def _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, p0, nb, K, r,
                  c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x, want_grid, zero):
     """Sweep channels ``c0 .. c1 - 1`` over a planned block: slopes ``S``, scatter ``dL/dx``.
@@ -184,8 +184,32 @@ def _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, 
         _grid_grads(ggrid, n, p0, nb, r, cnt, vals, chain, zero)
 
 
+# The sweep compiled per rank (``r`` a constant: the slope sums stay in
+# registers), as ``noalias`` functions of their own.
+
+@function
+def sweep_block_2d(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, p0, nb, K, r,
+                   c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x, want_grid, zero):
+    _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, p0, nb, K, 2,
+                 c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x, want_grid, zero)
+
+
+@function
+def sweep_block_3d(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, p0, nb, K, r,
+                   c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x, want_grid, zero):
+    _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, p0, nb, K, 3,
+                 c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x, want_grid, zero)
+
+
+@function
+def sweep_block_nd(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, p0, nb, K, r,
+                   c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x, want_grid, zero):
+    _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, p0, nb, K, r,
+                 c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x, want_grid, zero)
+
+
 @skeleton
-def run_backward(first, stop, args, r, planner):
+def run_backward(first, stop, args, r, planner, sweep):
     """Both gradients for tasks ``first .. stop - 1`` of ``N x G x Q``, planning with ``planner``.
 
     Task ``(n, g, q)`` takes batch item ``n``, the ``g``-th of ``G`` groups
@@ -232,9 +256,9 @@ def run_backward(first, stop, args, r, planner):
             nb = min(block, pe - p0)
             planner(grid, gn, p0, nb, K, mode, pad, axc, kct, dkt, sizes, strides, off, wts, dws,
                     cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_grid)
-            _sweep_block(xflat, xb, xs_c, gflat, n * gs_n + p0 * gs_p, gs_c, gs_p, gxflat, gxb,
-                         ggrid, n, p0, nb, K, r, c0, c1, off, wts, cnt, dws, chain, vals,
-                         interleaved, want_x, want_grid, kc[0] - kc[0])
+            sweep(xflat, xb, xs_c, gflat, n * gs_n + p0 * gs_p, gs_c, gs_p, gxflat, gxb, ggrid, n,
+                  p0, nb, K, r, c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x,
+                  want_grid, kc[0] - kc[0])
 
 
 # Entries, one per planner (a call compiles only its own); each takes
@@ -243,32 +267,32 @@ def run_backward(first, stop, args, r, planner):
 @function
 def backward_nd(first, stop, args):
     """Any rank and mode: the general planner."""
-    run_backward(first, stop, args, args[10].shape[2], plan_grad_general)
+    run_backward(first, stop, args, args[10].shape[2], plan_grad_general, sweep_block_nd)
 
 
 @function
 def backward_linear_2d(first, stop, args):
-    run_backward(first, stop, args, 2, plan_grad_2d_linear)
+    run_backward(first, stop, args, 2, plan_grad_2d_linear, sweep_block_2d)
 
 
 @function
 def backward_nearest_2d(first, stop, args):
-    run_backward(first, stop, args, 2, plan_grad_2d_nearest)
+    run_backward(first, stop, args, 2, plan_grad_2d_nearest, sweep_block_2d)
 
 
 @function
 def backward_cubic_2d(first, stop, args):
-    run_backward(first, stop, args, 2, plan_grad_2d_cubic)
+    run_backward(first, stop, args, 2, plan_grad_2d_cubic, sweep_block_2d)
 
 
 @function
 def backward_linear_3d(first, stop, args):
-    run_backward(first, stop, args, 3, plan_grad_3d_linear)
+    run_backward(first, stop, args, 3, plan_grad_3d_linear, sweep_block_3d)
 
 
 @function
 def backward_nearest_3d(first, stop, args):
-    run_backward(first, stop, args, 3, plan_grad_3d_nearest)
+    run_backward(first, stop, args, 3, plan_grad_3d_nearest, sweep_block_3d)
 
 
 #: Backward entry of each (rank, mode code) the registry specialises (named

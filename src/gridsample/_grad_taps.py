@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from ._jit import helper
+from ._jit import helper, skeleton
 from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION
 from ._taps import (
     AXIS_HIGH,
@@ -71,7 +71,7 @@ def _slope_far(s, dk):
     return (dk[2] * s - dk[3]) * s + dk[4]
 
 
-@helper
+@skeleton
 def pad_slope(x, pad, ax):
     """``d pad(x) / dx`` for linear and nearest (1, 0 or -1; NaN maps to 1).
 
@@ -108,7 +108,7 @@ def pad_slope(x, pad, ax):
     return one
 
 
-@helper
+@skeleton
 def grad_cubic_taps(g, pad, ax, kc, dk, size):
     """Cubic: :func:`grad_axis_taps` for ``mode = MODE_CUBIC``."""
     one = kc[0]
@@ -128,7 +128,7 @@ def grad_cubic_taps(g, pad, ax, kc, dk, size):
     return nan, scale, (i0, i1, i2, i3), (w0, w1, w2, w3), dws, (ok0, ok1, ok2, ok3)
 
 
-@helper
+@skeleton
 def grad_linear_taps(g, pad, ax, kc, dk, size):
     """Linear: :func:`grad_axis_taps` for ``mode = MODE_LINEAR``."""
     one = kc[0]
@@ -141,7 +141,7 @@ def grad_linear_taps(g, pad, ax, kc, dk, size):
             (ok0, ok1, False, False))
 
 
-@helper
+@skeleton
 def grad_nearest_taps(g, pad, ax, kc, dk, size):
     """Nearest: :func:`grad_axis_taps` for ``mode = MODE_NEAREST`` (no slope)."""
     one = kc[0]

@@ -23,7 +23,7 @@ fastest (PyTorch's nw, ne, sw, se order) and weights multiply as
 
 from __future__ import annotations
 
-from ._jit import function, helper
+from ._jit import function, skeleton
 from ._taps import axis_row, axis_taps, cubic_axis, cubic_row, linear_axis, nearest_axis
 
 __all__ = ["plan_point", "plan_linear_2d", "plan_nearest_2d", "plan_cubic_2d", "plan_linear_3d",
@@ -78,7 +78,7 @@ def plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
     cnt[j] = c
 
 
-@helper
+@skeleton
 def _nan_point(off, wts, cnt, j, o, wconst):
     """Slot ``j`` (entries from ``o``) gets one tap of weight NaN: the point reads NaN."""
     off[o] = 0
@@ -86,7 +86,7 @@ def _nan_point(off, wts, cnt, j, o, wconst):
     cnt[j] = 1
 
 
-@helper
+@skeleton
 def _edge_taps_2d(off, wts, o, b, xo, yo, wx, wy, okx, oky):
     """List the taps of a 2-D point that lie inside ``X``; return their number.
 

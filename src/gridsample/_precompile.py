@@ -20,7 +20,7 @@ from ._backward import grid_sample_backward
 from ._errors import GridSampleError
 from ._options import MODE_NAMES, PADDING_NAMES
 
-__all__ = ["Combination", "combinations", "compile_combination", "resolve_dtype",
+__all__ = ["Combination", "combinations", "compile_combination", "compile_many", "resolve_dtype",
            "DEFAULT_DTYPES", "DEFAULT_RANKS"]
 
 #: What ``gridsample compile`` compiles when not told: float32 images and
@@ -59,6 +59,7 @@ class Combination:
     padding: str
     channel_last: bool = False
     backward: bool = False
+    channels: int | None = None  # None: 1, or more than the planar sweep takes (channel-last)
 
     def __str__(self) -> str:
         layout = ", channel-last" if self.channel_last else ""
@@ -91,7 +92,7 @@ def _example(c: Combination):
     """A tiny ``x``, grid and output gradient of combination ``c``."""
     xd, gd = resolve_dtype(c.x_dtype), resolve_dtype(c.grid_dtype)
     spatial = (4,) * c.rank
-    channels = _INTERLEAVED_CHANNELS if c.channel_last else 1
+    channels = c.channels or (_INTERLEAVED_CHANNELS if c.channel_last else 1)
     shape = (1, *spatial, channels) if c.channel_last else (1, channels, *spatial)
     x = np.zeros(shape, xd)
     grid = np.zeros((1, *(2,) * c.rank, c.rank), gd)
@@ -109,3 +110,30 @@ def compile_combination(c: Combination) -> float:
     else:
         grid_sample(x, grid, c.mode, c.padding, channel_last=c.channel_last)
     return time.perf_counter() - start
+
+
+def compile_many(todo, jobs: int = 1, done=None) -> None:
+    """Compile every combination of ``todo``, in ``jobs`` processes at once.
+
+    Numba compiles in one thread per process, so several processes compile
+    several kernels at a time; they share the disk cache (its writes are
+    atomic), and the caller's later calls load what they wrote.  Workers
+    are spawned, not forked (forking a process that ran kernels is unsafe).
+    ``done()`` is called after each combination.
+    """
+    todo = list(todo)
+    if jobs <= 1 or len(todo) <= 1:
+        for combo in todo:
+            compile_combination(combo)
+            if done:
+                done()
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context) as pool:
+        for future in as_completed([pool.submit(compile_combination, c) for c in todo]):
+            future.result()
+            if done:
+                done()

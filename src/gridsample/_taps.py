@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 
-from ._jit import function, helper
+from ._jit import function, helper, skeleton
 from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
 
 __all__ = ["axis_row", "cubic_row", "axis_taps", "reflect_clip", "unnormalize", "pad_continuous",
@@ -123,7 +123,7 @@ def _cubic_far(t, kc):
     return ((kc[1] * t - kc[4]) * t + kc[5]) * t - kc[6]
 
 
-@helper
+@skeleton
 def axis_row(axc, a):
     """Row ``a`` of a per-axis constants array as a tuple.
 
@@ -135,7 +135,7 @@ def axis_row(axc, a):
     return (axc[a, 0], axc[a, 1], axc[a, 2], axc[a, 3], axc[a, 4], axc[a, 5], axc[a, 6])
 
 
-@helper
+@skeleton
 def cubic_row(kc):
     """The cubic constants as a tuple (see :func:`axis_row`)."""
     return (kc[0], kc[1], kc[2], kc[3], kc[4], kc[5], kc[6])
@@ -167,7 +167,7 @@ def pad_continuous(x, pad, ax):
     return x
 
 
-@helper
+@skeleton
 def linear_axis(g, pad, ax, one, size):
     """The two linear taps of one axis.
 
@@ -191,7 +191,7 @@ def linear_axis(g, pad, ax, one, size):
     return i0, one - d, one * d, i0 >= 0 and i0 < size, i0 >= -1 and i0 + 1 < size, False
 
 
-@helper
+@skeleton
 def nearest_axis(g, pad, ax, size):
     """The nearest tap of one axis, rounding half to even (as ``nearbyint``).
 
@@ -206,7 +206,7 @@ def nearest_axis(g, pad, ax, size):
     return i, i >= 0 and i < size, False
 
 
-@helper
+@skeleton
 def cubic_axis(g, pad, ax, kc, size):
     """The four cubic taps ``floor(x)-1 … floor(x)+2`` of one axis, each padded.
 

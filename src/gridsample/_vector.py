@@ -191,7 +191,7 @@ def plan_nearest_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts)
         wts[0, j] = nanw if nanx | nany else one
 
 
-@helper
+@skeleton
 def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan):
     """``_taps.cubic_axis`` with selects: four int32 tap indices, weights, inside flags.
 
@@ -284,8 +284,8 @@ def plan_cubic_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
     proving that many streams apart.
     """
     kt = cubic_row(kc)
-    _plan_cubic_axis(grid, nb, pad, 0, axis_row(axc, 0), kt, sizes[0], strides[0], off, wts)
-    _plan_cubic_axis(grid, nb, pad, 1, axis_row(axc, 1), kt, sizes[1], strides[1], off, wts)
+    for a in range(2):  # one copy of the loop body: half the code to compile
+        _plan_cubic_axis(grid, nb, pad, a, axis_row(axc, a), kt, sizes[a], strides[a], off, wts)
 
 
 @skeleton
@@ -321,12 +321,9 @@ def _plan_linear_axis(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts
 @skeleton
 def plan_linear_3d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
     """Plan a 3-D linear block, one loop per axis (see ``_plan_cubic``)."""
-    _plan_linear_axis(grid, nb, pad, 3, 0, axis_row(axc, 0), one, sizes[0], strides[0], off,
-                      wts)
-    _plan_linear_axis(grid, nb, pad, 3, 1, axis_row(axc, 1), one, sizes[1], strides[1], off,
-                      wts)
-    _plan_linear_axis(grid, nb, pad, 3, 2, axis_row(axc, 2), one, sizes[2], strides[2], off,
-                      wts)
+    for a in range(3):  # one copy of the loop body
+        _plan_linear_axis(grid, nb, pad, 3, a, axis_row(axc, a), one, sizes[a], strides[a], off,
+                          wts)
 
 
 @skeleton
@@ -396,7 +393,7 @@ def sweep_linear_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, aze
 
 
 
-@helper
+@skeleton
 def _cubic_sum(xc, kind, off, wts, j, zero):
     """``sum w_x w_y x[oy + ox]`` over the 16 taps, ``y`` outer, ``x`` inner (plan order)."""
     acc = zero
@@ -432,7 +429,7 @@ def sweep_cubic_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azer
 
 
 
-@helper
+@skeleton
 def _linear_3d_sum(xc, kind, off, wts, j, zero):
     """The 8 taps ``z`` outer, ``x`` inner, weights ``(w_x w_y) w_z`` (the general order)."""
     acc = zero

@@ -24,13 +24,14 @@ import argparse
 import sys
 
 from .. import GridSampleError, __version__
+from .._registry import MODES, PADDINGS
 from ._compile import add_compile_parser
 from ._errors import FAILURE, USAGE, CLIError
 
 __all__ = ["main", "build_parser", "CLIError"]
 
-_MODES = ("linear", "nearest", "cubic", "bilinear", "bicubic", "trilinear", "tricubic")
-_PADDINGS = ("zeros", "border", "reflection")
+_MODES = tuple(n for m in MODES for n in (m.name, *m.aliases))
+_PADDINGS = tuple(n for p in PADDINGS for n in (p.name, *p.aliases))
 
 _WARP_EPILOG = """\
 conventions:

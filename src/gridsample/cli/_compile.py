@@ -8,6 +8,7 @@ on a cluster's workers before a job, moves that wait to build time.
 
 from __future__ import annotations
 
+import os
 import time
 
 from .._errors import GridSampleError
@@ -41,6 +42,8 @@ def add_compile_parser(sub) -> None:
                    help="also the channel-last kernels (x of shape (N, ..., C))")
     c.add_argument("--backward", action="store_true",
                    help="also the gradients (grid_sample_backward, gridsample.torch)")
+    c.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                   help="compile in N processes at once (default: one per CPU core)")
     c.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     c.add_argument("--progress", action="store_true",
                    help="show the progress bar even when stderr is not a terminal")
@@ -50,8 +53,11 @@ def add_compile_parser(sub) -> None:
 def run_compile(args) -> int:
     """Compile every combination the options name, with a progress bar."""
     from .. import _jit
-    from .._precompile import combinations, compile_combination, resolve_dtype
+    from .._precompile import combinations, compile_many, resolve_dtype
 
+    jobs = (os.cpu_count() or 1) if args.jobs is None else args.jobs
+    if jobs < 1:
+        raise CLIError(f"--jobs {args.jobs}: at least 1 process", USAGE)
     if any(r < 1 for r in args.rank):
         raise CLIError(f"--rank {' '.join(map(str, args.rank))}: ranks must be >= 1", USAGE)
     try:
@@ -68,9 +74,7 @@ def run_compile(args) -> int:
     mode = "never" if args.quiet else ("always" if args.progress else "auto")
     start = time.perf_counter()
     with progress_bar(len(todo), "compiling", "kernel", mode) as bar:
-        for combo in todo:
-            compile_combination(combo)
-            bar.update()
+        compile_many(todo, jobs, bar.update)
     if not args.quiet:
         print(f"gridsample: {len(todo)} combinations ready in {time.perf_counter() - start:.1f} s "
               f"({_jit.cache_dir()})")

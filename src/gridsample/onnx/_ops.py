@@ -21,14 +21,15 @@ from onnx.reference.op_run import OpRun
 from .._affine import affine_grid
 from .._api import grid_sample
 from .._errors import GridSampleError
+from .._registry import MODES
 
 __all__ = ["GridSample", "AffineGrid", "OPS", "gridsample_version"]
 
 # Mode names each GridSample version defines (padding names never changed).
 _MODES = {
-    16: ("bilinear", "nearest", "bicubic"),
-    20: ("linear", "nearest", "cubic"),
-    22: ("linear", "nearest", "cubic"),
+    16: tuple(m.onnx16 for m in MODES),
+    20: tuple(m.name for m in MODES),
+    22: tuple(m.name for m in MODES),
 }
 
 
