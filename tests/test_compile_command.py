@@ -45,7 +45,8 @@ def test_combinations_cover_the_choices():
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["compile", "--rank", "0"], "ranks must be >= 1"),
+    (["compile", "--rank", "0"], "ranks are 1 to 16"),
+    (["compile", "--rank", "2", "17"], "ranks are 1 to 16"),
     (["compile", "--dtype", "float33"], "dtype='float33' is not a NumPy dtype name"),
     (["compile", "--grid-dtype", "int8"], "--grid-dtype int8: grids are"),
 ])

@@ -91,13 +91,13 @@ def combinations(x_dtypes=DEFAULT_DTYPES, grid_dtypes=("float32",), ranks=DEFAUL
 def _example(c: Combination):
     """A tiny ``x``, grid and output gradient of combination ``c``."""
     xd, gd = resolve_dtype(c.x_dtype), resolve_dtype(c.grid_dtype)
-    spatial = (4,) * c.rank
+    spatial = (2,) * c.rank  # 2**rank elements: any rank the kernels take stays small
     channels = c.channels or (_INTERLEAVED_CHANNELS if c.channel_last else 1)
     shape = (1, *spatial, channels) if c.channel_last else (1, channels, *spatial)
     x = np.zeros(shape, xd)
-    grid = np.zeros((1, *(2,) * c.rank, c.rank), gd)
-    out_shape = (1, *(2,) * c.rank, channels) if c.channel_last else (1, channels,
-                                                                       *(2,) * c.rank)
+    grid = np.zeros((1, *(1,) * c.rank, c.rank), gd)
+    out_shape = (1, *(1,) * c.rank, channels) if c.channel_last else (1, channels,
+                                                                       *(1,) * c.rank)
     return x, grid, np.zeros(out_shape, xd)
 
 

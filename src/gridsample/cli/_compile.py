@@ -18,6 +18,9 @@ from ._progress import progress_bar
 
 __all__ = ["add_compile_parser", "run_compile"]
 
+#: Highest rank ``compile`` takes: linear reads 2**r taps, at most 2**16.
+_MAX_RANK = 16
+
 
 def add_compile_parser(sub) -> None:
     """Add the ``compile`` subcommand to the ``gridsample`` parser."""
@@ -58,8 +61,9 @@ def run_compile(args) -> int:
     jobs = (os.cpu_count() or 1) if args.jobs is None else args.jobs
     if jobs < 1:
         raise CLIError(f"--jobs {args.jobs}: at least 1 process", USAGE)
-    if any(r < 1 for r in args.rank):
-        raise CLIError(f"--rank {' '.join(map(str, args.rank))}: ranks must be >= 1", USAGE)
+    if any(r < 1 or r > _MAX_RANK for r in args.rank):
+        raise CLIError(f"--rank {' '.join(map(str, args.rank))}: ranks are 1 to {_MAX_RANK} "
+                       "(every rank above 3 runs the same N-D kernels)", USAGE)
     try:
         for name in args.dtype + args.grid_dtype:
             resolve_dtype(name)
