@@ -15,11 +15,10 @@ depend on the number of threads.
 
 There is one entry per specialised (rank, mode) and one general entry for
 everything else; :data:`gridsample._engine.GENERAL_KERNELS` is the table.
-Each specialised entry fixes ``K`` (taps per point) in its source, so LLVM
-sees a constant-length tap loop in the sweep and unrolls it.  The planner is
-called as a compiled function (``plan_*_fn``, compiled once per grid/weight
-dtype and shared by all element types); the sweep is compiled per element
-type.
+Each specialised entry fixes ``K`` (taps per point) and its planner; the
+planners are compiled functions of :mod:`gridsample._planners` (once per
+grid/weight dtype, shared by all element types), the sweeps of
+:mod:`gridsample._sweeps` are compiled per element type.
 
 Every entry takes ``(first, stop, args)``; ``args`` packs, in order:
 
