@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gridsample
-from gridsample import _engine, reference
+from gridsample import _axis_numpy, _engine, reference
 from gridsample._options import parse_mode, parse_padding
 from gridsample._registry import MODES, PADDINGS, mode_of, padding_of, taps_per_point
 from gridsample.dask._footprint import interval_window, points_window
@@ -77,9 +77,9 @@ def test_forward_and_backward_on_every_path(rng, m, p, rank):
 
 def _reads(coord_values, size, m, p, align):
     """Every index the reference reads along one axis for these grid values."""
-    coord = reference._unnormalize(np.asarray(coord_values, np.float64), size, align)
+    coord = _axis_numpy.unnormalize(np.asarray(coord_values, np.float64), size, align)
     with np.errstate(all="ignore"):
-        taps, nan = reference._axis_taps(coord, size, m.code, p.code, align)
+        taps, nan = _axis_numpy.axis_taps(coord, size, m.code, p.code, align)
     read = set()
     for idx, _, ok in taps:
         read.update(int(i) for i in idx[ok & ~nan])
@@ -106,7 +106,7 @@ def test_footprint_contains_every_read(pair, size, align, values):
     assert all(lo <= i <= hi for i in read), (read, (lo, hi))
     finite = g[np.isfinite(g)]
     if finite.size:  # the interval form (affine blocks) covers the finite points too
-        coord = reference._unnormalize(finite, size, align)
+        coord = _axis_numpy.unnormalize(finite, size, align)
         span = interval_window(float(coord.min()), float(coord.max()), size, m.code, p.code,
                                align)
         inner = _reads(finite, size, m, p, align)

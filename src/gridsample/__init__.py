@@ -8,8 +8,9 @@ from ._affine import affine_grid
 from ._api import grid_sample
 from ._backward import grid_sample_backward
 from ._errors import GridSampleError, GridSampleTypeError
+from ._second_order import grid_sample_double_backward
 
 __version__ = "0.1.0"
 
-__all__ = ["grid_sample", "grid_sample_backward", "affine_grid", "GridSampleError",
-           "GridSampleTypeError", "__version__"]
+__all__ = ["grid_sample", "grid_sample_backward", "grid_sample_double_backward", "affine_grid",
+           "GridSampleError", "GridSampleTypeError", "__version__"]

@@ -31,12 +31,9 @@ import itertools
 
 import numpy as np
 
+from ._axis_numpy import axis_grad_taps, axis_taps, unnormalize
 from ._options import (
-    MODE_CUBIC,
-    MODE_LINEAR,
     MODE_NEAREST,
-    PAD_BORDER,
-    PAD_REFLECTION,
     parse_align_corners,
     parse_flag,
     parse_mode,
@@ -44,95 +41,6 @@ from ._options import (
 )
 
 __all__ = ["grid_sample", "grid_sample_backward", "affine_grid"]
-
-_A = -0.75  # Keys' cubic convolution parameter
-
-
-def _unnormalize(g, size, align_corners):
-    # The spec's formulas, as the spec writes them, in g's dtype (NumPy keeps
-    # float32 arithmetic float32 when the other operands are Python ints).
-    # +-inf is infinitely far out on every axis, also where S - 1 = 0.
-    if align_corners:
-        x = (g + 1) / 2 * (size - 1)
-    else:
-        x = ((g + 1) * size - 1) / 2
-    return np.where(np.isinf(g), g, x)
-
-
-def _reflect(x, size, align_corners):
-    """Reflect over [0, S-1] (align_corners) or [-0.5, S-0.5], repeatedly; then clip.
-
-    Repeated reflection folds the line with period 2 * span: the distance
-    from ``lo`` modulo ``2 span`` (``fmod`` is exact, so far points such as
-    1e30 land where exact arithmetic puts them), mirrored when past ``span``.
-    """
-    lo, hi = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
-    span = hi - lo
-    if span <= 0:  # an axis of size 1 with align_corners: everything maps to 0
-        return np.where(np.isnan(x), x, np.zeros_like(x))
-    phase = np.fmod(np.abs(x - lo), 2 * span)
-    y = np.where(phase > span, 2 * span - phase, phase) + lo
-    return np.clip(y, 0, size - 1)
-
-
-def _keys(t):
-    """Keys' cubic convolution kernel W(t), A = -0.75."""
-    t = np.abs(t)
-    near = ((_A + 2) * t - (_A + 3)) * t * t + 1
-    far = ((_A * t - 5 * _A) * t + 8 * _A) * t - 4 * _A
-    return np.where(t <= 1, near, np.where(t < 2, far, 0.0))
-
-
-def _axis_taps(x, size, mode, padding, align_corners):
-    """Taps of one axis: list of (float index, weight, valid) and the NaN mask.
-
-    ``x`` is the unnormalized coordinate, in the coordinate dtype; padding and
-    tap indices stay in that dtype (NumPy keeps float32 float32 when the
-    other operands are Python scalars), weights are float64.  Indices stay float
-    until the caller masks them, so huge and infinite values are harmless.
-    """
-    if mode == MODE_CUBIC:
-        nan = np.isnan(x) | (np.isinf(x) & (padding == PAD_REFLECTION))
-        far = np.isinf(x) & (padding == PAD_BORDER)
-        if padding == PAD_BORDER:
-            # +-inf: every tap clips to the edge; a far finite stand-in with
-            # a zero fraction gives the same taps and weights (0, 1, 0, 0).
-            # Only the weight-1 tap is read (docs/semantics.md §5: the edge value, also
-            # where the edge holds inf and 0 * inf would be NaN).
-            x = np.where(np.isinf(x), np.copysign(size + 8.0, x), x)
-        f = np.floor(x)
-        frac = (x - f).astype(np.float64)  # exact; weights in float64 from here
-        taps = []
-        for k in (-1, 0, 1, 2):
-            idx = f + k
-            w = _keys(frac - k)  # not x - idx: for huge x, f + k rounds back to f
-            if padding == PAD_BORDER:
-                idx = np.clip(idx, 0, size - 1)
-            elif padding == PAD_REFLECTION:
-                idx = _reflect(np.where(np.isfinite(idx), idx, 0.0), size, align_corners)
-            valid = (idx >= 0) & (idx <= size - 1)
-            if k != 0:
-                valid = valid & ~far
-            taps.append((idx, w, valid))
-        return taps, nan
-
-    if padding == PAD_BORDER:
-        x = np.clip(x, 0, size - 1)
-    elif padding == PAD_REFLECTION:
-        x = np.where(np.isinf(x), np.nan, x)
-        x = _reflect(x, size, align_corners)
-    nan = np.isnan(x)
-    if mode == MODE_NEAREST:
-        idx = np.rint(x)  # round half to even
-        return [(idx, np.ones_like(x), (idx >= 0) & (idx <= size - 1))], nan
-    if mode != MODE_LINEAR:
-        raise ValueError(f"mode code {mode} is not registered")  # no default branch
-    f = np.floor(x)
-    d = (x - f).astype(np.float64)  # exact; weights in float64 from here
-    return [
-        (f, 1 - d, (f >= 0) & (f <= size - 1)),
-        (f + 1, d, (f + 1 >= 0) & (f + 1 <= size - 1)),
-    ], nan
 
 
 def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=False, *,
@@ -178,8 +86,8 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
             # grid[..., a] indexes spatial axis r-1-a (grid[..., 0] is the width).
             axis = r - 1 - a
             size = in_spatial[axis]
-            coord = _unnormalize(grid[..., a], size, align_corners)
-            taps, axis_nan = _axis_taps(coord, size, mode, padding, align_corners)
+            coord = unnormalize(grid[..., a], size, align_corners)
+            taps, axis_nan = axis_taps(coord, size, mode, padding, align_corners)
             per_axis.append((axis, taps))
             nan |= axis_nan
 
@@ -256,97 +164,6 @@ def _cast(values, dtype):
 # and cubic); nearest is piecewise constant, so its dL/dg is 0 everywhere.
 
 
-def _unnormalize_slope(size, align_corners):
-    """``dx/dg`` of the affine map of docs/semantics.md §2 (Python float).
-
-    align_corners:  x = (g + 1) / 2 * (S - 1)   ->  dx/dg = (S - 1) / 2
-    otherwise:      x = ((g + 1) * S - 1) / 2   ->  dx/dg = S / 2
-    """
-    return (size - 1) / 2 if align_corners else size / 2
-
-
-def _pad_slope(x, size, padding, align_corners):
-    """``d pad(x) / dx`` for linear's and nearest's padding of the coordinate (float64).
-
-    zeros: ``pad(x) = x``, slope 1.
-
-    border: ``pad(x) = clip(x, 0, S-1)``, slope 1 strictly inside and 0 at or
-    outside an edge (at the kink the edge counts as clipped, as in PyTorch).
-
-    reflection: with ``d = x - lo`` and ``m = |d| mod 2 span`` the image is
-    ``lo + m`` for ``m <= span`` and ``lo + 2 span - m`` past it (see
-    :func:`_reflect`), so ``d/dx = sign(d)`` (+1 at d = 0) times -1 in the
-    mirrored half; then the clip to ``[0, S-1]`` multiplies by its own slope
-    (0 where the reflected value is at or outside an edge).  An axis of span
-    0 (S = 1 with align_corners) maps everything to 0: slope 0.
-    """
-    if padding == PAD_BORDER:
-        y = np.clip(x, 0, size - 1)
-        return np.where((y > 0) & (y < size - 1), 1.0, 0.0)
-    if padding == PAD_REFLECTION:
-        lo, hi = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
-        span = hi - lo
-        if span <= 0:
-            return np.zeros(x.shape)
-        d = x - lo
-        phase = np.fmod(np.abs(d), 2 * span)  # as in _reflect, in x's dtype
-        sign = np.where(d >= 0, 1.0, -1.0) * np.where(phase > span, -1.0, 1.0)
-        y = _reflect(x, size, align_corners)  # reflected and clipped
-        return np.where((y > 0) & (y < size - 1), sign, 0.0)
-    return np.ones(x.shape)
-
-
-def _keys_slope(s):
-    """``K'(s)`` of the even kernel ``K(s) = k(|s|)``: ``sign(s) * k'(|s|)``, A = -0.75.
-
-    Differentiating :func:`_keys`' two pieces in ``t = |s|``::
-
-        k(t) = (A+2) t^3 - (A+3) t^2 + 1         ->  k'(t) = (3(A+2) t - 2(A+3)) t   (t <= 1)
-        k(t) = A t^3 - 5A t^2 + 8A t - 4A        ->  k'(t) = (3A t - 10A) t + 8A     (1 < t < 2)
-
-    and 0 for ``t >= 2``.  Both pieces give ``A`` at ``t = 1`` and the far one
-    gives 0 at ``t = 2`` (and ``k'(0) = 0``): Keys' kernel is C^1, so which
-    piece owns a knot does not matter.
-    """
-    t = np.abs(s)
-    near = (3 * (_A + 2) * t - 2 * (_A + 3)) * t
-    far = (3 * _A * t - 10 * _A) * t + 8 * _A
-    return np.sign(s) * np.where(t <= 1, near, np.where(t < 2, far, 0.0))
-
-
-def _axis_grad_taps(x, size, mode, padding, align_corners):
-    """:func:`_axis_taps` plus each tap's weight slope ``dw/dg`` (float64).
-
-    Returns ``[(index, w, dw/dg, valid), ...]`` and the NaN mask.  ``x`` is
-    the unnormalized, unpadded coordinate.
-
-    * linear: ``w_0 = 1 - d``, ``w_1 = d`` with ``d = x' - floor(x')`` and
-      ``x' = pad(x)``, so ``dw/dx' = (-1, +1)`` and
-      ``dw/dg = (-1, +1) * u'(g) * pad'(x)``.
-    * nearest: the weight is 1 on a piecewise constant tap: ``dw/dg = 0``.
-    * cubic: the coordinate is not padded, so ``dx/dg = u'(g)``.  Tap
-      ``floor(x) + k`` (k = -1, 0, 1, 2) has weight ``K(t - k)`` with
-      ``t = x - floor(x)`` (:func:`_axis_taps` evaluates ``_keys(t - k)``),
-      hence ``dw_k/dx = K'(t - k)``: ``k'(t+1), k'(t), -k'(1-t), -k'(2-t)``
-      for the taps at distances ``t+1, t, 1-t, 2-t``.
-
-    A coordinate at ``±inf`` is infinitely far out: its value is locally
-    constant, slope 0 (its weights are not differentiable there).
-    """
-    taps, nan = _axis_taps(x, size, mode, padding, align_corners)
-    scale = _unnormalize_slope(size, align_corners)
-    if mode == MODE_NEAREST:
-        slopes = [np.zeros(x.shape)]
-    elif mode == MODE_CUBIC:
-        t = (x - np.floor(x)).astype(np.float64)  # exact, as in _axis_taps
-        slopes = [scale * _keys_slope(t - k) for k in (-1, 0, 1, 2)]
-    else:
-        chain = scale * _pad_slope(x, size, padding, align_corners)
-        slopes = [-chain, chain]
-    far = np.isinf(x)
-    return [(idx, w, np.where(far, 0.0, dw), ok)
-            for (idx, w, ok), dw in zip(taps, slopes)], nan
-
 
 def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zeros",
                          align_corners=False, *, channel_last=False, output_mask=(True, True)):
@@ -396,8 +213,8 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
         for a in range(r):
             axis = r - 1 - a  # grid[..., a] indexes spatial axis r-1-a
             size = in_spatial[axis]
-            coord = _unnormalize(coords[..., a], size, align_corners)
-            taps, axis_nan = _axis_grad_taps(coord, size, mode, padding, align_corners)
+            coord = unnormalize(coords[..., a], size, align_corners)
+            taps, axis_nan = axis_grad_taps(coord, size, mode, padding, align_corners)
             per_axis.append((axis, taps))
             nan |= axis_nan
 

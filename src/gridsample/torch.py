@@ -1,4 +1,4 @@
-"""PyTorch integration: an autograd-enabled ``grid_sample`` for CPU tensors.
+"""PyTorch integration: gridsample's operators, registered with ``torch.library``.
 
 ``gridsample.torch.grid_sample`` is a drop-in for
 ``torch.nn.functional.grid_sample`` -- same arguments, defaults, warning and
@@ -6,12 +6,23 @@ results -- that also takes what gridsample adds: any number of spatial axes
 (``input`` of rank r + 2 >= 3), cubic interpolation in 3-D and beyond,
 ``channel_last`` tensors, and every element type of :func:`gridsample.grid_sample`.
 
-Tensors cross to NumPy without copies (``Tensor.numpy()`` shares memory;
-bfloat16 goes through an int16 view and ``ml_dtypes``), and results come
-back the same way (``torch.from_numpy``).  Gradients come from
-:func:`gridsample.grid_sample_backward`, which computes only those autograd
-asks for.  Double backward is not supported: a backward with
-``create_graph=True`` raises a ``RuntimeError`` that says so.
+It calls ``torch.ops.gridsample.grid_sample``, a real PyTorch operator
+(``torch.library.custom_op``) with a fake implementation for shapes and
+dtypes and registered autograd, so models that use it work under
+``torch.compile(fullgraph=True)`` and ``torch.export`` (the exported graph
+holds ``gridsample.grid_sample.default``).  Its derivative is the operator
+``torch.ops.gridsample.grid_sample_backward``, whose own derivative is
+``torch.ops.gridsample.grid_sample_double_backward``
+(:func:`gridsample.grid_sample_double_backward`): second derivatives
+(``create_graph=True``, gradient penalties, Hessian-vector products) work
+for every mode, padding and rank; a third derivative raises.  The
+operators take options as integer codes (``gridsample._options``); the
+wrapper turns names into codes.
+
+Tensors cross to NumPy without copies (``Tensor.numpy()`` shares memory,
+any strides; bfloat16 goes through an int16 view and ``ml_dtypes``), and
+results come back the same way (``torch.from_numpy``).  CPU tensors only
+(meta tensors for shape inference).
 
 This module imports ``torch``; ``import gridsample`` does not.
 """
@@ -26,19 +37,26 @@ import torch
 from ._api import grid_sample as _grid_sample_numpy
 from ._backward import grid_sample_backward
 from ._errors import GridSampleError, GridSampleTypeError
+from ._options import parse_align_corners, parse_flag, parse_mode, parse_padding
+from ._second_order import grid_sample_double_backward
 
 __all__ = ["grid_sample"]
 
 
-def _to_numpy(name: str, t) -> np.ndarray:
-    """A NumPy view of a CPU tensor's memory (no copy)."""
+def _check_device(name: str, t, allowed=("cpu", "meta")) -> None:
+    """A torch.Tensor on the CPU (or, for shape inference only, the meta device)."""
     if not isinstance(t, torch.Tensor):
         raise GridSampleTypeError(f"{name} has type {type(t).__name__}; it must be a torch.Tensor")
-    if t.device.type != "cpu":
+    if t.device.type not in allowed:
         raise GridSampleError(
             f"{name} is on device {t.device}; gridsample.torch runs on CPU tensors only "
             f"(move it with .cpu())"
         )
+
+
+def _to_numpy(name: str, t) -> np.ndarray:
+    """A NumPy view of a CPU tensor's memory (no copy)."""
+    _check_device(name, t, ("cpu",))
     t = t.detach()
     if t.is_conj():
         t = t.resolve_conj()
@@ -56,38 +74,131 @@ def _to_torch(a: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(a)
 
 
-class _GridSample(torch.autograd.Function):
-    """Forward: gridsample's kernels; backward: ``grid_sample_backward``."""
+# ---------------------------------------------------------------------------
+# The operators.  Options arrive as the integer codes of gridsample._options
+# (the wrapper parses names once, in Python, so the traced graph holds
+# constants).  Each operator runs the NumPy API on views of the tensors'
+# memory; its fake implementation gives shapes and dtypes without running
+# anything, for torch.compile, torch.export and meta tensors.  An output the
+# output_mask leaves out is an empty tensor (operators cannot return None).
 
-    @staticmethod
-    def forward(ctx, input, grid, mode, padding_mode, align_corners, channel_last):
-        x = _to_numpy("input", input)
-        g = _to_numpy("grid", grid)
-        out = _grid_sample_numpy(x, g, mode, padding_mode, align_corners,
-                                 channel_last=channel_last)
-        ctx.save_for_backward(input, grid)
-        ctx.options = (mode, padding_mode, align_corners, channel_last)
-        return _to_torch(out)
+@torch.library.custom_op(
+    "gridsample::grid_sample", mutates_args=(),
+    schema="(Tensor input, Tensor grid, int mode, int padding_mode, bool align_corners, "
+           "bool channel_last) -> Tensor")
+def _grid_sample_op(input, grid, mode, padding_mode, align_corners, channel_last):
+    out = _grid_sample_numpy(_to_numpy("input", input), _to_numpy("grid", grid), mode,
+                             padding_mode, align_corners, channel_last=channel_last)
+    return _to_torch(out)
 
-    @staticmethod
-    def backward(ctx, grad_output):
-        if torch.is_grad_enabled():
-            # create_graph=True: the gradient itself would have to be
-            # differentiable, and gridsample has no second derivative.
-            raise RuntimeError(
-                "gridsample.torch.grid_sample does not support double backward: its gradient "
-                "is computed by gridsample.grid_sample_backward, which has no derivative of "
-                "its own; call backward/autograd.grad without create_graph=True (or use "
-                "torch.nn.functional.grid_sample where second derivatives are needed)")
-        input, grid = ctx.saved_tensors
-        mode, padding_mode, align_corners, channel_last = ctx.options
-        want_x, want_grid = ctx.needs_input_grad[:2]
-        gx, gg = grid_sample_backward(
-            _to_numpy("grad_output", grad_output), _to_numpy("input", input),
-            _to_numpy("grid", grid), mode, padding_mode, align_corners,
-            channel_last=channel_last, output_mask=(want_x, want_grid))
-        return (None if gx is None else _to_torch(gx), None if gg is None else _to_torch(gg),
-                None, None, None, None)
+
+@_grid_sample_op.register_fake
+def _(input, grid, mode, padding_mode, align_corners, channel_last):
+    out_spatial = tuple(grid.shape[1:-1])
+    if channel_last:
+        shape = (input.shape[0], *out_spatial, input.shape[-1])
+    else:
+        shape = (input.shape[0], input.shape[1], *out_spatial)
+    return input.new_empty(shape)
+
+
+@torch.library.custom_op(
+    "gridsample::grid_sample_backward", mutates_args=(),
+    schema="(Tensor grad_output, Tensor input, Tensor grid, int mode, int padding_mode, "
+           "bool align_corners, bool channel_last, bool[] output_mask) -> (Tensor, Tensor)")
+def _backward_op(grad_output, input, grid, mode, padding_mode, align_corners, channel_last,
+                 output_mask):
+    gx, gg = grid_sample_backward(
+        _to_numpy("grad_output", grad_output), _to_numpy("input", input),
+        _to_numpy("grid", grid), mode, padding_mode, align_corners,
+        channel_last=channel_last, output_mask=tuple(output_mask))
+    return _or_empty(gx, input), _or_empty(gg, grid)
+
+
+@_backward_op.register_fake
+def _(grad_output, input, grid, mode, padding_mode, align_corners, channel_last, output_mask):
+    return _fake_like(input, output_mask[0]), _fake_like(grid, output_mask[1])
+
+
+@torch.library.custom_op(
+    "gridsample::grid_sample_double_backward", mutates_args=(),
+    schema="(Tensor? grad_grad_input, Tensor? grad_grad_grid, Tensor grad_output, "
+           "Tensor input, Tensor grid, int mode, int padding_mode, bool align_corners, "
+           "bool channel_last, bool[] output_mask) -> (Tensor, Tensor, Tensor)")
+def _double_backward_op(grad_grad_input, grad_grad_grid, grad_output, input, grid, mode,
+                        padding_mode, align_corners, channel_last, output_mask):
+    d_gout, d_x, d_grid = grid_sample_double_backward(
+        None if grad_grad_input is None else _to_numpy("grad_grad_input", grad_grad_input),
+        None if grad_grad_grid is None else _to_numpy("grad_grad_grid", grad_grad_grid),
+        _to_numpy("grad_output", grad_output), _to_numpy("input", input),
+        _to_numpy("grid", grid), mode, padding_mode, align_corners,
+        channel_last=channel_last, output_mask=tuple(output_mask))
+    return _or_empty(d_gout, grad_output), _or_empty(d_x, input), _or_empty(d_grid, grid)
+
+
+@_double_backward_op.register_fake
+def _(grad_grad_input, grad_grad_grid, grad_output, input, grid, mode, padding_mode,
+      align_corners, channel_last, output_mask):
+    return (_fake_like(grad_output, output_mask[0]), _fake_like(input, output_mask[1]),
+            _fake_like(grid, output_mask[2]))
+
+
+def _or_empty(a, like):
+    """A result as a tensor; an empty one (``like``'s dtype) where it was not asked for."""
+    return like.new_empty(0) if a is None else _to_torch(a)
+
+
+def _fake_like(t, wanted):
+    """Fake result: contiguous with ``t``'s shape and dtype, or empty when not wanted."""
+    return t.new_empty(tuple(t.shape) if wanted else 0)
+
+
+def _wanted(grad, wanted):
+    return grad if wanted else None
+
+
+# Autograd: the forward's derivative is the backward operator, whose own
+# derivative is the double backward operator; the chain stops there (a third
+# derivative raises PyTorch's "autograd kernel not registered" error).
+
+def _setup_forward(ctx, inputs, output):
+    input, grid, *options = inputs
+    ctx.save_for_backward(input, grid)
+    ctx.options = options
+
+
+def _forward_derivative(ctx, grad_output):
+    input, grid = ctx.saved_tensors
+    want = list(ctx.needs_input_grad[:2])
+    gx, gg = torch.ops.gridsample.grid_sample_backward(grad_output, input, grid, *ctx.options,
+                                                       want)
+    return _wanted(gx, want[0]), _wanted(gg, want[1]), None, None, None, None
+
+
+def _setup_backward(ctx, inputs, output):
+    grad_output, input, grid, *options, output_mask = inputs
+    ctx.save_for_backward(grad_output, input, grid)
+    ctx.options = options
+    ctx.output_mask = output_mask
+    ctx.set_materialize_grads(False)
+
+
+def _backward_derivative(ctx, grad_grad_input, grad_grad_grid):
+    grad_output, input, grid = ctx.saved_tensors
+    want = list(ctx.needs_input_grad[:3])
+    # An output left out by output_mask (an empty tensor) has no derivative.
+    ggx = grad_grad_input if ctx.output_mask[0] else None
+    ggg = grad_grad_grid if ctx.output_mask[1] else None
+    d_gout, d_x, d_grid = torch.ops.gridsample.grid_sample_double_backward(
+        ggx, ggg, grad_output, input, grid, *ctx.options, want)
+    return (_wanted(d_gout, want[0]), _wanted(d_x, want[1]), _wanted(d_grid, want[2]),
+            None, None, None, None, None)
+
+
+torch.library.register_autograd("gridsample::grid_sample", _forward_derivative,
+                                setup_context=_setup_forward)
+torch.library.register_autograd("gridsample::grid_sample_backward", _backward_derivative,
+                                setup_context=_setup_backward)
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None, *,
@@ -117,8 +228,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     Returns
     -------
     Tensor, shape (N, C, D1, ..., Dr), or (N, D1, ..., Dr, C) with ``channel_last``
-        ``input``'s dtype; differentiable w.r.t. ``input`` and ``grid``
-        (once: a backward with ``create_graph=True`` raises ``RuntimeError``).
+        ``input``'s dtype; differentiable w.r.t. ``input`` and ``grid``,
+        twice (docs/semantics.md §7.6 gives the second derivatives' rules).
 
     Raises
     ------
@@ -145,4 +256,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             "since 1.3.0); pass align_corners=True for the corner-aligned convention of "
             "earlier versions.", UserWarning, stacklevel=2)
         align_corners = False
-    return _GridSample.apply(input, grid, mode, padding_mode, align_corners, channel_last)
+    for name, t in (("input", input), ("grid", grid)):
+        _check_device(name, t)
+    return torch.ops.gridsample.grid_sample(
+        input, grid, parse_mode(mode), parse_padding(padding_mode),
+        parse_align_corners(align_corners), parse_flag("channel_last", channel_last))

@@ -1,0 +1,151 @@
+"""Training steps in PyTorch: gridsample's operator against ``F.grid_sample``, in one process.
+
+Run:  python -m benchmarks.bench_torch [--repeats 7] [--case SUBSTRING] [--markdown FILE]
+
+Each case is one optimizer step (forward, loss, backward, SGD update) of a
+small model that samples with either ``gridsample.torch.grid_sample`` or
+``torch.nn.functional.grid_sample``, both the same model otherwise:
+
+* spatial transformer: a learned affine matrix, ``affine_grid`` ->
+  ``grid_sample`` (bilinear, border) on a batch of images, MSE to a target;
+* deformation field: a learned 3-D displacement field added to the
+  identity grid, trilinear sampling of a volume, MSE plus a smoothness term;
+* gradient penalty: the spatial transformer's loss plus the squared norm
+  of its gradient w.r.t. the input image (``create_graph=True``: a double
+  backward through the sampler), eager.
+
+The first two run compiled (``torch.compile(fullgraph=True)``, inductor,
+CPU) and eager.  torch.compile does not trace a double backward, so the
+gradient penalty is eager only.  Steps are timed interleaved (medians, a
+50 ms pause before each); the table gives steps per second and the time
+ratio gridsample / F.grid_sample (< 1: gridsample faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from benchmarks.timing import SETTLE_SECONDS, interleaved_medians, machine_line, report
+
+
+def _samplers():
+    import torch.nn.functional as F
+
+    import gridsample.torch as gt
+    return {"gridsample": gt.grid_sample, "torch": F.grid_sample}
+
+
+def _spatial_transformer(sample, batch, side):
+    import torch
+    import torch.nn.functional as F
+
+    class SpatialTransformer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.theta = torch.nn.Parameter(torch.tensor([[0.9, 0.2, 0.05], [-0.1, 1.1, 0.1]]))
+
+        def forward(self, image):
+            theta = self.theta.expand(image.shape[0], 2, 3)
+            grid = F.affine_grid(theta, list(image.shape), align_corners=False)
+            return sample(image, grid, "bilinear", "border", align_corners=False)
+
+    gen = torch.Generator().manual_seed(0)
+    image = torch.rand(batch, 3, side, side, generator=gen)
+    target = torch.rand(batch, 3, side, side, generator=gen)
+    return SpatialTransformer(), image, target
+
+
+def _deformation_field(sample, side):
+    import torch
+    import torch.nn.functional as F
+
+    class DeformationField(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.flow = torch.nn.Parameter(torch.zeros(1, side, side, side, 3))
+            eye = torch.eye(3, 4).unsqueeze(0)
+            self.register_buffer("identity",
+                                 F.affine_grid(eye, [1, 1, side, side, side], align_corners=True))
+
+        def forward(self, volume):
+            return sample(volume, self.identity + self.flow, "bilinear", "zeros",
+                          align_corners=True)
+
+    gen = torch.Generator().manual_seed(1)
+    volume = torch.rand(1, 1, side, side, side, generator=gen)
+    target = torch.rand(1, 1, side, side, side, generator=gen)
+    return DeformationField(), volume, target
+
+
+def _step(model, forward, inp, target, penalty=False):
+    """One SGD step as a zero-argument callable."""
+    import torch
+
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+    def run():
+        opt.zero_grad(set_to_none=True)
+        if penalty:
+            inp.requires_grad_(True)
+        out = forward(inp)
+        loss = (out - target).square().mean()
+        if penalty:  # R1-style: the norm of the loss's gradient w.r.t. the input
+            (g,) = torch.autograd.grad(loss, inp, create_graph=True)
+            loss = loss + g.square().sum()
+        loss.backward()
+        opt.step()
+    return run
+
+
+CASES = {
+    "spatial transformer 16x3x128² compiled": ("stn", dict(batch=16, side=128), True, False),
+    "spatial transformer 16x3x128² eager": ("stn", dict(batch=16, side=128), False, False),
+    "deformation field 1x1x64³ compiled": ("field", dict(side=64), True, False),
+    "deformation field 1x1x64³ eager": ("field", dict(side=64), False, False),
+    "gradient penalty 16x3x128² eager": ("stn", dict(batch=16, side=128), False, True),
+}
+
+
+def runners_for(name):
+    import torch
+
+    kind, size, compiled, penalty = CASES[name]
+    runners = {}
+    for label, sample in _samplers().items():
+        build = _spatial_transformer if kind == "stn" else _deformation_field
+        model, inp, target = build(sample, **size)
+        forward = torch.compile(model, fullgraph=True) if compiled else model
+        runners[label] = _step(model, forward, inp, target, penalty)
+    return runners
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--case", action="append", default=[],
+                        help="only cases whose name contains this (repeatable)")
+    parser.add_argument("--markdown", default=None, help="also write the table to this file")
+    args = parser.parse_args(argv)
+    import numba
+    import torch
+
+    print(machine_line())
+    print(f"PyTorch training-step benchmark: torch {torch.__version__}, {numba.get_num_threads()} "
+          f"Numba threads, {torch.get_num_threads()} torch threads, {args.repeats} repeats",
+          flush=True)
+    lines = ["| case | gridsample steps/s | F.grid_sample steps/s | time ÷torch |",
+             "|---|---|---|---|"]
+    for name in CASES:
+        if args.case and not any(s in name for s in args.case):
+            continue
+        med = interleaved_medians(runners_for(name), args.repeats, settle=SETTLE_SECONDS)
+        ratio = med["gridsample"] / med["torch"]
+        lines.append(f"| {name} | {1 / med['gridsample']:.1f} | {1 / med['torch']:.1f} "
+                     f"| {ratio:.2f} |")
+        print(f"  {name}: gridsample {med['gridsample'] * 1e3:.1f} ms, torch "
+              f"{med['torch'] * 1e3:.1f} ms, ratio {ratio:.2f}", flush=True)
+    report("\n".join(lines), None, args.markdown)
+
+
+if __name__ == "__main__":
+    main()

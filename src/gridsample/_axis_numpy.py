@@ -1,0 +1,243 @@
+"""Per-axis math in plain NumPy, vectorized over points: the reference's and the second order's.
+
+For one spatial axis of size ``S`` and an array of grid values, these give
+the unnormalized coordinate, its padding, the taps (indices, weights and
+validity) and the weights' first and second derivatives w.r.t. the grid
+value, written as docs/semantics.md states them.  :mod:`gridsample.reference`
+builds the slow twin of the operator and its backward from them;
+:mod:`gridsample._second_order` builds the backward's own derivative.
+None of it shares arithmetic with the compiled kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION
+
+__all__ = ["A", "unnormalize", "reflect", "keys", "axis_taps", "unnormalize_slope",
+           "pad_slope", "keys_slope", "axis_grad_taps", "keys_curvature",
+           "axis_curvature"]
+
+A = -0.75  # Keys' cubic convolution parameter
+
+
+def unnormalize(g, size, align_corners):
+    # The spec's formulas, as the spec writes them, in g's dtype (NumPy keeps
+    # float32 arithmetic float32 when the other operands are Python ints).
+    # +-inf is infinitely far out on every axis, also where S - 1 = 0.
+    if align_corners:
+        x = (g + 1) / 2 * (size - 1)
+    else:
+        x = ((g + 1) * size - 1) / 2
+    return np.where(np.isinf(g), g, x)
+
+
+def reflect(x, size, align_corners):
+    """Reflect over [0, S-1] (align_corners) or [-0.5, S-0.5], repeatedly; then clip.
+
+    Repeated reflection folds the line with period 2 * span: the distance
+    from ``lo`` modulo ``2 span`` (``fmod`` is exact, so far points such as
+    1e30 land where exact arithmetic puts them), mirrored when past ``span``.
+    """
+    lo, hi = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
+    span = hi - lo
+    if span <= 0:  # an axis of size 1 with align_corners: everything maps to 0
+        return np.where(np.isnan(x), x, np.zeros_like(x))
+    phase = np.fmod(np.abs(x - lo), 2 * span)
+    y = np.where(phase > span, 2 * span - phase, phase) + lo
+    return np.clip(y, 0, size - 1)
+
+
+def keys(t):
+    """Keys' cubic convolution kernel W(t), A = -0.75."""
+    t = np.abs(t)
+    near = ((A + 2) * t - (A + 3)) * t * t + 1
+    far = ((A * t - 5 * A) * t + 8 * A) * t - 4 * A
+    return np.where(t <= 1, near, np.where(t < 2, far, 0.0))
+
+
+def axis_taps(x, size, mode, padding, align_corners):
+    """Taps of one axis: list of (float index, weight, valid) and the NaN mask.
+
+    ``x`` is the unnormalized coordinate, in the coordinate dtype; padding and
+    tap indices stay in that dtype (NumPy keeps float32 float32 when the
+    other operands are Python scalars), weights are float64.  Indices stay float
+    until the caller masks them, so huge and infinite values are harmless.
+    """
+    if mode == MODE_CUBIC:
+        nan = np.isnan(x) | (np.isinf(x) & (padding == PAD_REFLECTION))
+        far = np.isinf(x) & (padding == PAD_BORDER)
+        if padding == PAD_BORDER:
+            # +-inf: every tap clips to the edge; a far finite stand-in with
+            # a zero fraction gives the same taps and weights (0, 1, 0, 0).
+            # Only the weight-1 tap is read (docs/semantics.md §5: the edge value, also
+            # where the edge holds inf and 0 * inf would be NaN).
+            x = np.where(np.isinf(x), np.copysign(size + 8.0, x), x)
+        f = np.floor(x)
+        frac = (x - f).astype(np.float64)  # exact; weights in float64 from here
+        taps = []
+        for k in (-1, 0, 1, 2):
+            idx = f + k
+            w = keys(frac - k)  # not x - idx: for huge x, f + k rounds back to f
+            if padding == PAD_BORDER:
+                idx = np.clip(idx, 0, size - 1)
+            elif padding == PAD_REFLECTION:
+                idx = reflect(np.where(np.isfinite(idx), idx, 0.0), size, align_corners)
+            valid = (idx >= 0) & (idx <= size - 1)
+            if k != 0:
+                valid = valid & ~far
+            taps.append((idx, w, valid))
+        return taps, nan
+
+    if padding == PAD_BORDER:
+        x = np.clip(x, 0, size - 1)
+    elif padding == PAD_REFLECTION:
+        x = np.where(np.isinf(x), np.nan, x)
+        x = reflect(x, size, align_corners)
+    nan = np.isnan(x)
+    if mode == MODE_NEAREST:
+        idx = np.rint(x)  # round half to even
+        return [(idx, np.ones_like(x), (idx >= 0) & (idx <= size - 1))], nan
+    if mode != MODE_LINEAR:
+        raise ValueError(f"mode code {mode} is not registered")  # no default branch
+    f = np.floor(x)
+    d = (x - f).astype(np.float64)  # exact; weights in float64 from here
+    return [
+        (f, 1 - d, (f >= 0) & (f <= size - 1)),
+        (f + 1, d, (f + 1 >= 0) & (f + 1 <= size - 1)),
+    ], nan
+
+
+def unnormalize_slope(size, align_corners):
+    """``dx/dg`` of the affine map of docs/semantics.md §2 (Python float).
+
+    align_corners:  x = (g + 1) / 2 * (S - 1)   ->  dx/dg = (S - 1) / 2
+    otherwise:      x = ((g + 1) * S - 1) / 2   ->  dx/dg = S / 2
+    """
+    return (size - 1) / 2 if align_corners else size / 2
+
+
+def pad_slope(x, size, padding, align_corners):
+    """``d pad(x) / dx`` for linear's and nearest's padding of the coordinate (float64).
+
+    zeros: ``pad(x) = x``, slope 1.
+
+    border: ``pad(x) = clip(x, 0, S-1)``, slope 1 strictly inside and 0 at or
+    outside an edge (at the kink the edge counts as clipped, as in PyTorch).
+
+    reflection: with ``d = x - lo`` and ``m = |d| mod 2 span`` the image is
+    ``lo + m`` for ``m <= span`` and ``lo + 2 span - m`` past it (see
+    :func:`reflect`), so ``d/dx = sign(d)`` (+1 at d = 0) times -1 in the
+    mirrored half; then the clip to ``[0, S-1]`` multiplies by its own slope
+    (0 where the reflected value is at or outside an edge).  An axis of span
+    0 (S = 1 with align_corners) maps everything to 0: slope 0.
+    """
+    if padding == PAD_BORDER:
+        y = np.clip(x, 0, size - 1)
+        return np.where((y > 0) & (y < size - 1), 1.0, 0.0)
+    if padding == PAD_REFLECTION:
+        lo, hi = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
+        span = hi - lo
+        if span <= 0:
+            return np.zeros(x.shape)
+        d = x - lo
+        phase = np.fmod(np.abs(d), 2 * span)  # as in reflect, in x's dtype
+        sign = np.where(d >= 0, 1.0, -1.0) * np.where(phase > span, -1.0, 1.0)
+        y = reflect(x, size, align_corners)  # reflected and clipped
+        return np.where((y > 0) & (y < size - 1), sign, 0.0)
+    return np.ones(x.shape)
+
+
+def keys_slope(s):
+    """``K'(s)`` of the even kernel ``K(s) = k(|s|)``: ``sign(s) * k'(|s|)``, A = -0.75.
+
+    Differentiating :func:`keys`' two pieces in ``t = |s|``::
+
+        k(t) = (A+2) t^3 - (A+3) t^2 + 1         ->  k'(t) = (3(A+2) t - 2(A+3)) t   (t <= 1)
+        k(t) = A t^3 - 5A t^2 + 8A t - 4A        ->  k'(t) = (3A t - 10A) t + 8A     (1 < t < 2)
+
+    and 0 for ``t >= 2``.  Both pieces give ``A`` at ``t = 1`` and the far one
+    gives 0 at ``t = 2`` (and ``k'(0) = 0``): Keys' kernel is C^1, so which
+    piece owns a knot does not matter.
+    """
+    t = np.abs(s)
+    near = (3 * (A + 2) * t - 2 * (A + 3)) * t
+    far = (3 * A * t - 10 * A) * t + 8 * A
+    return np.sign(s) * np.where(t <= 1, near, np.where(t < 2, far, 0.0))
+
+
+def axis_grad_taps(x, size, mode, padding, align_corners):
+    """:func:`axis_taps` plus each tap's weight slope ``dw/dg`` (float64).
+
+    Returns ``[(index, w, dw/dg, valid), ...]`` and the NaN mask.  ``x`` is
+    the unnormalized, unpadded coordinate.
+
+    * linear: ``w_0 = 1 - d``, ``w_1 = d`` with ``d = x' - floor(x')`` and
+      ``x' = pad(x)``, so ``dw/dx' = (-1, +1)`` and
+      ``dw/dg = (-1, +1) * u'(g) * pad'(x)``.
+    * nearest: the weight is 1 on a piecewise constant tap: ``dw/dg = 0``.
+    * cubic: the coordinate is not padded, so ``dx/dg = u'(g)``.  Tap
+      ``floor(x) + k`` (k = -1, 0, 1, 2) has weight ``K(t - k)`` with
+      ``t = x - floor(x)`` (:func:`axis_taps` evaluates ``keys(t - k)``),
+      hence ``dw_k/dx = K'(t - k)``: ``k'(t+1), k'(t), -k'(1-t), -k'(2-t)``
+      for the taps at distances ``t+1, t, 1-t, 2-t``.
+
+    A coordinate at ``±inf`` is infinitely far out: its value is locally
+    constant, slope 0 (its weights are not differentiable there).
+    """
+    taps, nan = axis_taps(x, size, mode, padding, align_corners)
+    scale = unnormalize_slope(size, align_corners)
+    if mode == MODE_NEAREST:
+        slopes = [np.zeros(x.shape)]
+    elif mode == MODE_CUBIC:
+        t = (x - np.floor(x)).astype(np.float64)  # exact, as in axis_taps
+        slopes = [scale * keys_slope(t - k) for k in (-1, 0, 1, 2)]
+    else:
+        chain = scale * pad_slope(x, size, padding, align_corners)
+        slopes = [-chain, chain]
+    far = np.isinf(x)
+    return [(idx, w, np.where(far, 0.0, dw), ok)
+            for (idx, w, ok), dw in zip(taps, slopes)], nan
+
+
+def keys_curvature(s):
+    """``K''(s)`` of Keys' kernel: ``k''(|s|)`` (the kernel is even, so is its second derivative).
+
+    Differentiating :func:`keys_slope`'s pieces once more in ``t = |s|``::
+
+        k'(t) = 3(A+2) t^2 - 2(A+3) t           ->  k''(t) = 6(A+2) t - 2(A+3)   (t <= 1)
+        k'(t) = 3A t^2 - 10A t + 8A             ->  k''(t) = 6A t - 10A          (1 < t < 2)
+
+    and 0 beyond.  Both pieces give ``3 + 4A`` at ``t = 1``; at ``t = 2`` the
+    far piece gives ``2A`` and the outside 0: ``K''`` jumps there (Keys'
+    kernel is C^1, not C^2).  A tap at distance exactly 2 is the last tap of
+    the cell the point lies in (``t = x - floor(x) = 0``, tap ``floor + 2``),
+    so the one-sided limit from inside that cell applies: ``2A``.  Then the
+    four taps' ``K''`` sum to 0 and a constant has no curvature, at the
+    knots as between them.
+    """
+    t = np.abs(s)
+    near = 6 * (A + 2) * t - 2 * (A + 3)
+    far = 6 * A * t - 10 * A
+    return np.where(t <= 1, near, np.where(t <= 2, far, 0.0))
+
+
+def axis_curvature(x, size, mode, align_corners):
+    """Each tap's ``d^2 w / dg^2`` for :func:`axis_grad_taps`' taps (float64 arrays).
+
+    * linear: ``dw/dg = (-1, +1) u'(g) pad'(x)`` is piecewise constant
+      (the padding's slope changes only at kinks, where it has no
+      derivative; as PyTorch, the kinks count as flat): 0.
+    * nearest: 0.
+    * cubic: ``d^2 w_k / dg^2 = u'(g)^2 K''(t - k)``.
+
+    A coordinate at ``±inf`` gets 0, as its slope does.
+    """
+    if mode != MODE_CUBIC:
+        zero = np.zeros(x.shape)
+        return [zero] * (1 if mode == MODE_NEAREST else 2)
+    scale = unnormalize_slope(size, align_corners)
+    t = (x - np.floor(x)).astype(np.float64)
+    far = np.isinf(x)
+    return [np.where(far, 0.0, scale * scale * keys_curvature(t - k)) for k in (-1, 0, 1, 2)]

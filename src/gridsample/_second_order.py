@@ -1,0 +1,276 @@
+"""The backward's own derivative: second derivatives of grid sampling.
+
+``grid_sample_backward`` maps ``(G, X, g)`` (``G = dL/dy``) to
+``(dL/dX, dL/dg)``.  Differentiating a scalar ``M`` of those two results --
+given ``P = dM/d(dL/dX)`` (shape of X) and ``Q = dM/d(dL/dg)`` (shape of
+g) -- gives ``dM/dG``, ``dM/dX`` and ``dM/dg``, which is what autograd needs
+for a backward with ``create_graph=True`` (gradient penalties, Hessian
+products, eikonal losses).
+
+For one output point with taps ``t`` (one per axis, product weights
+``W_t = prod_a w_a``), write ``D_a W_t = w_a' prod_{b != a} w_b`` for the
+weight's derivative along grid component ``a`` (``w'`` includes the chain
+factor ``dx/dg`` and the padding's slope, as in the backward) and ``D_ab``
+for the second derivatives (``w_a''`` on the diagonal, ``w_a' w_b'`` off
+it).  The backward is::
+
+    dL/dX[t, c] += G[p, c] W_t
+    dL/dg[p, a]  = sum_t D_a W_t sum_c G[p, c] X[t, c]
+
+and, with ``s_t = sum_a Q[p, a] D_a W_t`` (the derivative of ``W_t`` along
+the direction ``Q[p]``)::
+
+    dM/dG[p, c]  = sum_t W_t P[t, c]                    (forward of P)
+                 + sum_t s_t X[t, c]                    (directional derivative)
+    dM/dX[t, c] += s_t G[p, c]                          (its adjoint: a scatter)
+    dM/dg[p, b]  = sum_t D_b W_t sum_c G[p, c] P[t, c]  (backward's dL/dg with X = P)
+                 + sum_t sum_a Q[p, a] D_ab W_t sum_c G[p, c] X[t, c]
+
+The ``P`` terms are the forward and backward operators themselves and run
+on the compiled kernels.  The ``Q`` terms run here in NumPy, float64,
+vectorized over points and looping over the tap combinations (the per-axis
+math is :mod:`gridsample._axis_numpy`'s), the scatter summed by
+``np.bincount`` in point order: deterministic, single-threaded, no compile.
+
+Where the second derivative does not exist the rule is PyTorch's: padding
+slopes (border's clip, reflection's folds) are piecewise constant, so their
+kinks contribute nothing; linear weights are piecewise linear in each
+coordinate (``w_a'' = 0``, the cross terms ``w_a' w_b'`` remain); nearest
+has no derivative in ``g`` at all (every ``Q`` term is 0); Keys' kernel is
+C^1 but not C^2 (``K''`` jumps at distance 2, where the limit from inside
+the point's cell applies).  docs/semantics.md §7.6 states the rules.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+
+from ._api import grid_sample
+from ._axis_numpy import axis_curvature, axis_grad_taps, unnormalize
+from ._backward import GRAD_DTYPE_NAMES, grid_sample_backward, plan_backward
+from ._errors import GridSampleError, GridSampleTypeError, describe
+from ._options import MODE_NEAREST
+from ._plan import as_array
+
+__all__ = ["grid_sample_double_backward"]
+
+
+def _parse_output_mask3(output_mask) -> tuple:
+    text = describe(output_mask)
+    allowed = "a triple of bools (want grad_grad_output, want grad_x, want grad_grid)"
+    if isinstance(output_mask, (str, bytes)) or not isinstance(output_mask, (Sequence, np.ndarray)):
+        raise GridSampleTypeError(f"output_mask={text} must be {allowed}")
+    mask = list(output_mask)
+    if len(mask) != 3 or not all(isinstance(m, (bool, np.bool_)) or m in (0, 1) for m in mask):
+        raise GridSampleError(f"output_mask={text} must be {allowed}")
+    return tuple(bool(m) for m in mask)
+
+
+def _optional_like(name: str, value, like: np.ndarray, what: str):
+    """``None``, or ``value`` as an array of ``like``'s shape and a gradient dtype."""
+    if value is None:
+        return None
+    a = as_array(name, value)
+    if a.dtype.name not in GRAD_DTYPE_NAMES:
+        raise GridSampleTypeError(
+            f"{name} has dtype {a.dtype}; allowed dtypes: {', '.join(GRAD_DTYPE_NAMES)}")
+    if a.shape != like.shape:
+        raise GridSampleError(f"{name} has shape {a.shape}; it must have {what}'s shape "
+                              f"{like.shape}")
+    return a
+
+
+def _direction_terms(plan, gout, x, grid, q, want_gout, want_x, want_grid):
+    """The ``Q`` terms (see the module docstring) in float64.
+
+    Returns ``dM/dG`` as ``(N, P, C)``, ``dM/dX`` as ``(N, M, C)`` (``M``
+    input elements per channel) and ``dM/dg`` as ``(N, P, r)``, each None
+    where not wanted.  Coordinates are in float64 when ``x`` or ``grid`` is
+    float64, else float32 (the backward's rule); a NaN point gets NaN in
+    ``dM/dG`` and ``dM/dg`` and adds nothing to ``dM/dX``.
+    """
+    n, r, c = plan.batch, plan.rank, plan.channels
+    p = plan.out_points
+    in_spatial = plan.in_spatial
+    m = int(np.prod(in_spatial))
+    coord_dtype = np.float64 if np.float64 in (x.dtype, grid.dtype) else np.float32
+    # Channel-last work arrays: a gather is then a row per point.
+    xc = x if plan.channel_last else np.moveaxis(x, 1, -1)
+    gc = gout if plan.channel_last else np.moveaxis(gout, 1, -1)
+    xf = xc.reshape(n * m, c).astype(np.float64)
+    gf = gc.reshape(n * p, c).astype(np.float64)
+    coords = np.broadcast_to(grid.reshape(plan.grid_batch, p, r).astype(coord_dtype), (n, p, r))
+    qv = np.broadcast_to(q.reshape(plan.grid_batch, p, r).astype(np.float64), (n, p, r))
+
+    per_axis, nan = [], np.zeros((n, p), bool)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for a in range(r):
+            axis = r - 1 - a  # grid[..., a] indexes spatial axis r-1-a
+            size = in_spatial[axis]
+            stride = int(np.prod(in_spatial[axis + 1:]))
+            coord = unnormalize(coords[..., a], size, plan.align_corners)
+            taps, axis_nan = axis_grad_taps(coord, size, plan.mode, plan.padding,
+                                            plan.align_corners)
+            curv = axis_curvature(coord, size, plan.mode, plan.align_corners)
+            per_axis.append([(idx, w, dw, ddw, ok, stride)
+                             for (idx, w, dw, ok), ddw in zip(taps, curv)])
+            nan |= axis_nan
+    base = (np.arange(n) * m)[:, None]
+
+    d_gout = np.zeros((n * p, c)) if want_gout else None
+    d_x = np.zeros((c, n * m)) if want_x else None
+    d_grid = np.zeros((n, p, r)) if want_grid else None
+
+    def prod_except(values, skip):
+        out = np.ones((n, p))
+        for b, v in enumerate(values):
+            if b not in skip:
+                out = out * v
+        return out
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        for combo in itertools.product(*per_axis):
+            valid = ~nan
+            flat = base
+            for tap in combo:
+                valid = valid & tap[4]
+            for idx, _, _, _, _, stride in combo:
+                flat = flat + np.where(valid, idx, 0).astype(np.intp) * stride
+            flat = flat.ravel()
+            w = [t[1] for t in combo]
+            dw = [t[2] for t in combo]
+            slope = [dw[a] * prod_except(w, (a,)) for a in range(r)]  # D_a W
+            s = np.where(valid, sum(qv[..., a] * slope[a] for a in range(r)), 0.0).ravel()
+            if want_gout or want_grid:
+                xv = np.where(valid.reshape(-1, 1), xf[flat], 0.0)
+            if want_gout:
+                d_gout += s[:, None] * xv
+            if want_x:
+                for ch in range(c):
+                    d_x[ch] += np.bincount(flat, weights=s * gf[:, ch], minlength=n * m)
+            if want_grid:
+                gx = np.sum(gf * xv, axis=1).reshape(n, p)
+                for b in range(r):
+                    # sum_a Q_a D_ab W: the diagonal has w_b'', the rest w_a' w_b'
+                    h = qv[..., b] * combo[b][3] * prod_except(w, (b,))
+                    for a in range(r):
+                        if a != b:
+                            h = h + qv[..., a] * dw[a] * dw[b] * prod_except(w, (a, b))
+                    d_grid[..., b] += np.where(valid, h * gx, 0.0)
+    if nan.any():
+        if want_gout:
+            d_gout[nan.ravel()] = np.nan
+        if want_grid:
+            d_grid[nan] = np.nan
+    return (None if d_gout is None else d_gout.reshape(n, p, c),
+            None if d_x is None else d_x.T.reshape(n, m, c), d_grid)
+
+
+def grid_sample_double_backward(grad_grad_x, grad_grad_grid, grad_output, x, grid,
+                                mode="linear", padding_mode="zeros", align_corners=False, *,
+                                channel_last=False, output_mask=(True, True, True)):
+    """Derivatives of :func:`gridsample.grid_sample_backward`'s results (double backward).
+
+    For ``(dL/dx, dL/dgrid) = grid_sample_backward(grad_output, x, grid, ...)``
+    and a scalar ``M`` of those, given ``grad_grad_x = dM/d(dL/dx)`` and
+    ``grad_grad_grid = dM/d(dL/dgrid)``, returns ``dM/d(grad_output)``,
+    ``dM/dx`` and ``dM/dgrid``: what a backward with ``create_graph=True``
+    needs (``gridsample.torch`` registers it as the backward's derivative).
+
+    Parameters
+    ----------
+    grad_grad_x : array_like or None, shape of ``x``
+        ``dM/d(dL/dx)``; None means zeros.
+    grad_grad_grid : array_like or None, shape of ``grid``
+        ``dM/d(dL/dgrid)``; None means zeros.
+    grad_output : array_like, shape (N, C, D1, ..., Dr), or (N, D1, ..., Dr, C) with
+    ``channel_last``
+        The backward's ``dL/dy``.
+    x : array_like, shape (N, C, d1, ..., dr), or (N, d1, ..., dr, C) with ``channel_last``
+    grid : array_like, shape (N, D1, ..., Dr, r) or (1, D1, ..., Dr, r)
+    mode, padding_mode, align_corners, channel_last
+        As in :func:`gridsample.grid_sample`.
+    output_mask : triple of bool, default (True, True, True)
+        Which of the three results to compute; a skipped one is None.
+
+    Returns
+    -------
+    grad_grad_output : ndarray, shape and dtype of ``grad_output``, or None
+        ``grid_sample(grad_grad_x, grid)`` plus the derivative of the
+        output along ``grad_grad_grid`` (``sum_a Q_a dy/dg_a``).
+    grad_x : ndarray, shape and dtype of ``x`` (C-contiguous), or None
+        The adjoint of that derivative applied to ``grad_output``; 0 where
+        ``grad_grad_grid`` is None or the mode is nearest (``dL/dx`` does
+        not depend on ``x``).
+    grad_grid : ndarray, shape and dtype of ``grid``, or None
+        ``grid_sample_backward(grad_output, grad_grad_x, grid)``'s grid
+        gradient plus the Hessian of the interpolant along
+        ``grad_grad_grid``; summed over the batch for a broadcast grid.
+
+    Raises
+    ------
+    GridSampleError, GridSampleTypeError
+        As :func:`gridsample.grid_sample_backward`; also a ``grad_grad_x``
+        or ``grad_grad_grid`` of another shape than ``x``'s or ``grid``'s,
+        a non-float dtype, or a bad ``output_mask``.
+
+    Notes
+    -----
+    The rule at kinks (docs/semantics.md §7.6): padding slopes are piecewise
+    constant (border clips and reflection folds contribute no second
+    derivative, as in PyTorch); linear interpolation has no second
+    derivative along one axis, only across two; nearest has none.  A NaN
+    point gives NaN in ``grad_grad_output`` and ``grad_grid`` and nothing
+    in ``grad_x``; a point infinitely far out gives 0.  The
+    ``grad_grad_x`` terms run on the compiled forward and backward kernels,
+    the ``grad_grad_grid`` terms in NumPy (float64, single-threaded):
+    bit-identical at any thread count.
+
+    Examples
+    --------
+    >>> import numpy as np, gridsample
+    >>> x = np.array([[[0.0, 1.0, 4.0, 9.0]]])              # (N, C, W): i**2 at i = 0..3
+    >>> grid = np.zeros((1, 1, 1))                          # the point 1.5 (align_corners)
+    >>> _, _, h = gridsample.grid_sample_double_backward(
+    ...     None, np.ones((1, 1, 1)), np.ones((1, 1, 1)), x, grid, "cubic",
+    ...     align_corners=True)
+    >>> h      # d2y/dg2: the cubic's curvature 3 at 1.5, times (dx/dg)**2 = 1.5**2
+    array([[[6.75]]])
+    """
+    plan, gout, x, grid, _ = plan_backward(grad_output, x, grid, mode, padding_mode,
+                                           align_corners, channel_last, (True, True))
+    want_gout, want_x, want_grid = _parse_output_mask3(output_mask)
+    ggx = _optional_like("grad_grad_x", grad_grad_x, x, "x")
+    ggg = _optional_like("grad_grad_grid", grad_grad_grid, grid, "grid")
+    options = dict(mode=plan.mode, padding_mode=plan.padding, align_corners=plan.align_corners,
+                   channel_last=plan.channel_last)
+    d_gout = np.zeros(gout.shape) if want_gout else None
+    d_x = np.zeros(x.shape) if want_x else None
+    d_grid = np.zeros(grid.shape) if want_grid else None
+    if not plan.is_empty and ggx is not None:
+        if want_gout:
+            d_gout += grid_sample(ggx, grid, **options)
+        if want_grid and plan.mode != MODE_NEAREST:
+            d_grid += grid_sample_backward(gout, ggx, grid, output_mask=(False, True),
+                                           **options)[1]
+    tangent = (want_gout or want_x or want_grid) and ggg is not None
+    if not plan.is_empty and tangent and plan.mode != MODE_NEAREST:
+        tg, tx, tgrid = _direction_terms(plan, gout, x, grid, ggg, want_gout, want_x, want_grid)
+        if want_gout:
+            out_cl = (plan.batch,) + plan.out_spatial + (plan.channels,)
+            tg = tg.reshape(out_cl)
+            d_gout += tg if plan.channel_last else np.moveaxis(tg, -1, 1)
+        if want_x:
+            in_cl = (plan.batch,) + plan.in_spatial + (plan.channels,)
+            tx = tx.reshape(in_cl)
+            d_x += tx if plan.channel_last else np.moveaxis(tx, -1, 1)
+        if want_grid:
+            if plan.grid_batch != plan.batch:
+                tgrid = tgrid.sum(axis=0, keepdims=True)  # items added in batch order
+            d_grid += tgrid.reshape(grid.shape)
+    return (None if d_gout is None else d_gout.astype(gout.dtype),
+            None if d_x is None else d_x.astype(x.dtype),
+            None if d_grid is None else d_grid.astype(grid.dtype))

@@ -1,0 +1,247 @@
+"""gridsample's PyTorch operators: torch.library, torch.compile, torch.export, double backward.
+
+Oracles: ``torch.library.opcheck`` (schema, fake implementation against the
+real one, autograd registration, AOT dispatch with dynamic shapes);
+``torch.autograd.gradgradcheck`` (central differences of our own backward,
+float64) for every mode x padding x rank 1-3; PyTorch's own second
+derivatives of ``F.grid_sample`` where it has them (2-D, and 3-D linear and
+nearest); eager execution for compiled and exported models.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+
+import gridsample  # noqa: E402
+import gridsample.torch as gt  # noqa: E402
+from conftest import MODES, PADDINGS, TORCH_MODE  # noqa: E402
+
+OPS = torch.ops.gridsample
+# float64 sums of <= 64 products of O(1) values: rounding is ~1e-15; 1e-10
+# leaves five orders of margin and is far below any wrong term.
+ATOL = 1e-10
+
+
+def _case(seed, rank, *, channel_last=False, grid_batch=2, requires_grad=False, spread=1.3):
+    """Random float64 x (N=2, C=3, sides 4..6) and a grid with points in and outside [-1, 1]."""
+    gen = torch.Generator().manual_seed(seed)
+    sides = (4, 5, 6, 4)[:rank]
+    x = torch.randn((2, 3) + sides, dtype=torch.float64, generator=gen)
+    if channel_last:
+        x = x.movedim(1, -1).contiguous()
+    out = (3, 2, 3, 2)[:rank]
+    grid = (torch.rand((grid_batch,) + out + (rank,), dtype=torch.float64, generator=gen)
+            * 2 - 1) * spread
+    return x.requires_grad_(requires_grad), grid.requires_grad_(requires_grad)
+
+
+def _variants() -> list:
+    """Every rank 1-4 x mode x padding; align_corners, channel_last and a broadcast grid vary."""
+    return [pytest.param(rank, mode, padding, i % 2 == 0, i % 3 == 0, i % 4 == 1,
+                         id=f"{rank}d-{mode}-{padding}")
+            for i, (rank, mode, padding)
+            in enumerate(itertools.product((1, 2, 3, 4), MODES, PADDINGS))]
+
+
+def _codes(mode, padding):
+    from gridsample._options import parse_mode, parse_padding
+    return parse_mode(mode), parse_padding(padding)
+
+
+@pytest.mark.parametrize("rank, mode, padding, align, channel_last, broadcast", _variants())
+def test_opcheck_every_operator(rank, mode, padding, align, channel_last, broadcast):
+    x, grid = _case(rank, rank, channel_last=channel_last, grid_batch=1 if broadcast else 2,
+                    requires_grad=True)
+    m, p = _codes(mode, padding)
+    options = (m, p, align, channel_last)
+    y = OPS.grid_sample(x, grid, *options)
+    gout = torch.randn_like(y).requires_grad_()
+    torch.library.opcheck(OPS.grid_sample.default, (x, grid, *options))
+    torch.library.opcheck(OPS.grid_sample_backward.default,
+                          (gout, x, grid, *options, [True, True]))
+    torch.library.opcheck(OPS.grid_sample_backward.default,
+                          (gout, x, grid, *options, [False, True]))
+    # The double backward has no derivative of its own: its inputs do not require grad.
+    args = (torch.randn_like(x), torch.randn_like(grid), gout.detach(), x.detach(),
+            grid.detach(), *options)
+    torch.library.opcheck(OPS.grid_sample_double_backward.default, (*args, [True, True, True]))
+    torch.library.opcheck(OPS.grid_sample_double_backward.default,
+                          (None, args[1], *args[2:], [True, False, True]))
+
+
+@pytest.mark.parametrize("rank", (1, 2, 3))
+@pytest.mark.parametrize("padding", PADDINGS)
+@pytest.mark.parametrize("mode", MODES)
+def test_gradgradcheck(rank, mode, padding):
+    align = (rank + len(mode) + len(padding)) % 2 == 0
+    x, grid = _case(10 * rank, rank, requires_grad=True)
+
+    def fn(a, b):
+        return gt.grid_sample(a, b, mode, padding, align_corners=align)
+
+    assert torch.autograd.gradgradcheck(fn, (x, grid))
+
+
+@pytest.mark.parametrize("channel_last, broadcast", ((True, False), (False, True)))
+def test_gradgradcheck_layouts(channel_last, broadcast):
+    x, grid = _case(7, 2, channel_last=channel_last, grid_batch=1 if broadcast else 2,
+                    requires_grad=True)
+
+    def fn(a, b):
+        return gt.grid_sample(a, b, "bicubic", "reflection", align_corners=False,
+                              channel_last=channel_last)
+
+    assert torch.autograd.gradgradcheck(fn, (x, grid))
+
+
+def _second_derivatives(sample, x, grid, gout, ggx, ggg):
+    """d/d(gout, x, grid) of <ggx, dL/dx> + <ggg, dL/dgrid> through autograd."""
+    gout = gout.clone().requires_grad_()
+    y = sample(x, grid)
+    gx, gg = torch.autograd.grad(y, (x, grid), gout, create_graph=True)
+    m = (gx * ggx).sum() + (gg * ggg).sum()
+    grads = torch.autograd.grad(m, (gout, x, grid), allow_unused=True)
+    return [torch.zeros_like(t) if d is None else d for d, t in zip(grads, (gout, x, grid))]
+
+
+@pytest.mark.parametrize("align", (False, True))
+@pytest.mark.parametrize("padding", PADDINGS)
+@pytest.mark.parametrize("rank, mode", [(2, m) for m in MODES] + [(3, "linear"), (3, "nearest")])
+def test_second_derivatives_match_torch(rank, mode, padding, align):
+    x, grid = _case(rank + 100, rank, requires_grad=True)
+    gen = torch.Generator().manual_seed(5)
+    gout = torch.randn((2, 3) + grid.shape[1:-1], dtype=torch.float64, generator=gen)
+    ggx = torch.randn(x.shape, dtype=torch.float64, generator=gen)
+    ggg = torch.randn(grid.shape, dtype=torch.float64, generator=gen)
+    ours = _second_derivatives(
+        lambda a, b: gt.grid_sample(a, b, TORCH_MODE[mode], padding, align_corners=align),
+        x, grid, gout, ggx, ggg)
+    ref = _second_derivatives(
+        lambda a, b: F.grid_sample(a, b, TORCH_MODE[mode], padding, align_corners=align),
+        x, grid, gout, ggx, ggg)
+    for a, b in zip(ours, ref):
+        torch.testing.assert_close(a, b, atol=ATOL, rtol=ATOL)
+
+
+# --- torch.compile and torch.export -------------------------------------------------------
+
+class SpatialTransformer(torch.nn.Module):
+    """affine_grid -> grid_sample, with a learned affine matrix."""
+
+    def __init__(self):
+        super().__init__()
+        self.theta = torch.nn.Parameter(torch.tensor([[[0.9, 0.2, 0.05], [-0.1, 1.1, 0.1]]]))
+
+    def forward(self, image):
+        theta = self.theta.expand(image.shape[0], 2, 3)
+        grid = F.affine_grid(theta, list(image.shape), align_corners=False)
+        return gt.grid_sample(image, grid, "bilinear", "border", align_corners=False)
+
+
+class DeformationField(torch.nn.Module):
+    """A learned 3-D displacement field added to the identity grid, cubic sampling."""
+
+    def __init__(self, shape):
+        super().__init__()
+        self.flow = torch.nn.Parameter(0.05 * torch.randn((1, *shape, 3),
+                                                          generator=torch.Generator().manual_seed(3)))
+        eye = torch.eye(3, 4).unsqueeze(0)
+        self.register_buffer("identity", F.affine_grid(eye, [1, 1, *shape], align_corners=True))
+
+    def forward(self, volume):
+        grid = self.identity + self.flow
+        return gt.grid_sample(volume, grid, "bicubic", "reflection", align_corners=True)
+
+
+def _models():
+    gen = torch.Generator().manual_seed(1)
+    return [(SpatialTransformer(), torch.randn(2, 3, 12, 10, generator=gen)),
+            (DeformationField((5, 6, 4)), torch.randn(1, 2, 5, 6, 4, generator=gen))]
+
+
+def _loss_and_grads(model, inp):
+    loss = model(inp).square().mean()
+    params = list(model.parameters())
+    return loss, torch.autograd.grad(loss, params)
+
+
+@pytest.mark.parametrize("which", (0, 1), ids=("spatial-transformer", "deformation-field"))
+def test_torch_compile_fullgraph(which):
+    model, inp = _models()[which]
+    eager_loss, eager_grads = _loss_and_grads(model, inp)
+    compiled = torch.compile(model, fullgraph=True)  # a graph break would raise here
+    loss, grads = _loss_and_grads(compiled, inp)
+    # inductor computes affine_grid in its own order: float32 rounding apart
+    torch.testing.assert_close(loss, eager_loss, atol=1e-5, rtol=1e-5)
+    for a, b in zip(grads, eager_grads):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("which", (0, 1), ids=("spatial-transformer", "deformation-field"))
+def test_torch_export(which):
+    model, inp = _models()[which]
+    program = torch.export.export(model, (inp,))
+    targets = {str(n.target) for n in program.graph.nodes}
+    assert "gridsample.grid_sample.default" in targets
+    torch.testing.assert_close(program.module()(inp), model(inp), atol=0, rtol=0)
+
+
+# --- tensors: devices, layouts, no copies --------------------------------------------------
+
+def test_meta_tensors_infer_shapes():
+    x = torch.empty(2, 3, 8, 9, device="meta")
+    grid = torch.empty(1, 4, 5, 2, device="meta")
+    y = gt.grid_sample(x, grid, align_corners=False)
+    assert y.device.type == "meta" and y.shape == (2, 3, 4, 5)
+    y = gt.grid_sample(x.movedim(1, -1), grid, align_corners=False, channel_last=True)
+    assert y.shape == (2, 4, 5, 3)
+
+
+def test_strided_tensors_are_read_in_place(monkeypatch):
+    """channels_last-strided, transposed and requires-grad tensors reach NumPy as views."""
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randn(2, 3, 8, 9, generator=gen).to(memory_format=torch.channels_last)
+    grid = torch.rand(2, 5, 4, 2, generator=gen).transpose(1, 2) * 2 - 1  # non-contiguous
+    x.requires_grad_()
+    seen = []
+    real = gt._to_numpy
+
+    def spy(name, t):
+        a = real(name, t)
+        seen.append((name, np.shares_memory(a, t.detach().numpy())))
+        return a
+
+    monkeypatch.setattr(gt, "_to_numpy", spy)
+    y = gt.grid_sample(x, grid, "bicubic", align_corners=False)
+    assert seen == [("input", True), ("grid", True)]
+    ref = gridsample.grid_sample(x.detach().contiguous().numpy(), grid.contiguous().numpy(),
+                                 "cubic")
+    np.testing.assert_array_equal(y.detach().numpy(), ref)
+    y.sum().backward()
+    assert x.grad.shape == x.shape
+
+
+def test_non_cpu_tensors_are_refused():
+    """The wrapper lets meta tensors through (shape inference); the kernels take CPU only."""
+    meta = torch.zeros(1, 1, 4, 4, device="meta")
+    with pytest.raises(gridsample.GridSampleError, match="input is on device meta.*CPU"):
+        gt._to_numpy("input", meta)
+    with pytest.raises(gridsample.GridSampleError, match="grid is on device meta.*CPU"):
+        gt._check_device("grid", meta, allowed=("cpu",))
+    with pytest.raises(gridsample.GridSampleTypeError, match="grid has type ndarray"):
+        gt.grid_sample(torch.zeros(1, 1, 4, 4), np.zeros((1, 2, 2, 2)), align_corners=False)
+
+
+def test_third_derivative_is_refused():
+    x, grid = _case(4, 2, requires_grad=True)
+    y = gt.grid_sample(x, grid, "bicubic", align_corners=False)
+    (gg,) = torch.autograd.grad(y.sum(), grid, create_graph=True)
+    (h,) = torch.autograd.grad(gg.sum(), grid, create_graph=True)
+    with pytest.raises(RuntimeError, match="autograd"):
+        torch.autograd.grad(h.sum(), grid)
