@@ -247,30 +247,40 @@ def grid_sample_double_backward(grad_grad_x, grad_grad_grid, grad_output, x, gri
     ggg = _optional_like("grad_grad_grid", grad_grad_grid, grid, "grid")
     options = dict(mode=plan.mode, padding_mode=plan.padding, align_corners=plan.align_corners,
                    channel_last=plan.channel_last)
-    d_gout = np.zeros(gout.shape) if want_gout else None
-    d_x = np.zeros(x.shape) if want_x else None
-    d_grid = np.zeros(grid.shape) if want_grid else None
+    # Each result is the sum of the terms that apply (None: no term yet, 0).
+    d_gout = d_x = d_grid = None
     if not plan.is_empty and ggx is not None:
         if want_gout:
-            d_gout += grid_sample(ggx, grid, **options)
+            d_gout = grid_sample(ggx, grid, **options)
         if want_grid and plan.mode != MODE_NEAREST:
-            d_grid += grid_sample_backward(gout, ggx, grid, output_mask=(False, True),
-                                           **options)[1]
+            d_grid = grid_sample_backward(gout, ggx, grid, output_mask=(False, True),
+                                          **options)[1]
     tangent = (want_gout or want_x or want_grid) and ggg is not None
     if not plan.is_empty and tangent and plan.mode != MODE_NEAREST:
         tg, tx, tgrid = _direction_terms(plan, gout, x, grid, ggg, want_gout, want_x, want_grid)
         if want_gout:
-            out_cl = (plan.batch,) + plan.out_spatial + (plan.channels,)
-            tg = tg.reshape(out_cl)
-            d_gout += tg if plan.channel_last else np.moveaxis(tg, -1, 1)
+            tg = tg.reshape((plan.batch,) + plan.out_spatial + (plan.channels,))
+            d_gout = _add(d_gout, tg if plan.channel_last else np.moveaxis(tg, -1, 1))
         if want_x:
-            in_cl = (plan.batch,) + plan.in_spatial + (plan.channels,)
-            tx = tx.reshape(in_cl)
-            d_x += tx if plan.channel_last else np.moveaxis(tx, -1, 1)
+            tx = tx.reshape((plan.batch,) + plan.in_spatial + (plan.channels,))
+            d_x = tx if plan.channel_last else np.moveaxis(tx, -1, 1)
         if want_grid:
             if plan.grid_batch != plan.batch:
                 tgrid = tgrid.sum(axis=0, keepdims=True)  # items added in batch order
-            d_grid += tgrid.reshape(grid.shape)
-    return (None if d_gout is None else d_gout.astype(gout.dtype),
-            None if d_x is None else d_x.astype(x.dtype),
-            None if d_grid is None else d_grid.astype(grid.dtype))
+            d_grid = _add(d_grid, tgrid.reshape(grid.shape))
+    return (_result(d_gout, gout, want_gout), _result(d_x, x, want_x),
+            _result(d_grid, grid, want_grid))
+
+
+def _add(total, term):
+    """``total + term`` in float64, ``total`` None meaning no term yet."""
+    return term if total is None else np.add(total, term, dtype=np.float64)
+
+
+def _result(value, like, wanted):
+    """A result in ``like``'s shape and dtype (C-contiguous), zeros where no term applied."""
+    if not wanted:
+        return None
+    if value is None:
+        return np.zeros(like.shape, like.dtype)
+    return np.ascontiguousarray(value, like.dtype)
