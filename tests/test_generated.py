@@ -18,8 +18,9 @@ def _generator():
 
 def test_vector_entries_are_current():
     gen = _generator()
-    assert gen.TARGET.read_text() == gen.render(), (
-        "src/gridsample/_vector_entries.py is stale: run python tools/gen_vector_entries.py")
+    for target, render in gen.OUTPUTS:
+        assert target.read_text() == render(), (
+            f"{target.name} is stale: run python tools/gen_vector_entries.py")
 
 
 def test_every_registered_vector_kernel_has_entries():
@@ -29,3 +30,12 @@ def test_every_registered_vector_kernel_has_entries():
     want = {(r, m.code, p.code, family) for m in MODES for r in m.vector_ranks
             for p in PADDINGS if p.vector for family in ("native", "f16", "bf16")}
     assert set(_engine.VECTOR_ENTRIES) == want
+
+
+def test_every_registered_grid_gradient_kernel_has_entries():
+    from gridsample._grad_vector_entries import GRID_GRAD_ENTRIES
+    from gridsample._registry import MODES, PADDINGS
+
+    want = {(r, m.code, p.code) for m in MODES for r in m.grid_grad_vector_ranks
+            for p in PADDINGS if p.vector}
+    assert set(GRID_GRAD_ENTRIES) == want

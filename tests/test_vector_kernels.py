@@ -172,3 +172,45 @@ def test_int32_offsets_guard(rng, monkeypatch):
     monkeypatch.setattr(_engine, "fits_int32", lambda sizes, strides: False)
     np.testing.assert_array_equal(gridsample.grid_sample(x, grid),
                                   general(monkeypatch, x, grid))
+
+
+# --- the grid-gradient vector kernels (gridsample._grad_vector) ---------------------------
+
+@pytest.mark.parametrize("pad", PADDINGS)
+@pytest.mark.parametrize("x_dtype,grid_dtype", list(itertools.product([np.float32, np.float64],
+                                                                      repeat=2)))
+def test_grid_gradient_equal_to_the_general_kernels(rng, pad, x_dtype, grid_dtype):
+    """Bit for bit (up to the sign of a zero), NaN, ±inf, huge and edge points included."""
+    x = rng.standard_normal((2, 3, 9, 11)).astype(x_dtype)
+    x[0, 1, 2, 3] = np.inf
+    grid = nasty_grid(rng, (2, 12, 10, 2), grid_dtype)
+    gout = rng.standard_normal((2, 3, 12, 10)).astype(x_dtype)
+    for align, mask, g in itertools.product(ALIGNS, ((False, True), (True, True)),
+                                            (grid, grid[:1])):
+        args = (gout, x, g, "linear", pad, align)
+        fast = gridsample.grid_sample_backward(*args, output_mask=mask)
+        with _engine.use_kernels("general"):
+            slow = gridsample.grid_sample_backward(*args, output_mask=mask)
+        np.testing.assert_array_equal(fast[1], slow[1])
+        if mask[0]:
+            np.testing.assert_array_equal(fast[0], slow[0])
+
+
+def test_the_backward_uses_them(monkeypatch):
+    from gridsample import _backward
+
+    calls = []
+    for key, entry in list(_backward.GRID_GRAD_ENTRIES.items()):
+        def spy(*args, _entry=entry, _key=key):
+            calls.append(_key)
+            return _entry(*args)
+        monkeypatch.setitem(_backward.GRID_GRAD_ENTRIES, key, spy)
+    x = np.ones((1, 2, 4, 4), np.float32)
+    grid = np.zeros((1, 3, 3, 2), np.float32)
+    gridsample.grid_sample_backward(np.ones((1, 2, 3, 3), np.float32), x, grid, "linear",
+                                    "border", output_mask=(False, True))
+    assert calls == [(2, 0, 1)]
+    with _engine.use_kernels("general"):
+        gridsample.grid_sample_backward(np.ones((1, 2, 3, 3), np.float32), x, grid,
+                                        output_mask=(False, True))
+    assert calls == [(2, 0, 1)]

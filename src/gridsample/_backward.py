@@ -22,14 +22,16 @@ import numpy as np
 
 from . import _grad_kernels as gk
 from ._dtypes import is_string
-from ._engine import block_size, flat_view, split_channels
+from ._engine import block_size, flat_view, kernel_family, split_channels
 from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._grad_taps import cubic_slope_constants
+from ._grad_vector_entries import GRID_GRAD_ENTRIES
 from ._options import MODE_NEAREST
 from ._plan import ForwardPlan, as_array, plan_forward
 from ._registry import taps_per_point
 from ._taps import axis_constants, cubic_constants
 from ._threads import num_threads, run_shared
+from ._vector import fits_int32
 
 __all__ = ["grid_sample_backward", "GRAD_DTYPE_NAMES"]
 
@@ -166,8 +168,15 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
     # 1.5-2x slower (1x3x1024², 2x4x64³) and saved nothing on 8x32x128²
     # maps, while re-planning costs little.
     G, Q = work_split(plan, xw.nbytes, threads) if want_x else (1, 1)
-    fused = want_x and grid_in_kernel and plan.channels == 1
-    if grid_in_kernel and not fused:
+    vector = _grid_grad_entry(plan, sizes, strides) if grid_in_kernel else None
+    fused = want_x and grid_in_kernel and plan.channels == 1 and vector is None
+    if vector is not None:
+        # The branch-free grid-gradient kernels: blocks of points, one task each.
+        block = block_size(plan.out_points, plan.batch, K, threads)
+        tasks = plan.batch * -(-plan.out_points // block)
+        run_shared(vector, tasks, (xflat, xs_n, xs_c, sizes, strides, axc, grid3, gflat, gs_n,
+                                   gs_c, gs_p, ggrid, plan.channels, block), threads)
+    elif grid_in_kernel and not fused:
         chunks = max(1, min(-(-4 * threads // plan.batch), plan.out_points // _MIN_BLOCK_POINTS))
         launch(1, chunks, np.zeros(1, dt), ggrid, False, True)
     if want_x:
@@ -188,6 +197,21 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
     elif want_grid:
         grad_grid = np.zeros(grid.shape, dt)
     return _finish(grad_x, x.dtype), _finish(grad_grid, grid.dtype)
+
+
+def _grid_grad_entry(plan: ForwardPlan, sizes, strides):
+    """The branch-free grid-gradient entry for this plan, or None (the general kernels run).
+
+    Channel-first only (channel-last sweeps interleave the channels), int32
+    offsets (:func:`gridsample._vector.fits_int32`), and not where
+    :func:`gridsample._engine.use_kernels` asks for the general kernels.
+    """
+    if plan.channel_last or kernel_family() not in ("auto", "vector"):
+        return None
+    entry = GRID_GRAD_ENTRIES.get((plan.rank, plan.mode, plan.padding))
+    if entry is None or not fits_int32(sizes, strides):
+        return None
+    return entry
 
 
 def _finish(grad, dtype):

@@ -61,6 +61,8 @@ class Mode:
         (others run the N-D kernels).
     vector_ranks : tuple of int
         Ranks with branch-free vector kernels (:mod:`gridsample._vector`).
+    grid_grad_vector_ranks : tuple of int
+        Ranks with branch-free grid-gradient kernels (:mod:`gridsample._grad_vector`).
     """
 
     code: int
@@ -74,6 +76,7 @@ class Mode:
     pads: str
     specialised_ranks: tuple
     vector_ranks: tuple
+    grid_grad_vector_ranks: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ class Padding:
 MODES = (
     Mode(MODE_LINEAR, "linear", ("bilinear", "trilinear"), onnx16="bilinear", torch="bilinear",
          taps=2, anchor="floor", reach=(0, 1), pads="coordinate", specialised_ranks=(2, 3),
-         vector_ranks=(2, 3)),
+         vector_ranks=(2, 3), grid_grad_vector_ranks=(2,)),
     Mode(MODE_NEAREST, "nearest", (), onnx16="nearest", torch="nearest",
          taps=1, anchor="rint", reach=(0, 0), pads="coordinate", specialised_ranks=(2, 3),
          vector_ranks=(2, 3)),

@@ -1,0 +1,190 @@
+"""Branch-free grid-gradient kernels: ``dL/dgrid`` with SIMD gathers.
+
+The general backward (:mod:`gridsample._grad_kernels`) plans a list of the
+taps inside ``X`` per point and sweeps it with loops of varying length,
+which LLVM keeps scalar.  Here, as in the forward's vector kernels
+(:mod:`gridsample._vector`), a block is planned as a fixed table with the
+same instructions for every point:
+
+``off[k, j]``
+    int32 flat offset of tap ``k`` of point ``j``, ``-1`` outside ``X``
+    (the sweep reads 0 there);
+``dws[a * K + k, j]``
+    ``D_{k,a}``, the derivative of tap ``k``'s weight along axis ``a``
+    before the chain factor (NaN for a NaN point);
+``chain[a, j]``
+    the chain factor ``dx_a/dg_a`` (:mod:`gridsample._grad_taps`).
+
+and the sweep gathers every tap of every channel::
+
+    S_a[j] = sum_c G[c, j] * (0 + D_{0,a} v_0 + D_{1,a} v_1 + ...)      (left to right)
+    dL/dg[j, a] = S_a[j] * chain[a, j]
+
+which are the general kernels' sums in their order (a tap outside adds
+``D * 0``, which changes at most the sign of a zero sum): the two families
+give the same bits otherwise, which the tests check.  The input gradient,
+a scatter, stays with the general kernels.
+
+2-D linear: taps ``(x0, y0), (x1, y0), (x0, y1), (x1, y1)`` with weights
+``w_x w_y``, so ``D_x = (-w_y0, w_y0, -w_y1, w_y1)`` and
+``D_y = (-w_x0, -w_x1, w_x0, w_x1)`` (the weight slopes are ``±1`` in the
+padded coordinate, so these products are exact).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._dtypes import KIND_NATIVE
+from ._jit import skeleton
+from ._options import PAD_BORDER, PAD_REFLECTION
+from ._taps import (
+    AXIS_HIGH,
+    AXIS_MUL,
+    AXIS_ONE,
+    AXIS_REFLECT_LOW,
+    AXIS_REFLECT_SPAN,
+    AXIS_SCALE,
+    axis_row,
+)
+from ._vector import _coordinate, _reflect, _tap_inlined, _unnormalize
+
+__all__ = ["plan_grad_linear_2d", "sweep_grad_linear_2d", "run_grid_grad_blocks"]
+
+
+@skeleton
+def _chain(g, pad, ax):
+    """``dx/dg * pad'(x)`` with selects: :func:`gridsample._grad_taps.pad_slope`'s rule.
+
+    Border: slope 1 strictly inside ``(0, S-1)``, else 0.  Reflection: the
+    sign of ``x - low``, flipped in the mirrored half of the fold, 0 where
+    the reflected value is clipped and on an axis of span 0.  A coordinate
+    at ``±inf`` (or NaN: the point's sums are NaN whatever this is) gets 0.
+    """
+    u = _unnormalize(g, ax)
+    high = ax[AXIS_HIGH]
+    zero = high - high
+    one = ax[AXIS_ONE]
+    finite = (u == u) & (not math.isinf(u))
+    slope = one
+    if pad == PAD_BORDER:
+        slope = one if (u > zero) & (u < high) else zero
+    elif pad == PAD_REFLECTION:
+        low, span = ax[AXIS_REFLECT_LOW], ax[AXIS_REFLECT_SPAN]
+        v = u if finite else zero
+        d = v - low
+        m = np.fmod(abs(d), span + span)
+        sign = one if d >= zero else -one
+        sign = -sign if m > span else sign
+        y = _reflect(v, ax, zero)
+        slope = sign if (y > zero) & (y < high) & (span > zero) else zero
+    scale = ax[AXIS_MUL] * ax[AXIS_SCALE]
+    return scale * slope if finite else zero
+
+
+@skeleton
+def plan_grad_linear_2d(grid, nb, pad, axc, sizes, strides, off, dws, chain):
+    """Plan ``nb`` points of a 2-D linear block: offsets, weight slopes, chain factors.
+
+    ``grid`` is the block's coordinates flat (``2j``, ``2j + 1``), as in
+    :func:`gridsample._vector.plan_linear_2d`, whose tap rules this repeats.
+    """
+    ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
+    s0, s1 = np.int32(sizes[0]), np.int32(sizes[1])
+    st0, st1 = np.int32(strides[0]), np.int32(strides[1])
+    zero, one = ax0[AXIS_HIGH] - ax0[AXIS_HIGH], ax0[AXIS_ONE]
+    c2 = one + one
+    lo, far = zero - c2, zero - c2 - one
+    hi0, hi1 = ax0[AXIS_HIGH] + c2, ax1[AXIS_HIGH] + c2
+    cnan = zero / zero
+    for j in range(nb):
+        x, nanx = _coordinate(grid[2 * j], pad, ax0)
+        y, nany = _coordinate(grid[2 * j + 1], pad, ax1)
+        x = x if (x > lo) & (x < hi0) else far
+        y = y if (y > lo) & (y < hi1) else far
+        fx, fy = np.floor(x), np.floor(y)
+        nan = nanx | nany
+        dx = cnan if nan else x - fx
+        dy = cnan if nan else y - fy
+        ix, iy = np.int32(fx), np.int32(fy)
+        x0 = (ix >= 0) & (ix < s0)
+        x1 = (ix >= -1) & (ix < s0 - 1)
+        y0 = (iy >= 0) & (iy < s1)
+        y1 = (iy >= -1) & (iy < s1 - 1)
+        b = np.int32(iy * st1 + ix * st0)
+        off[0, j] = b if x0 & y0 else np.int32(-1)
+        off[1, j] = np.int32(b + st0) if x1 & y0 else np.int32(-1)
+        off[2, j] = np.int32(b + st1) if x0 & y1 else np.int32(-1)
+        off[3, j] = np.int32(b + st1 + st0) if x1 & y1 else np.int32(-1)
+        wx0, wy0 = one - dx, one - dy
+        # -w: the general planner's (-1) * w, bit for bit (also for w = 0)
+        dws[0, j] = -wy0
+        dws[1, j] = wy0
+        dws[2, j] = -dy
+        dws[3, j] = dy
+        dws[4, j] = -wx0
+        dws[5, j] = -dx
+        dws[6, j] = wx0
+        dws[7, j] = dx
+        chain[0, j] = _chain(grid[2 * j], pad, ax0)
+        chain[1, j] = _chain(grid[2 * j + 1], pad, ax1)
+
+
+@skeleton
+def _slope_sum(xc, off, dws, a, j, zero):
+    """``0 + D_{0,a} v_0 + ... + D_{3,a} v_3`` (left to right; taps outside read 0)."""
+    acc = zero
+    for k in range(4):
+        acc += dws[4 * a + k, j] * _tap_inlined(xc, KIND_NATIVE, off[k, j], zero)
+    return acc
+
+
+@skeleton
+def sweep_grad_linear_2d(xflat, xs_c, gflat, gs_c, gs_p, off, dws, nb, C, acc, zero):
+    """``acc[a, j] = sum_c G[c, j] S_{c,a}[j]`` over all channels, channel by channel."""
+    for j in range(nb):
+        acc[0, j] = zero
+        acc[1, j] = zero
+    for c in range(C):
+        xc = xflat[c * xs_c:]
+        gc = gflat[c * gs_c:]
+        if gs_p == 1:  # contiguous dL/dy: vector loads
+            for j in range(nb):
+                acc[0, j] += gc[j] * _slope_sum(xc, off, dws, 0, j, zero)
+                acc[1, j] += gc[j] * _slope_sum(xc, off, dws, 1, j, zero)
+        else:
+            for j in range(nb):
+                gv = gc[j * gs_p]
+                acc[0, j] += gv * _slope_sum(xc, off, dws, 0, j, zero)
+                acc[1, j] += gv * _slope_sum(xc, off, dws, 1, j, zero)
+
+
+@skeleton
+def run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, K, rank, plan, sweep):
+    """Blocks ``first .. stop - 1`` of ``N x blocks``: ``ggrid[n, p, a] = S_a * chain_a``.
+
+    Each block belongs to one task, which writes its points' rows of
+    ``ggrid`` (shape (N, P, r)) whole: deterministic at any thread count.
+    """
+    P = grid.shape[1]
+    nblk = (P + block - 1) // block
+    gcoords = grid.reshape(grid.size)
+    zero = axc[0, 0] - axc[0, 0]
+    off = np.empty((K, block), np.int32)
+    dws = np.empty((K * rank, block), axc.dtype)
+    chain = np.empty((rank, block), axc.dtype)
+    acc = np.empty((rank, block), axc.dtype)
+    for task in range(first, stop):
+        n = task // nblk
+        p0 = (task - n * nblk) * block
+        nb = min(block, P - p0)
+        gn = 0 if grid.shape[0] == 1 else n
+        plan(gcoords[(gn * P + p0) * rank:], nb, axc, sizes, strides, off, dws, chain)
+        sweep(xflat[n * xs_n:], xs_c, gflat[n * gs_n + p0 * gs_p:], gs_c, gs_p, off, dws, nb,
+              C, acc, zero)
+        for j in range(nb):
+            for a in range(rank):
+                ggrid[n, p0 + j, a] = acc[a, j] * chain[a, j]
