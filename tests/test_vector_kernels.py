@@ -179,12 +179,13 @@ def test_int32_offsets_guard(rng, monkeypatch):
 @pytest.mark.parametrize("pad", PADDINGS)
 @pytest.mark.parametrize("x_dtype,grid_dtype", list(itertools.product([np.float32, np.float64],
                                                                       repeat=2)))
-def test_grid_gradient_equal_to_the_general_kernels(rng, pad, x_dtype, grid_dtype):
+@pytest.mark.parametrize("rank", (2, 3))
+def test_grid_gradient_equal_to_the_general_kernels(rng, rank, pad, x_dtype, grid_dtype):
     """Bit for bit (up to the sign of a zero), NaN, ±inf, huge and edge points included."""
-    x = rng.standard_normal((2, 3, 9, 11)).astype(x_dtype)
-    x[0, 1, 2, 3] = np.inf
-    grid = nasty_grid(rng, (2, 12, 10, 2), grid_dtype)
-    gout = rng.standard_normal((2, 3, 12, 10)).astype(x_dtype)
+    x = rng.standard_normal((2, 3) + (9, 11, 7)[:rank]).astype(x_dtype)
+    x[(0, 1) + (2, 3, 4)[:rank]] = np.inf
+    grid = nasty_grid(rng, (2,) + (12, 10, 5)[:rank] + (rank,), grid_dtype)
+    gout = rng.standard_normal((2, 3) + (12, 10, 5)[:rank]).astype(x_dtype)
     for align, mask, g in itertools.product(ALIGNS, ((False, True), (True, True)),
                                             (grid, grid[:1])):
         args = (gout, x, g, "linear", pad, align)

@@ -29,6 +29,12 @@ a scatter, stays with the general kernels.
 ``w_x w_y``, so ``D_x = (-w_y0, w_y0, -w_y1, w_y1)`` and
 ``D_y = (-w_x0, -w_x1, w_x0, w_x1)`` (the weight slopes are ``±1`` in the
 padded coordinate, so these products are exact).
+
+3-D linear plans per axis instead (the forward's table: two offsets and two
+weights per axis, :func:`gridsample._vector._plan_linear_axis`; 24 slope
+rows would be too many store streams to vectorize) and forms the 8 taps
+and their slopes ``D_x = ±(w_y w_z)``, ``D_y = ±(w_x w_z)``,
+``D_z = ±(w_x w_y)`` in the sweep.
 """
 
 from __future__ import annotations
@@ -49,9 +55,10 @@ from ._taps import (
     AXIS_SCALE,
     axis_row,
 )
-from ._vector import _coordinate, _reflect, _tap_inlined, _unnormalize
+from ._vector import _coordinate, _plan_linear_axis, _reflect, _tap_inlined, _unnormalize
 
-__all__ = ["plan_grad_linear_2d", "sweep_grad_linear_2d", "run_grid_grad_blocks"]
+__all__ = ["plan_grad_linear_2d", "sweep_grad_linear_2d", "plan_grad_linear_3d",
+           "sweep_grad_linear_3d", "run_grid_grad_blocks"]
 
 
 @skeleton
@@ -159,6 +166,76 @@ def sweep_grad_linear_2d(xflat, xs_c, gflat, gs_c, gs_p, off, dws, nb, C, acc, z
                 gv = gc[j * gs_p]
                 acc[0, j] += gv * _slope_sum(xc, off, dws, 0, j, zero)
                 acc[1, j] += gv * _slope_sum(xc, off, dws, 1, j, zero)
+
+
+@skeleton
+def plan_grad_linear_3d(grid, nb, pad, axc, sizes, strides, off, wts, chain):
+    """Plan a 3-D linear block: per-axis offsets and weights (rows 2a, 2a+1), chain factors."""
+    for a in range(3):  # one copy of the loop body
+        ax = axis_row(axc, a)
+        _plan_linear_axis(grid, nb, pad, 3, a, ax, ax[AXIS_ONE], sizes[a], strides[a], off, wts)
+    for a in range(3):
+        ax = axis_row(axc, a)
+        for j in range(nb):
+            chain[a, j] = _chain(grid[3 * j + a], pad, ax)
+    # A NaN point (NaN weights on some axis) is NaN on every axis: D_x has no
+    # w_x factor, so the NaN goes into the chain factors.
+    zero = axc[0, AXIS_HIGH] - axc[0, AXIS_HIGH]
+    cnan = zero / zero
+    for j in range(nb):
+        nan = (wts[0, j] != wts[0, j]) | (wts[2, j] != wts[2, j]) | (wts[4, j] != wts[4, j])
+        for a in range(3):
+            chain[a, j] = cnan if nan else chain[a, j]
+
+
+@skeleton
+def _slope_sums_3d(xc, off, wts, j, zero):
+    """``(S_x, S_y, S_z)`` of one channel: the 8 taps ``z`` outer, ``x`` inner.
+
+    The general planner's slopes are ``(dw_x w_y) w_z``, ``(w_x dw_y) w_z`` and
+    ``(w_x w_y) dw_z`` with ``dw = ∓1``: the products below, negated for tap 0
+    of the axis (exact).
+    """
+    sx = zero
+    sy = zero
+    sz = zero
+    for kz in range(2):
+        oz = off[4 + kz, j]
+        wz = wts[4 + kz, j]
+        for ky in range(2):
+            oy = off[2 + ky, j]
+            wy = wts[2 + ky, j]
+            for kx in range(2):
+                ox = off[kx, j]
+                wx = wts[kx, j]
+                inside = (oz | oy | ox) >= 0
+                v = _tap_inlined(xc, KIND_NATIVE, np.int32(oz + oy + ox) if inside
+                                 else np.int32(-1), zero)
+                dx = wy * wz
+                dy = wx * wz
+                dz = wx * wy
+                sx += (dx if kx == 1 else -dx) * v
+                sy += (dy if ky == 1 else -dy) * v
+                sz += (dz if kz == 1 else -dz) * v
+    return sx, sy, sz
+
+
+@skeleton
+def sweep_grad_linear_3d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, C, acc, zero):
+    """``acc[a, j] = sum_c G[c, j] S_{c,a}[j]``, channel by channel."""
+    for j in range(nb):
+        acc[0, j] = zero
+        acc[1, j] = zero
+        acc[2, j] = zero
+    for c in range(C):
+        xc = xflat[c * xs_c:]
+        gc = gflat[c * gs_c:]
+        for j in range(nb):
+            gv = gc[j * gs_p]
+            sx, sy, sz = _slope_sums_3d(xc, off, wts, j, zero)
+            acc[0, j] += gv * sx
+            acc[1, j] += gv * sy
+            acc[2, j] += gv * sz
 
 
 @skeleton

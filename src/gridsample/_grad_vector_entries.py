@@ -9,8 +9,10 @@ table the backward reads.
 
 from ._grad_vector import (
     plan_grad_linear_2d,
+    plan_grad_linear_3d,
     run_grid_grad_blocks,
     sweep_grad_linear_2d,
+    sweep_grad_linear_3d,
 )
 from ._jit import function
 from ._registry import MODE_LINEAR, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
@@ -64,9 +66,58 @@ def grid_grad_linear_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, stride
                          sweep_grad_linear_2d_native)
 
 
+# linear_3d
+
+@function
+def plan_grad_linear_3d_zeros(grid, nb, axc, sizes, strides, off, dws, chain):
+    plan_grad_linear_3d(grid, nb, PAD_ZEROS, axc, sizes, strides, off, dws, chain)
+
+
+@function
+def plan_grad_linear_3d_border(grid, nb, axc, sizes, strides, off, dws, chain):
+    plan_grad_linear_3d(grid, nb, PAD_BORDER, axc, sizes, strides, off, dws, chain)
+
+
+@function
+def plan_grad_linear_3d_reflection(grid, nb, axc, sizes, strides, off, dws, chain):
+    plan_grad_linear_3d(grid, nb, PAD_REFLECTION, axc, sizes, strides, off, dws, chain)
+
+
+@function
+def sweep_grad_linear_3d_native(xflat, xs_c, gflat, gs_c, gs_p, off, dws, nb, C, acc, zero):
+    sweep_grad_linear_3d(xflat, xs_c, gflat, gs_c, gs_p, off, dws, nb, C, acc, zero)
+
+
+@function
+def grid_grad_linear_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat,
+                              gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat, gs_n,
+                         gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_zeros,
+                         sweep_grad_linear_3d_native)
+
+
+@function
+def grid_grad_linear_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat,
+                               gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat, gs_n,
+                         gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_border,
+                         sweep_grad_linear_3d_native)
+
+
+@function
+def grid_grad_linear_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat,
+                                   gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat, gs_n,
+                         gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_reflection,
+                         sweep_grad_linear_3d_native)
+
+
 #: Grid-gradient entry of each (rank, mode code, padding code).
 GRID_GRAD_ENTRIES = {
     (2, MODE_LINEAR, PAD_ZEROS): grid_grad_linear_2d_zeros,
     (2, MODE_LINEAR, PAD_BORDER): grid_grad_linear_2d_border,
     (2, MODE_LINEAR, PAD_REFLECTION): grid_grad_linear_2d_reflection,
+    (3, MODE_LINEAR, PAD_ZEROS): grid_grad_linear_3d_zeros,
+    (3, MODE_LINEAR, PAD_BORDER): grid_grad_linear_3d_border,
+    (3, MODE_LINEAR, PAD_REFLECTION): grid_grad_linear_3d_reflection,
 }

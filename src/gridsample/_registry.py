@@ -95,7 +95,7 @@ class Padding:
 MODES = (
     Mode(MODE_LINEAR, "linear", ("bilinear", "trilinear"), onnx16="bilinear", torch="bilinear",
          taps=2, anchor="floor", reach=(0, 1), pads="coordinate", specialised_ranks=(2, 3),
-         vector_ranks=(2, 3), grid_grad_vector_ranks=(2,)),
+         vector_ranks=(2, 3), grid_grad_vector_ranks=(2, 3)),
     Mode(MODE_NEAREST, "nearest", (), onnx16="nearest", torch="nearest",
          taps=1, anchor="rint", reach=(0, 0), pads="coordinate", specialised_ranks=(2, 3),
          vector_ranks=(2, 3)),
