@@ -174,27 +174,28 @@ def test_int32_offsets_guard(rng, monkeypatch):
                                   general(monkeypatch, x, grid))
 
 
-# --- the grid-gradient vector kernels (gridsample._grad_vector) ---------------------------
+# --- the backward's vector-planned kernels (gridsample._grad_vector) -----------------------
 
 @pytest.mark.parametrize("pad", PADDINGS)
 @pytest.mark.parametrize("x_dtype,grid_dtype", list(itertools.product([np.float32, np.float64],
                                                                       repeat=2)))
-@pytest.mark.parametrize("rank", (2, 3))
-def test_grid_gradient_equal_to_the_general_kernels(rng, rank, pad, x_dtype, grid_dtype):
+@pytest.mark.parametrize("rank, mode", [(2, "linear"), (3, "linear"), (2, "nearest"),
+                                        (3, "nearest"), (2, "cubic")])
+def test_gradients_equal_to_the_general_kernels(rng, rank, mode, pad, x_dtype, grid_dtype):
     """Bit for bit (up to the sign of a zero), NaN, ±inf, huge and edge points included."""
-    x = rng.standard_normal((2, 3) + (9, 11, 7)[:rank]).astype(x_dtype)
-    x[(0, 1) + (2, 3, 4)[:rank]] = np.inf
     grid = nasty_grid(rng, (2,) + (12, 10, 5)[:rank] + (rank,), grid_dtype)
-    gout = rng.standard_normal((2, 3) + (12, 10, 5)[:rank]).astype(x_dtype)
-    for align, mask, g in itertools.product(ALIGNS, ((False, True), (True, True)),
-                                            (grid, grid[:1])):
-        args = (gout, x, g, "linear", pad, align)
-        fast = gridsample.grid_sample_backward(*args, output_mask=mask)
-        with _engine.use_kernels("general"):
-            slow = gridsample.grid_sample_backward(*args, output_mask=mask)
-        np.testing.assert_array_equal(fast[1], slow[1])
-        if mask[0]:
-            np.testing.assert_array_equal(fast[0], slow[0])
+    for channels in (1, 3):
+        x = rng.standard_normal((2, channels) + (9, 11, 7)[:rank]).astype(x_dtype)
+        x[(0, channels - 1) + (2, 3, 4)[:rank]] = np.inf
+        gout = rng.standard_normal((2, channels) + (12, 10, 5)[:rank]).astype(x_dtype)
+        for align, mask, g in itertools.product(ALIGNS, ((False, True), (True, False),
+                                                         (True, True)), (grid, grid[:1])):
+            args = (gout, x, g, mode, pad, align)
+            fast = gridsample.grid_sample_backward(*args, output_mask=mask)
+            with _engine.use_kernels("general"):
+                slow = gridsample.grid_sample_backward(*args, output_mask=mask)
+            for a, b in zip(fast, slow):
+                np.testing.assert_array_equal(a, b)
 
 
 def test_the_backward_uses_them(monkeypatch):
@@ -211,6 +212,15 @@ def test_the_backward_uses_them(monkeypatch):
     gridsample.grid_sample_backward(np.ones((1, 2, 3, 3), np.float32), x, grid, "linear",
                                     "border", output_mask=(False, True))
     assert calls == [(2, 0, 1)]
+    inputs = []
+    for key, entry in list(_backward.INPUT_GRAD_ENTRIES.items()):
+        def spy_x(*args, _entry=entry, _key=key):
+            inputs.append(_key)
+            return _entry(*args)
+        monkeypatch.setitem(_backward.INPUT_GRAD_ENTRIES, key, spy_x)
+    gridsample.grid_sample_backward(np.ones((1, 2, 3, 3), np.float32), x, grid, "cubic",
+                                    output_mask=(True, False))
+    assert set(inputs) == {(2, 2, 0)}
     with _engine.use_kernels("general"):
         gridsample.grid_sample_backward(np.ones((1, 2, 3, 3), np.float32), x, grid,
                                         output_mask=(False, True))

@@ -25,7 +25,7 @@ from ._dtypes import is_string
 from ._engine import block_size, flat_view, kernel_family, split_channels
 from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._grad_taps import cubic_slope_constants
-from ._grad_vector_entries import GRID_GRAD_ENTRIES
+from ._grad_vector_entries import GRID_GRAD_ENTRIES, INPUT_GRAD_ENTRIES
 from ._options import MODE_NEAREST
 from ._plan import ForwardPlan, as_array, plan_forward
 from ._registry import taps_per_point
@@ -168,10 +168,16 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
     # 1.5-2x slower (1x3x1024², 2x4x64³) and saved nothing on 8x32x128²
     # maps, while re-planning costs little.
     G, Q = work_split(plan, xw.nbytes, threads) if want_x else (1, 1)
-    # A single channel with both gradients: one fused pass (measured on
-    # 1x1x128³: 84 ms fused, 93 ms as a vector grid pass plus an input pass).
-    fused = want_x and grid_in_kernel and plan.channels == 1
-    vector = _grid_grad_entry(plan, sizes, strides) if grid_in_kernel and not fused else None
+    # The vector-planned passes where they apply: two of them beat the fused
+    # general pass (measured on a single channel: 1x1x128³ 70 -> 39 ms,
+    # 1x1x1024² random 47 -> 17 ms).  Otherwise a single channel with both
+    # gradients takes one fused general pass.
+    vector = _grid_grad_entry(plan, sizes, strides) if grid_in_kernel else None
+    scatter = _input_grad_entry(plan, sizes, strides) if want_x else None
+    fused = (want_x and grid_in_kernel and plan.channels == 1
+             and (vector is None or scatter is None))
+    if fused:
+        vector = scatter = None
     if vector is not None:
         # The branch-free grid-gradient kernels: blocks of points, one task each.
         block = block_size(plan.out_points, plan.batch, K, threads)
@@ -183,7 +189,14 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
         launch(1, chunks, np.zeros(1, dt), ggrid, False, True)
     if want_x:
         gxbuf = np.zeros(Q * xw.size, dt)
-        launch(G, Q, gxbuf, ggrid if fused else np.zeros((1, 1, r), dt), True, fused)
+        if scatter is not None:
+            block = block_size(-(-plan.out_points // Q), plan.batch, K, threads)
+            wconst = np.array([0.0, 1.0, np.nan], dt)
+            run_shared(scatter, plan.batch * G * Q,
+                       (G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid3, gflat, gs_n, gs_c,
+                        gs_p, gxbuf, xw.size, plan.channels, block, wconst), threads)
+        else:
+            launch(G, Q, gxbuf, ggrid if fused else np.zeros((1, 1, r), dt), True, fused)
         if Q == 1:
             grad_x = gxbuf.reshape(x.shape)
         else:
@@ -201,8 +214,8 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
     return _finish(grad_x, x.dtype), _finish(grad_grid, grid.dtype)
 
 
-def _grid_grad_entry(plan: ForwardPlan, sizes, strides):
-    """The branch-free grid-gradient entry for this plan, or None (the general kernels run).
+def _vector_entry(table: dict, plan: ForwardPlan, sizes, strides):
+    """The vector-planned entry of ``table`` for this plan, or None (the general kernels run).
 
     Channel-first only (channel-last sweeps interleave the channels), int32
     offsets (:func:`gridsample._vector.fits_int32`), and not where
@@ -210,10 +223,20 @@ def _grid_grad_entry(plan: ForwardPlan, sizes, strides):
     """
     if plan.channel_last or kernel_family() not in ("auto", "vector"):
         return None
-    entry = GRID_GRAD_ENTRIES.get((plan.rank, plan.mode, plan.padding))
+    entry = table.get((plan.rank, plan.mode, plan.padding))
     if entry is None or not fits_int32(sizes, strides):
         return None
     return entry
+
+
+def _grid_grad_entry(plan: ForwardPlan, sizes, strides):
+    """The branch-free grid-gradient entry (:mod:`gridsample._grad_vector`), or None."""
+    return _vector_entry(GRID_GRAD_ENTRIES, plan, sizes, strides)
+
+
+def _input_grad_entry(plan: ForwardPlan, sizes, strides):
+    """The vector-planned input-gradient entry (:mod:`gridsample._grad_vector`), or None."""
+    return _vector_entry(INPUT_GRAD_ENTRIES, plan, sizes, strides)
 
 
 def _finish(grad, dtype):

@@ -58,7 +58,8 @@ from ._taps import (
 from ._vector import _coordinate, _plan_linear_axis, _reflect, _tap_inlined, _unnormalize
 
 __all__ = ["plan_grad_linear_2d", "sweep_grad_linear_2d", "plan_grad_linear_3d",
-           "sweep_grad_linear_3d", "run_grid_grad_blocks"]
+           "sweep_grad_linear_3d", "run_grid_grad_blocks", "scatter_fused", "scatter_cubic_2d",
+           "scatter_linear_3d", "run_scatter_blocks"]
 
 
 @skeleton
@@ -265,3 +266,100 @@ def run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, gr
         for j in range(nb):
             for a in range(rank):
                 ggrid[n, p0 + j, a] = acc[a, j] * chain[a, j]
+
+
+# --- the input gradient: vector-planned blocks, scalar scatter --------------------------------
+#
+# dL/dx[c, o] += G[c, p] W_o(p) cannot be a SIMD scatter (two points of one
+# vector may hit the same element), but its plan can be the forward's
+# branch-free one (gridsample._vector_entries' planners), which is several
+# times faster than the general list planner.  The scatter then runs over
+# the plan's fixed taps, skipping those outside X (offset < 0) and NaN
+# points (NaN weights), in the general kernels' order: channel, point,
+# tap -- the same additions in the same order, so the same bits.
+
+
+@skeleton
+def scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    """Scatter channels ``c0 .. c1 - 1`` of a block planned with full tap offsets (K rows)."""
+    for c in range(c0, c1):
+        gxc = gxflat[c * xs_c:]
+        gc = gflat[c * gs_c:]
+        for j in range(nb):
+            gv = gc[j * gs_p]
+            for k in range(K):
+                o = off[k, j]
+                w = wts[k, j]
+                if (o >= 0) & (w == w):
+                    gxc[o] += gv * w
+
+
+@skeleton
+def scatter_cubic_2d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    """Scatter a 2-D cubic block (per-axis rows): ``y`` outer, ``x`` inner, ``w = w_x w_y``."""
+    for c in range(c0, c1):
+        gxc = gxflat[c * xs_c:]
+        gc = gflat[c * gs_c:]
+        for j in range(nb):
+            gv = gc[j * gs_p]
+            for ky in range(4):
+                oy = off[4 + ky, j]
+                wy = wts[4 + ky, j]
+                for kx in range(4):
+                    ox = off[kx, j]
+                    w = wts[kx, j] * wy
+                    if ((oy | ox) >= 0) & (w == w):
+                        gxc[oy + ox] += gv * w
+
+
+@skeleton
+def scatter_linear_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    """Scatter a 3-D linear block (per-axis rows): ``z`` outer, ``x`` inner,
+    ``w = (w_x w_y) w_z``."""
+    for c in range(c0, c1):
+        gxc = gxflat[c * xs_c:]
+        gc = gflat[c * gs_c:]
+        for j in range(nb):
+            gv = gc[j * gs_p]
+            for kz in range(2):
+                oz = off[4 + kz, j]
+                wz = wts[4 + kz, j]
+                for ky in range(2):
+                    oy = off[2 + ky, j]
+                    wy = wts[2 + ky, j]
+                    for kx in range(2):
+                        ox = off[kx, j]
+                        w = (wts[kx, j] * wy) * wz
+                        if ((oz | oy | ox) >= 0) & (w == w):
+                            gxc[oz + oy + ox] += gv * w
+
+
+@skeleton
+def run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst, K, rank, plan,
+                       scatter):
+    """``dL/dx`` for tasks ``first .. stop - 1`` of ``N x G x Q`` (as the general backward).
+
+    Task ``(n, g, q)``: item ``n``, channels ``g*C//G .. (g+1)*C//G - 1``,
+    points ``q*P//Q .. (q+1)*P//Q - 1`` in blocks, scattered into buffer
+    ``q`` (``gx_q`` elements apart).  The same split and order as
+    :func:`gridsample._grad_kernels.run_backward`.
+    """
+    P = grid.shape[1]
+    gcoords = grid.reshape(grid.size)
+    one, nanw = wconst[1], wconst[2]
+    off = np.empty((K, block), np.int32)
+    wts = np.empty((K, block), wconst.dtype)
+    for task in range(first, stop):
+        n = task // (G * Q)
+        g = (task // Q) % G
+        q = task % Q
+        c0, c1 = g * C // G, (g + 1) * C // G
+        ps, pe = q * P // Q, (q + 1) * P // Q
+        gn = 0 if grid.shape[0] == 1 else n
+        for p0 in range(ps, pe, block):
+            nb = min(block, pe - p0)
+            plan(gcoords[(gn * P + p0) * rank:], nb, axc, kc, sizes, strides, one, nanw, off,
+                 wts)
+            scatter(gxflat[q * gx_q + n * xs_n:], xs_c, gflat[n * gs_n + p0 * gs_p:], gs_c,
+                    gs_p, off, wts, nb, c0, c1, K)

@@ -11,13 +11,34 @@ from ._grad_vector import (
     plan_grad_linear_2d,
     plan_grad_linear_3d,
     run_grid_grad_blocks,
+    run_scatter_blocks,
+    scatter_cubic_2d,
+    scatter_fused,
+    scatter_linear_3d,
     sweep_grad_linear_2d,
     sweep_grad_linear_3d,
 )
 from ._jit import function
-from ._registry import MODE_LINEAR, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
+from ._registry import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
+from ._vector_entries import (
+    plan_cubic_2d_border,
+    plan_cubic_2d_reflection,
+    plan_cubic_2d_zeros,
+    plan_linear_2d_border,
+    plan_linear_2d_reflection,
+    plan_linear_2d_zeros,
+    plan_linear_3d_border,
+    plan_linear_3d_reflection,
+    plan_linear_3d_zeros,
+    plan_nearest_2d_border,
+    plan_nearest_2d_reflection,
+    plan_nearest_2d_zeros,
+    plan_nearest_3d_border,
+    plan_nearest_3d_reflection,
+    plan_nearest_3d_zeros,
+)
 
-__all__ = ["GRID_GRAD_ENTRIES"]
+__all__ = ["GRID_GRAD_ENTRIES", "INPUT_GRAD_ENTRIES"]
 
 
 # linear_2d
@@ -112,6 +133,161 @@ def grid_grad_linear_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, stride
                          sweep_grad_linear_3d_native)
 
 
+# input gradient, linear_2d
+
+@function
+def scatter_linear_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 4)
+
+
+@function
+def input_grad_linear_2d_zeros(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                               gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
+                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 4, 2, plan_linear_2d_zeros,
+                       scatter_linear_2d_native)
+
+
+@function
+def input_grad_linear_2d_border(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                                gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
+                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 4, 2, plan_linear_2d_border,
+                       scatter_linear_2d_native)
+
+
+@function
+def input_grad_linear_2d_reflection(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                    gflat, gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
+                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 4, 2, plan_linear_2d_reflection,
+                       scatter_linear_2d_native)
+
+
+# input gradient, linear_3d
+
+@function
+def scatter_linear_3d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    scatter_linear_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 6)
+
+
+@function
+def input_grad_linear_3d_zeros(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                               gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
+                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 6, 3, plan_linear_3d_zeros,
+                       scatter_linear_3d_native)
+
+
+@function
+def input_grad_linear_3d_border(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                                gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
+                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 6, 3, plan_linear_3d_border,
+                       scatter_linear_3d_native)
+
+
+@function
+def input_grad_linear_3d_reflection(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                    gflat, gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
+                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 6, 3, plan_linear_3d_reflection,
+                       scatter_linear_3d_native)
+
+
+# input gradient, nearest_2d
+
+@function
+def scatter_nearest_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 1)
+
+
+@function
+def input_grad_nearest_2d_zeros(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                                gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
+                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_zeros,
+                       scatter_nearest_2d_native)
+
+
+@function
+def input_grad_nearest_2d_border(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                 gflat, gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
+                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_border,
+                       scatter_nearest_2d_native)
+
+
+@function
+def input_grad_nearest_2d_reflection(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                     gflat, gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
+                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_reflection,
+                       scatter_nearest_2d_native)
+
+
+# input gradient, nearest_3d
+
+@function
+def scatter_nearest_3d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 1)
+
+
+@function
+def input_grad_nearest_3d_zeros(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                                gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
+                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_zeros,
+                       scatter_nearest_3d_native)
+
+
+@function
+def input_grad_nearest_3d_border(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                 gflat, gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
+                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_border,
+                       scatter_nearest_3d_native)
+
+
+@function
+def input_grad_nearest_3d_reflection(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                     gflat, gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
+                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_reflection,
+                       scatter_nearest_3d_native)
+
+
+# input gradient, cubic_2d
+
+@function
+def scatter_cubic_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    scatter_cubic_2d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 8)
+
+
+@function
+def input_grad_cubic_2d_zeros(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                              gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
+                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_zeros,
+                       scatter_cubic_2d_native)
+
+
+@function
+def input_grad_cubic_2d_border(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                               gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
+                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_border,
+                       scatter_cubic_2d_native)
+
+
+@function
+def input_grad_cubic_2d_reflection(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                   gflat, gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
+                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_reflection,
+                       scatter_cubic_2d_native)
+
+
 #: Grid-gradient entry of each (rank, mode code, padding code).
 GRID_GRAD_ENTRIES = {
     (2, MODE_LINEAR, PAD_ZEROS): grid_grad_linear_2d_zeros,
@@ -120,4 +296,23 @@ GRID_GRAD_ENTRIES = {
     (3, MODE_LINEAR, PAD_ZEROS): grid_grad_linear_3d_zeros,
     (3, MODE_LINEAR, PAD_BORDER): grid_grad_linear_3d_border,
     (3, MODE_LINEAR, PAD_REFLECTION): grid_grad_linear_3d_reflection,
+}
+
+#: Input-gradient entry of each (rank, mode code, padding code).
+INPUT_GRAD_ENTRIES = {
+    (2, MODE_LINEAR, PAD_ZEROS): input_grad_linear_2d_zeros,
+    (2, MODE_LINEAR, PAD_BORDER): input_grad_linear_2d_border,
+    (2, MODE_LINEAR, PAD_REFLECTION): input_grad_linear_2d_reflection,
+    (3, MODE_LINEAR, PAD_ZEROS): input_grad_linear_3d_zeros,
+    (3, MODE_LINEAR, PAD_BORDER): input_grad_linear_3d_border,
+    (3, MODE_LINEAR, PAD_REFLECTION): input_grad_linear_3d_reflection,
+    (2, MODE_NEAREST, PAD_ZEROS): input_grad_nearest_2d_zeros,
+    (2, MODE_NEAREST, PAD_BORDER): input_grad_nearest_2d_border,
+    (2, MODE_NEAREST, PAD_REFLECTION): input_grad_nearest_2d_reflection,
+    (3, MODE_NEAREST, PAD_ZEROS): input_grad_nearest_3d_zeros,
+    (3, MODE_NEAREST, PAD_BORDER): input_grad_nearest_3d_border,
+    (3, MODE_NEAREST, PAD_REFLECTION): input_grad_nearest_3d_reflection,
+    (2, MODE_CUBIC, PAD_ZEROS): input_grad_cubic_2d_zeros,
+    (2, MODE_CUBIC, PAD_BORDER): input_grad_cubic_2d_border,
+    (2, MODE_CUBIC, PAD_REFLECTION): input_grad_cubic_2d_reflection,
 }
