@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _grad_kernels as gk
 from ._dtypes import is_string
-from ._engine import block_size, flat_view, kernel_family, split_channels
+from ._engine import PLANAR_MAX_CHANNELS, block_size, flat_view, kernel_family, split_channels
 from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._grad_taps import cubic_slope_constants
 from ._grad_vector_entries import GRID_GRAD_ENTRIES, INPUT_GRAD_ENTRIES
@@ -148,6 +148,10 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
     kc = np.array(cubic_constants(), dt)
     dk = np.array(cubic_slope_constants(), dt)
     threads = num_threads()
+    # Channel-last memory with a few channels is swept channel by channel (planar), as the
+    # forward does: each channel's taps are gathered like a plane's, and both kernel
+    # families and both layouts then add in the same order.
+    interleaved = plan.channel_last and plan.channels > PLANAR_MAX_CHANNELS
     ggrid = np.zeros((plan.batch, plan.out_points, r) if grid_in_kernel else (1, 1, r), dt)
     grad_x = None
 
@@ -156,7 +160,7 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
         block = max(1, min(block, _MAX_SLOPES_PER_BLOCK // (K * r)))
         args = (G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid3, gflat, gs_n, gs_c,
                 gs_p, gxbuf, xw.size, rows, plan.channels, K, plan.mode,
-                plan.padding, block, plan.channel_last, with_x, with_grid)
+                plan.padding, block, interleaved, with_x, with_grid)
         entry = gk.BACKWARD_ENTRIES.get((r, plan.mode), gk.backward_nd)
         run_shared(entry, plan.batch * G * Q, (args,), threads)
 
@@ -217,11 +221,13 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
 def _vector_entry(table: dict, plan: ForwardPlan, sizes, strides):
     """The vector-planned entry of ``table`` for this plan, or None (the general kernels run).
 
-    Channel-first only (channel-last sweeps interleave the channels), int32
-    offsets (:func:`gridsample._vector.fits_int32`), and not where
+    Planar sweeps only (channel-first, or channel-last with at most
+    ``PLANAR_MAX_CHANNELS`` channels), int32 offsets
+    (:func:`gridsample._vector.fits_int32`), and not where
     :func:`gridsample._engine.use_kernels` asks for the general kernels.
     """
-    if plan.channel_last or kernel_family() not in ("auto", "vector"):
+    interleaved = plan.channel_last and plan.channels > PLANAR_MAX_CHANNELS
+    if interleaved or kernel_family() not in ("auto", "vector"):
         return None
     entry = table.get((plan.rank, plan.mode, plan.padding))
     if entry is None or not fits_int32(sizes, strides):

@@ -115,7 +115,7 @@ _PAIRS_PER_BLOCK = 4096
 _MIN_BLOCK = 16
 # Up to this many channels the planar sweep wins even on channel-last memory
 # (a few passes over cache lines the first pass brought in; no accumulator array).
-_PLANAR_MAX_CHANNELS = 4
+PLANAR_MAX_CHANNELS = 4
 # Points per chunk when a float16/bfloat16 grid is converted to float32 on the
 # way in: 64 Ki points x 3 axes x 4 bytes = 768 KiB of float32 coordinates.
 _HALF_GRID_CHUNK_POINTS = 1 << 16
@@ -176,7 +176,7 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
     wconst = np.array([0.0, 1.0, np.nan], plan.weight_dtype)
     azero = np.zeros(1, conv.accumulator)
     # Sweep channels innermost when they are many and the closest in memory.
-    interleaved = plan.channels > _PLANAR_MAX_CHANNELS and xs_c <= min(strides)
+    interleaved = plan.channels > PLANAR_MAX_CHANNELS and xs_c <= min(strides)
     K = taps_per_point(plan.mode, r)
     threads = num_threads()
     family = kernel_family()
