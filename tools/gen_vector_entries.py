@@ -129,9 +129,9 @@ def render() -> str:
     return "\n".join(out)
 
 
-_GRAD_PLAN_ARGS = "grid, nb, axc, sizes, strides, off, dws, chain"
-_GRAD_ENTRY_ARGS = ("first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat, gs_n, "
-                    "gs_c, gs_p, ggrid, C, block")
+_GRAD_PLAN_ARGS = "grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain"
+_GRAD_ENTRY_ARGS = ("first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat, "
+                    "gs_n, gs_c, gs_p, ggrid, C, block")
 
 
 #: The input-gradient scatter of each vector (mode, rank): the fused plans list full tap
@@ -185,7 +185,7 @@ def render_grad() -> str:
         for p in paddings:
             args = _GRAD_PLAN_ARGS.replace("nb, ", f"nb, PAD_{p.name.upper()}, ")
             out += _def(f"plan_grad_{stem}_{p.name}", _GRAD_PLAN_ARGS, f"plan_grad_{stem}({args})")
-        sweep_args = "xflat, xs_c, gflat, gs_c, gs_p, off, dws, nb, C, acc, zero"
+        sweep_args = "xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero"
         out += _def(f"sweep_grad_{stem}_native", sweep_args, f"sweep_grad_{stem}({sweep_args})")
         for p in paddings:
             name = f"grid_grad_{stem}_{p.name}"

@@ -186,8 +186,8 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
         # The branch-free grid-gradient kernels: blocks of points, one task each.
         block = block_size(plan.out_points, plan.batch, K, threads)
         tasks = plan.batch * -(-plan.out_points // block)
-        run_shared(vector, tasks, (xflat, xs_n, xs_c, sizes, strides, axc, grid3, gflat, gs_n,
-                                   gs_c, gs_p, ggrid, plan.channels, block), threads)
+        run_shared(vector, tasks, (xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid3, gflat,
+                                   gs_n, gs_c, gs_p, ggrid, plan.channels, block), threads)
     elif grid_in_kernel and not fused:
         chunks = max(1, min(-(-4 * threads // plan.batch), plan.out_points // _MIN_BLOCK_POINTS))
         launch(1, chunks, np.zeros(1, dt), ggrid, False, True)

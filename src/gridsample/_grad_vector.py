@@ -54,11 +54,20 @@ from ._taps import (
     AXIS_REFLECT_SPAN,
     AXIS_SCALE,
     axis_row,
+    cubic_row,
 )
-from ._vector import _coordinate, _plan_linear_axis, _reflect, _tap_inlined, _unnormalize
+from ._vector import (
+    _coordinate,
+    _cubic_taps,
+    _plan_linear_axis,
+    _reflect,
+    _tap_inlined,
+    _unnormalize,
+)
 
 __all__ = ["plan_grad_linear_2d", "sweep_grad_linear_2d", "plan_grad_linear_3d",
-           "sweep_grad_linear_3d", "run_grid_grad_blocks", "scatter_fused", "scatter_cubic_2d",
+           "sweep_grad_linear_3d", "plan_grad_cubic_2d", "sweep_grad_cubic_2d",
+           "run_grid_grad_blocks", "scatter_fused", "scatter_cubic_2d",
            "scatter_linear_3d", "run_scatter_blocks"]
 
 
@@ -93,7 +102,7 @@ def _chain(g, pad, ax):
 
 
 @skeleton
-def plan_grad_linear_2d(grid, nb, pad, axc, sizes, strides, off, dws, chain):
+def plan_grad_linear_2d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dws, chain):
     """Plan ``nb`` points of a 2-D linear block: offsets, weight slopes, chain factors.
 
     ``grid`` is the block's coordinates flat (``2j``, ``2j + 1``), as in
@@ -150,7 +159,7 @@ def _slope_sum(xc, off, dws, a, j, zero):
 
 
 @skeleton
-def sweep_grad_linear_2d(xflat, xs_c, gflat, gs_c, gs_p, off, dws, nb, C, acc, zero):
+def sweep_grad_linear_2d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
     """``acc[a, j] = sum_c G[c, j] S_{c,a}[j]`` over all channels, channel by channel."""
     for j in range(nb):
         acc[0, j] = zero
@@ -170,7 +179,7 @@ def sweep_grad_linear_2d(xflat, xs_c, gflat, gs_c, gs_p, off, dws, nb, C, acc, z
 
 
 @skeleton
-def plan_grad_linear_3d(grid, nb, pad, axc, sizes, strides, off, wts, chain):
+def plan_grad_linear_3d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dws, chain):
     """Plan a 3-D linear block: per-axis offsets and weights (rows 2a, 2a+1), chain factors."""
     for a in range(3):  # one copy of the loop body
         ax = axis_row(axc, a)
@@ -222,7 +231,7 @@ def _slope_sums_3d(xc, off, wts, j, zero):
 
 
 @skeleton
-def sweep_grad_linear_3d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, C, acc, zero):
+def sweep_grad_linear_3d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
     """``acc[a, j] = sum_c G[c, j] S_{c,a}[j]``, channel by channel."""
     for j in range(nb):
         acc[0, j] = zero
@@ -240,19 +249,121 @@ def sweep_grad_linear_3d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, C, acc, z
 
 
 @skeleton
-def run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat,
-                         gs_n, gs_c, gs_p, ggrid, C, block, K, rank, plan, sweep):
+def _plan_cubic_grad_axis(grid, nb, pad, axis, ax, kt, dk, size, stride, off, wts, dws, chain):
+    """One axis of a 2-D cubic block: offsets and weights (rows ``4 axis`` ...), as the
+    forward's :func:`gridsample._vector._plan_cubic_axis`, plus the weight slopes
+    ``dw/dx`` and the chain factor ``dx/dg``.
+
+    The coordinate is not padded (docs/semantics.md §4): with ``t = x - floor(x)`` the
+    slopes are ``k'(t+1), k'(t), -k'(1-t), -k'(2-t)``
+    (:func:`gridsample._grad_taps.grad_cubic_taps`); a NaN or infinite coordinate
+    gets slopes and chain 0 (a NaN point's weights are NaN; the caller marks it).
+    """
+    st = np.int32(stride)
+    zero, one = ax[AXIS_HIGH] - ax[AXIS_HIGH], ax[AXIS_ONE]
+    far = zero - (one + one + one + one + one)
+    cnan = zero / zero
+    out = np.int32(-2 ** 31)
+    scale = ax[AXIS_MUL] * ax[AXIS_SCALE]
+    r = 4 * axis
+    for j in range(nb):
+        g = grid[2 * j + axis]
+        (i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2,
+         ok3) = _cubic_taps(g, pad, ax, kt, size, zero, far, cnan)
+        off[r, j] = i0 * st if ok0 else out
+        off[r + 1, j] = i1 * st if ok1 else out
+        off[r + 2, j] = i2 * st if ok2 else out
+        off[r + 3, j] = i3 * st if ok3 else out
+        wts[r, j] = w0
+        wts[r + 1, j] = w1
+        wts[r + 2, j] = w2
+        wts[r + 3, j] = w3
+        u = _unnormalize(g, ax)
+        bad = (u != u) | math.isinf(u)
+        v = zero if bad else u
+        t = v - np.floor(v)
+        q = one - t
+        tp, qp = t + one, q + one
+        d0 = (dk[2] * tp - dk[3]) * tp + dk[4]
+        d1 = (dk[0] * t - dk[1]) * t
+        d2 = -((dk[0] * q - dk[1]) * q)
+        d3 = -((dk[2] * qp - dk[3]) * qp + dk[4])
+        dws[r, j] = zero if bad else d0
+        dws[r + 1, j] = zero if bad else d1
+        dws[r + 2, j] = zero if bad else d2
+        dws[r + 3, j] = zero if bad else d3
+        chain[axis, j] = zero if bad else scale
+
+
+@skeleton
+def plan_grad_cubic_2d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    """Plan a 2-D cubic block per axis; a NaN point gets NaN chain factors on both axes
+    (``D_x = dw_x w_y`` has no ``w_x`` factor to carry its NaN)."""
+    kt = cubic_row(kc)
+    dkt = (dk[0], dk[1], dk[2], dk[3], dk[4])
+    for a in range(2):
+        _plan_cubic_grad_axis(grid, nb, pad, a, axis_row(axc, a), kt, dkt, sizes[a],
+                              strides[a], off, wts, dws, chain)
+    zero = axc[0, AXIS_HIGH] - axc[0, AXIS_HIGH]
+    cnan = zero / zero
+    for j in range(nb):
+        nan = (wts[1, j] != wts[1, j]) | (wts[5, j] != wts[5, j])
+        chain[0, j] = cnan if nan else chain[0, j]
+        chain[1, j] = cnan if nan else chain[1, j]
+
+
+@skeleton
+def _slope_sums_cubic_2d(xc, off, wts, dws, j, zero):
+    """``(S_x, S_y)`` of one channel over the 16 taps, ``y`` outer, ``x`` inner, with the
+    general planner's slopes ``dw_x w_y`` and ``w_x dw_y``."""
+    sx = zero
+    sy = zero
+    for ky in range(4):
+        oy = off[4 + ky, j]
+        wy = wts[4 + ky, j]
+        dy = dws[4 + ky, j]
+        for kx in range(4):
+            ox = off[kx, j]
+            q = np.int32(oy + ox) if (oy | ox) >= 0 else np.int32(-1)
+            v = _tap_inlined(xc, KIND_NATIVE, q, zero)
+            sx += (dws[kx, j] * wy) * v
+            sy += (wts[kx, j] * dy) * v
+    return sx, sy
+
+
+@skeleton
+def sweep_grad_cubic_2d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
+    """``acc[a, j] = sum_c G[c, j] S_{c,a}[j]``, channel by channel."""
+    for j in range(nb):
+        acc[0, j] = zero
+        acc[1, j] = zero
+    for c in range(C):
+        xc = xflat[c * xs_c:]
+        gc = gflat[c * gs_c:]
+        for j in range(nb):
+            gv = gc[j * gs_p]
+            sx, sy = _slope_sums_cubic_2d(xc, off, wts, dws, j, zero)
+            acc[0, j] += gv * sx
+            acc[1, j] += gv * sy
+
+
+@skeleton
+def run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                         gflat, gs_n, gs_c, gs_p, ggrid, C, block, K, rank, plan, sweep):
     """Blocks ``first .. stop - 1`` of ``N x blocks``: ``ggrid[n, p, a] = S_a * chain_a``.
 
     Each block belongs to one task, which writes its points' rows of
     ``ggrid`` (shape (N, P, r)) whole: deterministic at any thread count.
+    The plan tables: ``K`` rows of offsets and of weights, ``2 K`` of
+    slopes, ``rank`` of chain factors (each template uses what it needs).
     """
     P = grid.shape[1]
     nblk = (P + block - 1) // block
     gcoords = grid.reshape(grid.size)
     zero = axc[0, 0] - axc[0, 0]
     off = np.empty((K, block), np.int32)
-    dws = np.empty((K * rank, block), axc.dtype)
+    wts = np.empty((K, block), axc.dtype)
+    dws = np.empty((2 * K, block), axc.dtype)
     chain = np.empty((rank, block), axc.dtype)
     acc = np.empty((rank, block), axc.dtype)
     for task in range(first, stop):
@@ -260,9 +371,10 @@ def run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, gr
         p0 = (task - n * nblk) * block
         nb = min(block, P - p0)
         gn = 0 if grid.shape[0] == 1 else n
-        plan(gcoords[(gn * P + p0) * rank:], nb, axc, sizes, strides, off, dws, chain)
-        sweep(xflat[n * xs_n:], xs_c, gflat[n * gs_n + p0 * gs_p:], gs_c, gs_p, off, dws, nb,
-              C, acc, zero)
+        plan(gcoords[(gn * P + p0) * rank:], nb, axc, kc, dk, sizes, strides, off, wts, dws,
+             chain)
+        sweep(xflat[n * xs_n:], xs_c, gflat[n * gs_n + p0 * gs_p:], gs_c, gs_p, off, wts, dws,
+              nb, C, acc, zero)
         for j in range(nb):
             for a in range(rank):
                 ggrid[n, p0 + j, a] = acc[a, j] * chain[a, j]

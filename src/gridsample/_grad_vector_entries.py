@@ -8,6 +8,7 @@ table the backward reads.
 """
 
 from ._grad_vector import (
+    plan_grad_cubic_2d,
     plan_grad_linear_2d,
     plan_grad_linear_3d,
     run_grid_grad_blocks,
@@ -15,6 +16,7 @@ from ._grad_vector import (
     scatter_cubic_2d,
     scatter_fused,
     scatter_linear_3d,
+    sweep_grad_cubic_2d,
     sweep_grad_linear_2d,
     sweep_grad_linear_3d,
 )
@@ -44,93 +46,141 @@ __all__ = ["GRID_GRAD_ENTRIES", "INPUT_GRAD_ENTRIES"]
 # linear_2d
 
 @function
-def plan_grad_linear_2d_zeros(grid, nb, axc, sizes, strides, off, dws, chain):
-    plan_grad_linear_2d(grid, nb, PAD_ZEROS, axc, sizes, strides, off, dws, chain)
+def plan_grad_linear_2d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_2d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain)
 
 
 @function
-def plan_grad_linear_2d_border(grid, nb, axc, sizes, strides, off, dws, chain):
-    plan_grad_linear_2d(grid, nb, PAD_BORDER, axc, sizes, strides, off, dws, chain)
+def plan_grad_linear_2d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_2d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain)
 
 
 @function
-def plan_grad_linear_2d_reflection(grid, nb, axc, sizes, strides, off, dws, chain):
-    plan_grad_linear_2d(grid, nb, PAD_REFLECTION, axc, sizes, strides, off, dws, chain)
+def plan_grad_linear_2d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_2d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws,
+                        chain)
 
 
 @function
-def sweep_grad_linear_2d_native(xflat, xs_c, gflat, gs_c, gs_p, off, dws, nb, C, acc, zero):
-    sweep_grad_linear_2d(xflat, xs_c, gflat, gs_c, gs_p, off, dws, nb, C, acc, zero)
+def sweep_grad_linear_2d_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
+    sweep_grad_linear_2d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
 
 
 @function
-def grid_grad_linear_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat,
-                              gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat, gs_n,
-                         gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_zeros,
+def grid_grad_linear_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                              gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_zeros,
                          sweep_grad_linear_2d_native)
 
 
 @function
-def grid_grad_linear_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat,
-                               gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat, gs_n,
-                         gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_border,
+def grid_grad_linear_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                               gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_border,
                          sweep_grad_linear_2d_native)
 
 
 @function
-def grid_grad_linear_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat,
-                                   gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat, gs_n,
-                         gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_reflection,
+def grid_grad_linear_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                                   grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_reflection,
                          sweep_grad_linear_2d_native)
 
 
 # linear_3d
 
 @function
-def plan_grad_linear_3d_zeros(grid, nb, axc, sizes, strides, off, dws, chain):
-    plan_grad_linear_3d(grid, nb, PAD_ZEROS, axc, sizes, strides, off, dws, chain)
+def plan_grad_linear_3d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_3d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain)
 
 
 @function
-def plan_grad_linear_3d_border(grid, nb, axc, sizes, strides, off, dws, chain):
-    plan_grad_linear_3d(grid, nb, PAD_BORDER, axc, sizes, strides, off, dws, chain)
+def plan_grad_linear_3d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_3d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain)
 
 
 @function
-def plan_grad_linear_3d_reflection(grid, nb, axc, sizes, strides, off, dws, chain):
-    plan_grad_linear_3d(grid, nb, PAD_REFLECTION, axc, sizes, strides, off, dws, chain)
+def plan_grad_linear_3d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_3d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws,
+                        chain)
 
 
 @function
-def sweep_grad_linear_3d_native(xflat, xs_c, gflat, gs_c, gs_p, off, dws, nb, C, acc, zero):
-    sweep_grad_linear_3d(xflat, xs_c, gflat, gs_c, gs_p, off, dws, nb, C, acc, zero)
+def sweep_grad_linear_3d_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
+    sweep_grad_linear_3d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
 
 
 @function
-def grid_grad_linear_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat,
-                              gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat, gs_n,
-                         gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_zeros,
+def grid_grad_linear_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                              gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_zeros,
                          sweep_grad_linear_3d_native)
 
 
 @function
-def grid_grad_linear_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat,
-                               gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat, gs_n,
-                         gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_border,
+def grid_grad_linear_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                               gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_border,
                          sweep_grad_linear_3d_native)
 
 
 @function
-def grid_grad_linear_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat,
-                                   gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, grid, gflat, gs_n,
-                         gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_reflection,
+def grid_grad_linear_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                                   grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_reflection,
                          sweep_grad_linear_3d_native)
+
+
+# cubic_2d
+
+@function
+def plan_grad_cubic_2d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_cubic_2d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def plan_grad_cubic_2d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_cubic_2d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def plan_grad_cubic_2d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_cubic_2d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def sweep_grad_cubic_2d_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
+    sweep_grad_cubic_2d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
+
+
+@function
+def grid_grad_cubic_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                             gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_zeros,
+                         sweep_grad_cubic_2d_native)
+
+
+@function
+def grid_grad_cubic_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                              gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_border,
+                         sweep_grad_cubic_2d_native)
+
+
+@function
+def grid_grad_cubic_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                                  gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_reflection,
+                         sweep_grad_cubic_2d_native)
 
 
 # input gradient, linear_2d
@@ -296,6 +346,9 @@ GRID_GRAD_ENTRIES = {
     (3, MODE_LINEAR, PAD_ZEROS): grid_grad_linear_3d_zeros,
     (3, MODE_LINEAR, PAD_BORDER): grid_grad_linear_3d_border,
     (3, MODE_LINEAR, PAD_REFLECTION): grid_grad_linear_3d_reflection,
+    (2, MODE_CUBIC, PAD_ZEROS): grid_grad_cubic_2d_zeros,
+    (2, MODE_CUBIC, PAD_BORDER): grid_grad_cubic_2d_border,
+    (2, MODE_CUBIC, PAD_REFLECTION): grid_grad_cubic_2d_reflection,
 }
 
 #: Input-gradient entry of each (rank, mode code, padding code).

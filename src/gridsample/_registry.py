@@ -101,7 +101,7 @@ MODES = (
          vector_ranks=(2, 3)),
     Mode(MODE_CUBIC, "cubic", ("bicubic", "tricubic"), onnx16="bicubic", torch="bicubic",
          taps=4, anchor="floor", reach=(-1, 2), pads="taps", specialised_ranks=(2,),
-         vector_ranks=(2,)),
+         vector_ranks=(2,), grid_grad_vector_ranks=(2,)),
 )
 
 PADDINGS = (
