@@ -34,7 +34,10 @@ def test_bad_options(kwargs, exc, words):
 
 @pytest.mark.parametrize("x,grid,words", [
     (np.zeros((4, 5)), np.zeros((1, 3, 2)), ["x", "(4, 5)", "at least 3 axes"]),
-    (X, np.zeros((1, 3, 2)), ["grid", "(1, 3, 2)", "rank 4"]),
+    (X, np.zeros((1, 3, 2)), ["grid", "(1, 3, 2)", "rank 4", "(N, D1, D2, 2)"]),
+    (np.zeros((1, 1, 4)), np.zeros((1, 3, 3, 2)), ["rank 3", "(N, D1, 1)"]),
+    (np.zeros((1, 1, 4, 4, 4)), np.zeros((1, 3, 3)), ["rank 5", "(N, D1, D2, D3, 3)"]),
+    (np.zeros((1, 1) + (2,) * 5), np.zeros((1, 3, 3)), ["rank 7", "(N, D1, ..., D5, 5)"]),
     (X, np.zeros((1, 3, 3, 3)), ["grid", "last axis", "length 2"]),
     (np.zeros((2, 2, 4, 5)), np.zeros((3, 3, 3, 2)), ["grid", "batch size 3", "2", "be 1"]),
     (np.zeros((1, 2, 0, 5)), GRID, ["x", "empty spatial axis", "not empty"]),
@@ -51,6 +54,7 @@ def test_bad_shapes(x, grid, words):
     (X, GRID.astype(np.int64), "grid"),
     (X, GRID.astype(np.complex64), "grid"),
     ([[[1, 2], [3]]], GRID, "x"),
+    (X.astype(object), GRID, "x has dtype object and holds numbers"),  # convert them
 ])
 def test_bad_dtypes(x, grid, name):
     with pytest.raises(GridSampleTypeError) as info:

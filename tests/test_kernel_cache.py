@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 import gridsample
 from gridsample import _jit
 
@@ -78,3 +80,33 @@ def test_cache_root_follows_the_environment(tmp_path):
     env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.stdout.strip() == str(tmp_path / "numba" / "gridsample")
+
+
+def test_read_only_inputs_share_the_compiled_kernels(rng):
+    """A read-only x, grid, grad_output or theta (a memory map, a frozen array) compiles
+    nothing new: every kernel reads its inputs through read-only views."""
+    from gridsample import _affine, _backward, _engine
+
+    def frozen(a):
+        a = a.copy()
+        a.flags.writeable = False
+        return a
+
+    x = rng.standard_normal((1, 2, 6, 7)).astype(np.float32)
+    grid = rng.uniform(-1, 1, (1, 3, 4, 2)).astype(np.float32)
+    gout = rng.standard_normal((1, 2, 3, 4)).astype(np.float32)
+    theta = np.eye(2, 3, dtype=np.float32)[None]
+    entries = [_engine.VECTOR_ENTRIES[(2, 0, 0, "native")],
+               _backward.GRID_GRAD_ENTRIES[(2, 0, 0)], _backward.INPUT_GRAD_ENTRIES[(2, 0, 0)],
+               _affine._affine_rows]
+    gridsample.grid_sample(x, grid)
+    gridsample.grid_sample_backward(gout, x, grid)
+    gridsample.affine_grid(theta, (1, 1, 3, 4))
+    before = [len(e.signatures) for e in entries]
+    np.testing.assert_array_equal(gridsample.grid_sample(frozen(x), frozen(grid)),
+                                  gridsample.grid_sample(x, grid))
+    for a, b in zip(gridsample.grid_sample_backward(frozen(gout), frozen(x), frozen(grid)),
+                    gridsample.grid_sample_backward(gout, x, grid)):
+        np.testing.assert_array_equal(a, b)
+    gridsample.affine_grid(frozen(theta), (1, 1, 3, 4))
+    assert [len(e.signatures) for e in entries] == before

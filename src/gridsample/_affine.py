@@ -29,7 +29,7 @@ import numbers
 import numpy as np
 
 from ._errors import GridSampleError, GridSampleTypeError, describe
-from ._jit import function
+from ._jit import function, read_only
 from ._options import parse_align_corners
 from ._plan import as_array
 from ._threads import num_threads, run_shared
@@ -209,6 +209,7 @@ def affine_window(theta_c, out_dtype, spatial, start, stop, align) -> np.ndarray
     points of the whole grid (gridsample.dask builds per-block grids this way).
     """
     ct = theta_c.dtype
+    theta_c = read_only(theta_c)
     r = len(spatial)
     block = tuple(b - a for a, b in zip(start, stop))
     out = np.empty((theta_c.shape[0], *block, r), out_dtype)

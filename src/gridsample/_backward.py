@@ -26,6 +26,7 @@ from ._engine import PLANAR_MAX_CHANNELS, block_size, flat_view, kernel_family, 
 from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._grad_taps import cubic_slope_constants
 from ._grad_vector_entries import GRID_GRAD_ENTRIES, INPUT_GRAD_ENTRIES
+from ._jit import read_only
 from ._options import MODE_NEAREST
 from ._plan import ForwardPlan, as_array, plan_forward
 from ._registry import taps_per_point
@@ -136,7 +137,7 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
     xflat, xs = flat_view(xw)
     xs_n, xs_c, xs_sp = split_channels(xs, plan.channel_last)
     strides = np.array(xs_sp[::-1], np.int64)
-    grid3 = np.ascontiguousarray(grid.reshape(plan.grid_batch, plan.out_points, r), dt)
+    grid3 = read_only(np.ascontiguousarray(grid.reshape(plan.grid_batch, plan.out_points, r), dt))
     # grad_output as (N, C, P) or (N, P, C) in its own layout (a view when possible).
     shape3 = ((plan.batch, plan.out_points, plan.channels) if plan.channel_last
               else (plan.batch, plan.channels, plan.out_points))

@@ -29,6 +29,7 @@ from . import _kernels as kern
 from ._convert import KIND_BF16, KIND_F16
 from ._dtypes import is_half, is_string, x_conversion
 from ._errors import GridSampleError
+from ._jit import read_only
 from ._options import MODE_CUBIC, MODE_LINEAR
 from ._plan import ForwardPlan
 from ._registry import MODES, kernel_name, taps_per_point
@@ -187,6 +188,7 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
     general = kern.task_nd if family == "nd" else GENERAL_KERNELS.get((r, plan.mode), kern.task_nd)
 
     def launch(grid3, xflat, outflat, batch):
+        grid3 = read_only(grid3)
         points = grid3.shape[1]
         block = block_size(points, batch, K, threads)
         tasks = batch * (-(-points // block))

@@ -34,10 +34,11 @@ from pathlib import Path
 import llvmlite
 import numba
 import numba.core.dispatcher
+import numpy as np
 from numba.core import caching
 
 __all__ = ["function", "helper", "skeleton", "cache_root", "cache_key", "cache_dir", "NOALIAS",
-           "kernel_source_files", "compiled_functions"]
+           "kernel_source_files", "compiled_functions", "read_only"]
 
 _COMMON = dict(nogil=True, error_model="numpy")
 
@@ -256,3 +257,17 @@ def compiled_functions() -> dict:
             continue
         found.setdefault(name, []).extend(str(key[0]) for key in overloads)
     return found
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    """``a`` as a read-only view (no copy).
+
+    Numba compiles one signature for writable and another for read-only
+    arrays.  The kernels read every input (``x``, the grid, ``dL/dy``, theta)
+    through read-only views, so a caller's read-only array (a memory map,
+    a frozen array, a tensor's view) shares the compiled kernels of a
+    writable one instead of compiling its own.
+    """
+    view = a.view()
+    view.flags.writeable = False
+    return view

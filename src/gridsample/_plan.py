@@ -9,6 +9,7 @@ integer codes (:mod:`gridsample._options`).
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,6 +69,14 @@ class ForwardPlan:
         return self.batch == 0 or self.channels == 0 or self.out_points == 0
 
 
+def _grid_layout(rank: int) -> str:
+    """The grid's layout for ``rank`` spatial axes: ``(N, D1, D2, 2)``, ``(N, D1, ..., D5, 5)``."""
+    axes = [f"D{k}" for k in range(1, rank + 1)]
+    if rank > 3:
+        axes = [axes[0], "...", axes[-1]]
+    return f"(N, {', '.join(axes)}, {rank})"
+
+
 def as_array(name: str, value: object) -> np.ndarray:
     """``np.asarray(value)`` with the package's error for non-array input.
 
@@ -94,6 +103,14 @@ def _check_dtypes(x: np.ndarray, grid: np.ndarray, mode_code: int) -> None:
             f"x has dtype {x.dtype}; allowed dtypes: {', '.join(X_DTYPE_NAMES)}, "
             f"and str / bytes / object (strings, mode='nearest' only)"
         )
+    if x.dtype.kind == "O":
+        number = next((v for v in x.flat if isinstance(v, numbers.Number)), None)
+        if number is not None:
+            raise GridSampleTypeError(
+                f"x has dtype object and holds numbers (such as {number!r}, a "
+                f"{type(number).__name__}); object arrays are sampled as strings, so convert "
+                f"numbers to a numeric dtype first, e.g. np.asarray(x, dtype=np.float64)"
+            )
     if is_string(x.dtype) and mode_code != MODE_NEAREST:
         raise GridSampleError(
             f"mode={MODE_NAMES[mode_code]!r} is not defined for x of string dtype {x.dtype}: "
@@ -132,7 +149,7 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last):
     if grid.ndim != x.ndim:
         raise GridSampleError(
             f"grid has shape {grid.shape}; for x of rank {x.ndim} it must have rank {x.ndim}: "
-            f"(N, D1, ..., D{rank}, {rank})"
+            f"{_grid_layout(rank)}"
         )
     if grid.shape[-1] != rank:
         raise GridSampleError(
