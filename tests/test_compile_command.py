@@ -18,10 +18,10 @@ def test_compile_then_info_lists_the_entries(capsys):
     assert capsys.readouterr().out == ""
     found = _jit.compiled_functions()
     assert any(name.endswith("nearest_2d_border") for name in found)
-    assert any(name.endswith("backward_nearest_2d") for name in found)
+    assert any(name.endswith("input_grad_nearest_2d_border") for name in found)
     text = "\n".join(info_lines())
     assert {"float32", "uint8"} <= _dtypes_listed(text, "nearest_2d_border")
-    assert "float32" in _dtypes_listed(text, "backward_nearest_2d")
+    assert "float32" in _dtypes_listed(text, "input_grad_nearest_2d_border")
 
 
 def _dtypes_listed(text, entry):

@@ -140,8 +140,8 @@ SCATTERS = {("linear", 2): "scatter_fused", ("nearest", 2): "scatter_fused",
             ("nearest", 3): "scatter_fused", ("cubic", 2): "scatter_cubic_2d",
             ("linear", 3): "scatter_linear_3d"}
 _SCATTER_ARGS = "gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K"
-_INPUT_ENTRY_ARGS = ("first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n, "
-                     "gs_c, gs_p, gxflat, gx_q, C, block, wconst")
+_INPUT_ENTRY_ARGS = ("first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, "
+                     "gs_n, gs_c, gs_p, gx_q, C, block, wconst")
 
 
 def render_grad() -> str:

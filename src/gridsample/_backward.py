@@ -198,8 +198,8 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
             block = block_size(-(-plan.out_points // Q), plan.batch, K, threads)
             wconst = np.array([0.0, 1.0, np.nan], dt)
             run_shared(scatter, plan.batch * G * Q,
-                       (G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid3, gflat, gs_n, gs_c,
-                        gs_p, gxbuf, xw.size, plan.channels, block, wconst), threads)
+                       (gxbuf, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid3, gflat, gs_n,
+                        gs_c, gs_p, xw.size, plan.channels, block, wconst), threads)
         else:
             launch(G, Q, gxbuf, ggrid if fused else np.zeros((1, 1, r), dt), True, fused)
         if Q == 1:

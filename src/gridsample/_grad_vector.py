@@ -447,9 +447,8 @@ def scatter_linear_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
 
 
 @skeleton
-def run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst, K, rank, plan,
-                       scatter):
+def run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, K, rank, plan, scatter):
     """``dL/dx`` for tasks ``first .. stop - 1`` of ``N x G x Q`` (as the general backward).
 
     Task ``(n, g, q)``: item ``n``, channels ``g*C//G .. (g+1)*C//G - 1``,

@@ -191,26 +191,26 @@ def scatter_linear_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, 
 
 
 @function
-def input_grad_linear_2d_zeros(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                               gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
-                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 4, 2, plan_linear_2d_zeros,
+def input_grad_linear_2d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_zeros,
                        scatter_linear_2d_native)
 
 
 @function
-def input_grad_linear_2d_border(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                                gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
-                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 4, 2, plan_linear_2d_border,
+def input_grad_linear_2d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_border,
                        scatter_linear_2d_native)
 
 
 @function
-def input_grad_linear_2d_reflection(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                                    gflat, gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
-                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 4, 2, plan_linear_2d_reflection,
+def input_grad_linear_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_reflection,
                        scatter_linear_2d_native)
 
 
@@ -222,26 +222,26 @@ def scatter_linear_3d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, 
 
 
 @function
-def input_grad_linear_3d_zeros(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                               gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
-                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 6, 3, plan_linear_3d_zeros,
+def input_grad_linear_3d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_zeros,
                        scatter_linear_3d_native)
 
 
 @function
-def input_grad_linear_3d_border(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                                gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
-                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 6, 3, plan_linear_3d_border,
+def input_grad_linear_3d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_border,
                        scatter_linear_3d_native)
 
 
 @function
-def input_grad_linear_3d_reflection(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                                    gflat, gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
-                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 6, 3, plan_linear_3d_reflection,
+def input_grad_linear_3d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_reflection,
                        scatter_linear_3d_native)
 
 
@@ -253,26 +253,26 @@ def scatter_nearest_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0,
 
 
 @function
-def input_grad_nearest_2d_zeros(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                                gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
-                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_zeros,
+def input_grad_nearest_2d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_zeros,
                        scatter_nearest_2d_native)
 
 
 @function
-def input_grad_nearest_2d_border(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                                 gflat, gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
-                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_border,
+def input_grad_nearest_2d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_border,
                        scatter_nearest_2d_native)
 
 
 @function
-def input_grad_nearest_2d_reflection(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                                     gflat, gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
-                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_reflection,
+def input_grad_nearest_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                     grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_reflection,
                        scatter_nearest_2d_native)
 
 
@@ -284,26 +284,26 @@ def scatter_nearest_3d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0,
 
 
 @function
-def input_grad_nearest_3d_zeros(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                                gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
-                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_zeros,
+def input_grad_nearest_3d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_zeros,
                        scatter_nearest_3d_native)
 
 
 @function
-def input_grad_nearest_3d_border(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                                 gflat, gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
-                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_border,
+def input_grad_nearest_3d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_border,
                        scatter_nearest_3d_native)
 
 
 @function
-def input_grad_nearest_3d_reflection(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                                     gflat, gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
-                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_reflection,
+def input_grad_nearest_3d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                     grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_reflection,
                        scatter_nearest_3d_native)
 
 
@@ -315,26 +315,26 @@ def scatter_cubic_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c
 
 
 @function
-def input_grad_cubic_2d_zeros(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                              gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
-                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_zeros,
+def input_grad_cubic_2d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                              gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_zeros,
                        scatter_cubic_2d_native)
 
 
 @function
-def input_grad_cubic_2d_border(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                               gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
-                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_border,
+def input_grad_cubic_2d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_border,
                        scatter_cubic_2d_native)
 
 
 @function
-def input_grad_cubic_2d_reflection(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                                   gflat, gs_n, gs_c, gs_p, gxflat, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, gs_n,
-                       gs_c, gs_p, gxflat, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_reflection,
+def input_grad_cubic_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_reflection,
                        scatter_cubic_2d_native)
 
 

@@ -64,7 +64,9 @@ def _kernel_lines():
             "every element type",
             f"         vector (SIMD): {vector}; {fast}; planar sweeps",
             f"         in use: {_engine.kernel_family()} (GRIDSAMPLE_KERNELS)",
-            "         backward (grid_sample_backward): 2-D, 3-D and any rank"]
+            "         backward (grid_sample_backward): vector-planned passes where a vector "
+            "planner exists (grid gradient: 2-D linear and cubic, 3-D linear), the general "
+            "kernels for any rank"]
 
 
 def _cache_lines():
@@ -73,6 +75,7 @@ def _cache_lines():
 
     from .. import _engine, _jit
     from .._grad_kernels import BACKWARD_ENTRIES, backward_nd
+    from .._grad_vector_entries import GRID_GRAD_ENTRIES, INPUT_GRAD_ENTRIES
     from .._kernels import task_nd
 
     folder = _jit.cache_dir()
@@ -83,7 +86,8 @@ def _cache_lines():
     lines = [f"cache: {folder} ({len(found)} compiled functions{stale})"]
     groups = (("vector", _engine.VECTOR_ENTRIES.values()),
               ("general", [*_engine.GENERAL_KERNELS.values(), task_nd]),
-              ("backward", [*BACKWARD_ENTRIES.values(), backward_nd]))
+              ("backward", [*BACKWARD_ENTRIES.values(), backward_nd]),
+              ("backward vector", [*INPUT_GRAD_ENTRIES.values(), *GRID_GRAD_ENTRIES.values()]))
     for label, entries in groups:
         ready = []
         for entry in entries:
