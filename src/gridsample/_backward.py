@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import _grad_kernels as gk
-from ._dtypes import is_string
+from ._dtypes import dtype_name, is_string
 from ._engine import PLANAR_MAX_CHANNELS, block_size, flat_view, kernel_family, split_channels
 from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._grad_taps import cubic_slope_constants
@@ -67,12 +67,12 @@ def plan_backward(grad_output, x, grid, mode, padding_mode, align_corners, chann
                   output_mask):
     """Validate the backward's arguments; return the forward plan, arrays and mask."""
     plan, x, grid = plan_forward(x, grid, mode, padding_mode, align_corners, channel_last)
-    if is_string(x.dtype) or x.dtype.name not in GRAD_DTYPE_NAMES:
+    if is_string(x.dtype) or dtype_name(x.dtype) not in GRAD_DTYPE_NAMES:
         raise GridSampleTypeError(
             f"x has dtype {x.dtype}; gradients are defined for {', '.join(GRAD_DTYPE_NAMES)}"
         )
     g = as_array("grad_output", grad_output)
-    if g.dtype.name not in GRAD_DTYPE_NAMES:
+    if dtype_name(g.dtype) not in GRAD_DTYPE_NAMES:
         raise GridSampleTypeError(
             f"grad_output has dtype {g.dtype}; allowed dtypes: {', '.join(GRAD_DTYPE_NAMES)}"
         )

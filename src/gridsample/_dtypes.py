@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["XConversion", "x_conversion", "is_string", "is_half", "X_DTYPE_NAMES",
-           "GRID_DTYPE_NAMES", "coord_dtype"]
+           "GRID_DTYPE_NAMES", "coord_dtype", "dtype_name"]
 
 #: How the kernels read ``x``'s elements and store results
 #: (:mod:`gridsample._convert`): as they are, integers rounded and saturated,
@@ -54,6 +54,13 @@ class XConversion:
     accumulator: np.dtype  # dtype of the per-channel sums
 
 
+@functools.lru_cache(maxsize=256)
+def dtype_name(dtype: np.dtype) -> str:
+    """``dtype.name``, cached: NumPy computes the name in Python on every access (about
+    4 µs), and each call of the operators asks for it several times."""
+    return dtype.name
+
+
 def is_string(dtype: np.dtype) -> bool:
     """True for NumPy str, bytes and object dtypes (sampled with nearest only)."""
     return dtype.kind in "USO"
@@ -61,7 +68,7 @@ def is_string(dtype: np.dtype) -> bool:
 
 def is_half(dtype: np.dtype) -> bool:
     """True for float16 and bfloat16."""
-    return dtype.name in ("float16", "bfloat16")
+    return dtype_name(dtype) in ("float16", "bfloat16")
 
 
 def coord_dtype(grid_dtype: np.dtype) -> np.dtype:
@@ -87,4 +94,4 @@ def _conversion(name: str, dtype: np.dtype) -> XConversion:
 
 def x_conversion(dtype: np.dtype) -> XConversion:
     """The :class:`XConversion` of a numeric X dtype (one in ``X_DTYPE_NAMES``)."""
-    return _conversion(dtype.name, dtype)
+    return _conversion(dtype_name(dtype), dtype)

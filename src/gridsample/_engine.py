@@ -27,7 +27,7 @@ import numpy as np
 
 from . import _kernels as kern
 from ._convert import KIND_BF16, KIND_F16
-from ._dtypes import is_half, is_string, x_conversion
+from ._dtypes import dtype_name, is_half, is_string, x_conversion
 from ._errors import GridSampleError
 from ._jit import read_only
 from ._options import MODE_CUBIC, MODE_LINEAR
@@ -182,7 +182,8 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
     threads = num_threads()
     family = kernel_family()
     vector = None
-    if plan.out_dtype.name in VECTOR_DTYPES and not interleaved and family in ("auto", "vector"):
+    vector_ok = dtype_name(plan.out_dtype) in VECTOR_DTYPES and not interleaved
+    if vector_ok and family in ("auto", "vector"):
         vector = vector_entry(r, plan.mode, plan.padding, plan.coord_dtype, plan.weight_dtype,
                               sizes, strides, conv.kind)
     general = kern.task_nd if family == "nd" else GENERAL_KERNELS.get((r, plan.mode), kern.task_nd)

@@ -51,27 +51,36 @@ _PADDING_ALIASES = {name: p.code for p in PADDINGS for name in (p.name, *p.alias
 
 
 def _parse_code(name: str, value: object, aliases: dict, codes: dict) -> int:
-    allowed = ", ".join(repr(a) for a in aliases) + " or the integer codes " + ", ".join(
-        f"{c} ({n})" for c, n in codes.items()
-    )
+    if isinstance(value, str) and value in aliases:  # the common case, first and cheap
+        return aliases[value]
     if isinstance(value, (bytes, np.bytes_)):
         value = value.decode("ascii", "replace")
     if isinstance(value, str):
         key = value.strip().lower()
         if key in aliases:
             return aliases[key]
-        raise GridSampleError(f"{name}={value!r} is not a known {name}; allowed: {allowed}")
+        raise GridSampleError(
+            f"{name}={value!r} is not a known {name}; allowed: {_allowed(aliases, codes)}")
     if isinstance(value, (bool, np.bool_)):
         raise GridSampleTypeError(
-            f"{name}={value!r} is a bool; {name} must be one of {allowed}"
+            f"{name}={value!r} is a bool; {name} must be one of {_allowed(aliases, codes)}"
         )
     if isinstance(value, numbers.Integral):
         code = int(value)
         if code in codes:
             return code
-        raise GridSampleError(f"{name}={value!r} is not a valid code; allowed: {allowed}")
+        raise GridSampleError(
+            f"{name}={value!r} is not a valid code; allowed: {_allowed(aliases, codes)}")
     raise GridSampleTypeError(
-        f"{name}={describe(value)} has type {type(value).__name__}; {name} must be one of {allowed}"
+        f"{name}={describe(value)} has type {type(value).__name__}; {name} must be one of "
+        f"{_allowed(aliases, codes)}"
+    )
+
+
+def _allowed(aliases: dict, codes: dict) -> str:
+    """The accepted names and codes, for error messages."""
+    return ", ".join(repr(a) for a in aliases) + " or the integer codes " + ", ".join(
+        f"{c} ({n})" for c, n in codes.items()
     )
 
 

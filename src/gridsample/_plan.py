@@ -14,7 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._dtypes import GRID_DTYPE_NAMES, X_DTYPE_NAMES, coord_dtype, is_string, x_conversion
+from ._dtypes import (
+    GRID_DTYPE_NAMES,
+    X_DTYPE_NAMES,
+    coord_dtype,
+    dtype_name,
+    is_string,
+    x_conversion,
+)
 from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._options import (
     MODE_NAMES,
@@ -98,7 +105,7 @@ def as_array(name: str, value: object) -> np.ndarray:
 
 
 def _check_dtypes(x: np.ndarray, grid: np.ndarray, mode_code: int) -> None:
-    if x.dtype.name not in X_DTYPE_NAMES and not is_string(x.dtype):
+    if dtype_name(x.dtype) not in X_DTYPE_NAMES and not is_string(x.dtype):
         raise GridSampleTypeError(
             f"x has dtype {x.dtype}; allowed dtypes: {', '.join(X_DTYPE_NAMES)}, "
             f"and str / bytes / object (strings, mode='nearest' only)"
@@ -116,7 +123,7 @@ def _check_dtypes(x: np.ndarray, grid: np.ndarray, mode_code: int) -> None:
             f"mode={MODE_NAMES[mode_code]!r} is not defined for x of string dtype {x.dtype}: "
             f"strings cannot be interpolated; use mode='nearest'"
         )
-    if grid.dtype.name not in GRID_DTYPE_NAMES:
+    if dtype_name(grid.dtype) not in GRID_DTYPE_NAMES:
         raise GridSampleTypeError(
             f"grid has dtype {grid.dtype}; allowed dtypes: {', '.join(GRID_DTYPE_NAMES)}"
         )
