@@ -108,7 +108,9 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--case", action="append", default=[],
                         help="only cases whose name contains this (repeatable)")
-    parser.add_argument("--peers", default=",".join(PEERS), help="comma-separated peers")
+    parser.add_argument("--peers", default=",".join(PEERS),
+                        help=f"comma-separated peers, any of {', '.join(PEERS)} "
+                             f"(default: all; a peer not installed is skipped)")
     parser.add_argument("--markdown", default=None, help="also write the table to this file")
     parser.add_argument("--no-compile", action="store_true", help="skip compile-time runs")
     parser.add_argument("--baseline", metavar="REV", default=None,

@@ -500,6 +500,8 @@ def files(tmp_path):
     np.save(src / "theta34.npy", np.eye(3, 4))
     np.save(src / "proj.npy", np.array([[1, 0, 0], [0, 1, 0], [0.1, 0, 1]]))
     np.save(src / "flow3.npy", np.zeros((8, 10, 3), np.float32))
+    np.save(src / "hw3.npy", random_array((8, 10, 3), np.float32))
+    Image.fromarray(random_array((8, 10), np.uint16)).save(src / "deep.png")
     return src, out
 
 
@@ -511,8 +513,10 @@ ERRORS = [
     (["warp", "{in}/rgb.png", "{out}/o.png", "--size", "12"], 2, "is not a size"),
     (["warp", "{in}/rgb.png", "{out}/o.png", "--rotate", "3", "--matrix", "{in}/theta34.npy"], 2,
      "--rotate and --matrix cannot be combined"),
-    (["warp", "{in}/rgb.png", "{out}/o.png", "--matrix-units", "pixels"], 2, "need --matrix"),
-    (["warp", "{in}/rgb.png", "{out}/o.png", "--flow-type", "absolute"], 2, "need --flow"),
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--matrix-units", "pixels"], 2,
+     "--matrix-units needs --matrix FILE"),
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--flow-type", "absolute", "--flow-units",
+      "pixels"], 2, "--flow-type and --flow-units need --flow FILE"),
     (["warp", "{in}/missing.png", "{out}/o.png"], 1, "cannot read {in}/missing.png: no such file"),
     (["warp", "{in}/garbage.png", "{out}/o.png"], 1, "cannot read {in}/garbage.png as PNG"),
     (["warp", "{in}/garbage.npy", "{out}/o.npy"], 1, "cannot read {in}/garbage.npy as .npy"),
@@ -532,7 +536,36 @@ ERRORS = [
     (["warp", "{in}/rgb.png", "{in}/rgb.png"], 1, "is the input itself; pass --force"),
     (["warp", "{in}/*.tif", "{out}"], 1, "no file matches"),
     (["warp", "{in}/rgb.png", "{in}/vol.npy", "{out}/o.npy"], 1,
-     "need OUTPUT to be an existing directory"),
+     "need OUTPUT to be a directory (an existing one, or a path ending in '/'"),
+    # Options that give no transform are refused, never a traceback or a black image.
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--rotate", "inf"], 2,
+     "--rotate inf: the value must be a finite number"),
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--rotate", "nan"], 2, "--rotate nan: the value"),
+    (["warp", "{in}/vol.npy", "{out}/o.npy", "--rotate-x", "inf"], 2, "--rotate-x inf: the"),
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--scale", "nan"], 2, "--scale nan: the value"),
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--scale", "inf"], 2, "--scale inf: the value"),
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--scale-y", "0"], 2, "--scale-y 0: a scale of 0"),
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--translate", "inf", "0"], 2,
+     "--translate inf 0: the value must be a finite number"),
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--shear-x", "90"], 2,
+     "--shear-x 90: a shear of ±90 degrees is infinite"),
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--shear-x", "45", "--shear-y", "45"], 2,
+     "the affine transform is singular or degenerate"),
+    (["warp", "{in}", "{out}/o.png"], 1, "cannot read {in}: it is a directory"),
+    (["warp", "{in}/rgb.png", "{in}/rgb.png/o.png"], 1,
+     "cannot write {in}/rgb.png/o.png: {in}/rgb.png is a file, not a directory"),
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--invert-matrix"], 2,
+     "--invert-matrix needs --matrix FILE"),
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--key", "a"], 2,
+     "--key applies to .npy and .npz inputs"),
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--spatial-dims", "3"], 2,
+     "--spatial-dims applies to .npy and .npz inputs"),
+    (["warp", "{in}/hw3.npy", "{out}/o.png"], 1, "pass --spatial-dims 2"),
+    # Every input is checked against the output format before anything is written.
+    (["warp", "{in}/rgb.png", "{in}/deep.png", "{out}/", "--ext", ".jpg"], 1,
+     "cannot write a uint16 image to {out}/deep.jpg"),
+    (["warp", "{in}/rgb.png", "{in}/deep.png", "{out}/new/", "--ext", ".jpg"], 1,
+     "cannot write a uint16 image"),
     # A GridSampleError from the operator: strings cannot be interpolated.
     (["warp", "{in}/strings.npy", "{out}/o.npy"], 1, "strings cannot be interpolated"),
     (["demo", "--output", "{out}/sheet.jpg"], 2, "the demo writes a PNG"),
@@ -597,3 +630,14 @@ def test_failed_write_leaves_no_partial_file_and_keeps_the_old_one(files, capsys
     assert f"cannot write {out / 'o.npy'}: disk full" in err
     assert (out / "o.npy").read_bytes() == b"old"
     assert_no_leftovers(out, ["o.npy"])
+
+
+def test_output_folder_given_with_a_slash_is_created(files, capsys):
+    """README: ``gridsample warp a.png b.png out/`` creates out/ (the slash says it is a folder)."""
+    src, out = files
+    target = out / "new" / "deeper"
+    assert main(["warp", str(src / "rgb.png"), str(src / "deep.png"), str(target) + "/",
+                 "--rotate", "10"]) == 0
+    assert sorted(p.name for p in target.iterdir()) == ["deep.png", "rgb.png"]
+    text = capsys.readouterr().out
+    assert "10x8 (WxH) RGB uint8 image" in text  # sizes as --size writes them: W x H

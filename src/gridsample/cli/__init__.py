@@ -58,8 +58,9 @@ conventions:
   Outputs are written atomically (a temporary file, then renamed): an error
   never leaves a partial file.  OUTPUT may not be INPUT unless --force.
   Several inputs (or a quoted glob such as "scans/*.tif") need OUTPUT to be
-  a directory; outputs keep the input names (--ext changes the suffix).
-  Processing stops at the first failing input.
+  a directory (an OUTPUT ending in "/" is created); outputs keep the input
+  names (--ext changes the suffix).  Every input is read and checked against
+  its output's format before the first output is written.
 
 examples:
   gridsample warp photo.png out.png --rotate 30 --scale 1.2 --mode cubic
@@ -99,7 +100,8 @@ def _add_warp(sub) -> None:
     w.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="input file(s) or quoted glob pattern(s)")
     w.add_argument("output", metavar="OUTPUT",
-                   help="output file, or a directory (required for several inputs)")
+                   help="output file, or a directory (required for several inputs; "
+                        "a path ending in / is created)")
     t = w.add_argument_group("affine transform (content moves; degrees, output pixels)")
     t.add_argument("--rotate", type=float, metavar="DEG",
                    help="rotate counter-clockwise about the centre (volumes: about z)")

@@ -27,13 +27,16 @@ _OPTIONAL = (
     (("nibabel",), "nibabel", "CLI: NIfTI  [nifti]"),
     (("ml_dtypes",), "ml_dtypes", "bfloat16 arrays"),
     (("onnx",), "onnx", "gridsample.onnx  [onnx]"),
+    (("dask",), "dask", "gridsample.dask  [dask]"),
+    (("distributed",), "distributed", "gridsample.dask on a cluster  [dask]"),
+    (("zarr",), "zarr", "gridsample.dask: zarr stores as inputs"),
     (("onnxruntime",), "onnxruntime", "benchmark peer"),
     (("torch",), "torch", "benchmark peer, tests"),
     (("opencv-python-headless", "opencv-python"), "cv2", "benchmark peer"),
     (("scipy",), "scipy", "benchmark peer"),
 )
 _INTEGRATIONS = (("gridsample.onnx", "onnx"), ("gridsample.torch", "torch"),
-                 ("gridsample.cann", None))
+                 ("gridsample.dask", "dask"), ("gridsample.cann", None))
 
 
 def _version(dists, import_name):

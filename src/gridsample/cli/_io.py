@@ -43,8 +43,8 @@ import numpy as np
 from . import _png16
 from ._errors import FAILURE, USAGE, CLIError, require
 
-__all__ = ["Raster", "FORMATS", "format_of", "read_raster", "check_writable", "write_raster",
-           "atomic_path", "expand_inputs", "full_suffix"]
+__all__ = ["Raster", "FORMATS", "format_of", "read_raster", "check_readable", "check_writable",
+           "write_raster", "atomic_path", "expand_inputs", "full_suffix", "size_text"]
 
 #: Format of each supported suffix.
 FORMATS = {".png": "png", ".jpg": "jpeg", ".jpeg": "jpeg", ".tif": "tiff", ".tiff": "tiff",
@@ -84,8 +84,8 @@ class Raster:
         return self.array.shape[-1] if self.array.ndim > self.spatial_dims else None
 
     def describe(self) -> str:
-        """``"480x640 RGB uint8 image"``-style summary."""
-        dims = "x".join(str(n) for n in self.spatial)
+        """``"640x480 (WxH) RGB uint8 image"``-style summary: sizes x first, as ``--size``."""
+        dims = size_text(self.spatial)
         c = self.channels
         chan = {None: "", 1: " 1-channel", 2: " grey+alpha", 3: " RGB", 4: " RGBA"}.get(
             c, f" {c}-channel")
@@ -93,6 +93,13 @@ class Raster:
             chan = f" {c}-channel"
         kind = "image" if self.spatial_dims == 2 else "volume"
         return f"{dims}{chan} {self.array.dtype} {kind}"
+
+
+def size_text(spatial) -> str:
+    """Array-order sizes as the command line writes them: ``"640x480 (WxH)"``, ``WxHxD``."""
+    labels = "WxH" if len(spatial) == 2 else "WxHxD" if len(spatial) == 3 else ""
+    text = "x".join(str(n) for n in tuple(spatial)[::-1])
+    return f"{text} ({labels})" if labels else text
 
 
 def full_suffix(path) -> str:
@@ -158,11 +165,13 @@ def read_raster(path, spatial_dims=None, key=None) -> Raster:
         shape that is neither an image nor a volume.
     """
     path = Path(path)
+    check_readable(path)
     fmt = format_of(path)
-    if path.is_dir():
-        raise CLIError(f"cannot read {path}: it is a directory", FAILURE)
-    if not path.exists():
-        raise CLIError(f"cannot read {path}: no such file", FAILURE)
+    if fmt not in ("npy", "npz"):
+        for option, value in (("--spatial-dims", spatial_dims), ("--key", key)):
+            if value is not None:
+                raise CLIError(f"{option} applies to .npy and .npz inputs; {path} is "
+                               f"{_FORMAT_NAMES[fmt]}", USAGE)
     reader = {"png": _read_pillow, "jpeg": _read_pillow, "tiff": _read_tiff, "npy": _read_numpy,
               "npz": _read_numpy, "nifti": _read_nifti}[fmt]
     try:
@@ -267,6 +276,16 @@ def _read_nifti(path, fmt, spatial_dims, key):
     return Raster(a, 2 if a.ndim == 2 else 3, {"nifti": (img.header, img.affine)})
 
 
+def check_readable(path) -> None:
+    """Raise :class:`CLIError` for an input path that is a directory or missing."""
+    path = Path(path)
+    if path.is_dir():
+        raise CLIError(f"cannot read {path}: it is a directory (give the files in it, e.g. "
+                       f"{path / '*.png'})", FAILURE)
+    if not path.exists():
+        raise CLIError(f"cannot read {path}: no such file", FAILURE)
+
+
 def check_writable(path, raster_dtype, spatial_dims: int, channels) -> str:
     """Raise :class:`CLIError` if ``path``'s format cannot store such an array.
 
@@ -283,6 +302,9 @@ def check_writable(path, raster_dtype, spatial_dims: int, channels) -> str:
     problem = None
     if fmt in ("png", "jpeg") and spatial_dims != 2:
         problem = f"{name} holds 2-D images; write .tif, .npy, .npz or .nii"
+        if channels is None:  # (H, W, C) numbers read as a volume: say how to read an image
+            problem += (" (or, for a .npy/.npz of shape (H, W, C), pass --spatial-dims 2 to "
+                        "read it as an image with C channels)")
     elif fmt == "png" and (dtype not in (np.uint8, np.uint16) or (channels or 1) > 4):
         problem = "PNG stores uint8 or uint16 with 1 to 4 channels; write .tif or .npy"
     elif fmt == "jpeg" and (dtype != np.uint8 or (channels or 1) not in (1, 3)):

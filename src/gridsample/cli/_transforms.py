@@ -89,7 +89,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._affine import base_coordinates  # affine_grid's own identity coordinates
-from ._errors import FAILURE, CLIError
+from ._errors import FAILURE, USAGE, CLIError
 
 __all__ = [
     "AffineSpec", "pixel_step", "base_coordinates", "forward_matrix", "theta_from_forward",
@@ -186,10 +186,12 @@ def theta_from_forward(a: np.ndarray, out_spatial: tuple, align_corners: bool) -
     steps = [pixel_step(n, align_corners) for n in out_spatial[::-1]]  # x, y[, z]
     s = np.diag(steps + [1.0])
     s_inv = np.diag([1.0 / v for v in steps] + [1.0])
-    try:
-        a_inv = np.linalg.inv(a)
-    except np.linalg.LinAlgError:
-        raise CLIError("the affine transform is singular (a scale of 0?)", FAILURE) from None
+    # Each option is finite and nonzero (checked where parsed), but together they may
+    # still collapse the image: shears whose tangents multiply to 1, say.
+    if not np.isfinite(a).all() or np.linalg.cond(a) > 1e12:
+        raise CLIError("the affine transform is singular or degenerate (together, the options "
+                       "collapse the image onto a line or a point)", USAGE)
+    a_inv = np.linalg.inv(a)
     return (s @ a_inv @ s_inv)[:r]
 
 

@@ -20,11 +20,13 @@ from .. import grid_sample
 from ._errors import FAILURE, USAGE, CLIError
 from ._io import (
     Raster,
+    check_readable,
     check_writable,
     expand_inputs,
     format_of,
     full_suffix,
     read_raster,
+    size_text,
     write_raster,
 )
 from ._progress import progress_bar
@@ -100,13 +102,31 @@ def slab_count(out_spatial: tuple, slab_points: int = SLAB_POINTS) -> int:
 
 
 def affine_spec_from_args(args) -> AffineSpec:
-    """The :class:`AffineSpec` of the parsed options (defaults where not given)."""
+    """The :class:`AffineSpec` of the parsed options (defaults where not given).
+
+    Raises :class:`CLIError` (usage) for a value that gives no transform: NaN
+    or infinite, a scale of 0, a shear of 90 degrees (plus any multiple of 180).
+    """
     values = {}
     for name in _AFFINE_FIELDS:
         v = getattr(args, name, None)
         if v is not None:
             values[name] = tuple(v) if name == "translate" else v
+            _check_affine_value(name, values[name])
     return AffineSpec(**values)
+
+
+def _check_affine_value(name: str, value) -> None:
+    option = "--" + name.replace("_", "-")
+    shown = " ".join(f"{v:g}" for v in value) if isinstance(value, tuple) else f"{value:g}"
+    if not all(math.isfinite(v) for v in (value if isinstance(value, tuple) else (value,))):
+        raise CLIError(f"{option} {shown}: the value must be a finite number", USAGE)
+    if name.startswith("scale") and value == 0:
+        raise CLIError(f"{option} {shown}: a scale of 0 collapses the image to a point; give a "
+                       f"nonzero factor (negative flips)", USAGE)
+    if name.startswith("shear") and abs(math.cos(math.radians(value))) < 1e-9:
+        raise CLIError(f"{option} {shown}: a shear of ±90 degrees is infinite; give an angle "
+                       f"strictly between -90 and 90", USAGE)
 
 
 def _transform_kind(args) -> str:
@@ -119,22 +139,36 @@ def _transform_kind(args) -> str:
                 "matrix": "--matrix", "flow": "--flow"}
         raise CLIError(f"{' and '.join(opts[k] for k in kinds)} cannot be combined: give affine "
                        f"options, a --matrix file or a --flow field", USAGE)
-    if not args.matrix and (args.matrix_units is not None or args.invert_matrix):
-        raise CLIError("--matrix-units and --invert-matrix need --matrix FILE", USAGE)
-    if not args.flow and (args.flow_type is not None or args.flow_units is not None):
-        raise CLIError("--flow-type and --flow-units need --flow FILE", USAGE)
+    for needs, given in (("--matrix FILE", [o for o, used in (
+            ("--matrix-units", args.matrix_units is not None),
+            ("--invert-matrix", args.invert_matrix)) if used and not args.matrix]),
+                         ("--flow FILE", [o for o, used in (
+            ("--flow-type", args.flow_type is not None),
+            ("--flow-units", args.flow_units is not None)) if used and not args.flow])):
+        if given:
+            raise CLIError(f"{' and '.join(given)} need{'s' if len(given) == 1 else ''} {needs}",
+                           USAGE)
     return kinds[0] if kinds else "affine"
 
 
 def _plan_outputs(inputs, output: str, ext, force: bool) -> list:
+    """The output path of each input; :class:`CLIError` before anything is written.
+
+    OUTPUT is a directory when it exists as one or ends with a slash (then it
+    is created, with its parents, once every check has passed); several
+    inputs need a directory.
+    """
     out = Path(output)
+    folder = out.is_dir() or output.endswith(("/", os.sep))
     if ext is not None:
         ext = ext if ext.startswith(".") else "." + ext
         format_of("x" + ext)
-    if len(inputs) > 1 and not out.is_dir():
-        raise CLIError(f"{len(inputs)} inputs need OUTPUT to be an existing directory; "
-                       f"{output} is not one", FAILURE)
-    if out.is_dir():
+    if folder and out.exists() and not out.is_dir():
+        raise CLIError(f"cannot write into {output}: it is a file, not a directory", FAILURE)
+    if len(inputs) > 1 and not folder:
+        raise CLIError(f"{len(inputs)} inputs need OUTPUT to be a directory (an existing one, or "
+                       f"a path ending in '/', which is created); {output} is not one", FAILURE)
+    if folder:
         outputs = []
         for inp in inputs:
             name = inp.name
@@ -147,11 +181,10 @@ def _plan_outputs(inputs, output: str, ext, force: bool) -> list:
         outputs = [out]
     seen = {}
     for inp, dst in zip(inputs, outputs):
+        check_readable(inp)
         format_of(inp)
         format_of(dst)
-        parent = dst.parent
-        if not parent.is_dir():
-            raise CLIError(f"cannot write {dst}: the directory {parent} does not exist", FAILURE)
+        _check_parent(dst, created=out if folder else None)
         if dst in seen:
             raise CLIError(f"{seen[dst]} and {inp} would both be written to {dst}", FAILURE)
         seen[dst] = inp
@@ -159,6 +192,21 @@ def _plan_outputs(inputs, output: str, ext, force: bool) -> list:
             raise CLIError(f"{dst} is the input itself; pass --force to overwrite it, or write "
                            f"elsewhere", FAILURE)
     return outputs
+
+
+def _check_parent(dst: Path, created) -> None:
+    """``dst``'s folder exists, or is the OUTPUT folder to create (under no file)."""
+    parent = dst.parent
+    if parent.is_dir() or (created is not None and parent == created):
+        for above in (parent, *parent.parents):
+            if above.exists() and not above.is_dir():
+                raise CLIError(f"cannot write {dst}: {above} is a file, not a directory",
+                               FAILURE)
+        return
+    blocking = next((p for p in (parent, *parent.parents) if p.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        raise CLIError(f"cannot write {dst}: {blocking} is a file, not a directory", FAILURE)
+    raise CLIError(f"cannot write {dst}: the directory {parent} does not exist", FAILURE)
 
 
 def _out_spatial(args, raster: Raster) -> tuple:
@@ -182,8 +230,8 @@ def _source(args, kind, raster: Raster, loaded):
                            f"input is a {raster.describe()} ({r} axes)", FAILURE)
         if args.size is not None and tuple(args.size)[::-1] != field.shape[:-1]:
             raise CLIError(f"--size {'x'.join(map(str, args.size))} differs from the flow "
-                           f"field's shape {field.shape[:-1]} (the field sets the output size)",
-                           FAILURE)
+                           f"field's size {size_text(field.shape[:-1])} (the field sets the "
+                           f"output size)", FAILURE)
         return FlowSource(field, args.flow_type or "relative", args.flow_units or "pixels",
                           raster.spatial, align)
     out_spatial = _out_spatial(args, raster)
@@ -208,6 +256,15 @@ def run_warp(args) -> int:
     else:
         loaded = affine_spec_from_args(args)
     many = len(inputs) > 1
+    if many:
+        # Every input is read and checked against its output's format before the
+        # first output is written: a run fails whole or not at all (each input is
+        # read twice; a single input is checked just before its write).
+        for inp, dst in zip(inputs, outputs):
+            raster = read_raster(inp, args.spatial_dims, args.key)
+            _source(args, kind, raster, loaded)
+            check_writable(dst, raster.array.dtype, raster.spatial_dims, raster.channels)
+            del raster
     with progress_bar(len(inputs), "warp", "file", progress_mode) as files_bar:
         for inp, dst in zip(inputs, outputs):
             raster = read_raster(inp, args.spatial_dims, args.key)
@@ -220,6 +277,7 @@ def run_warp(args) -> int:
                                     args.padding, args.align_corners, bar=slab_bar)
             seconds = time.perf_counter() - t0
             out = Raster(result, raster.spatial_dims, raster.meta)
+            dst.parent.mkdir(parents=True, exist_ok=True)  # OUTPUT given as "folder/"
             write_raster(dst, out)
             files_bar.update(1)
             if not args.quiet:
