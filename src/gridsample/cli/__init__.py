@@ -43,6 +43,9 @@ conventions:
   counter-clockwise as displayed; on a volume it is --rotate-z (they add).
   --rotate-x/-y/-z apply in the order x, y, z.  With --size the input is
   first stretched onto the new canvas (no transform = resize).
+  NIfTI volumes are transformed in world coordinates (mm, the file's affine):
+  rotations right-handed about the world x, y, z axes through the volume's
+  centre, translations in mm; --like REF.nii.gz resamples onto REF's grid.
   --matrix: a 2x3/3x3 (image) or 3x4/4x4 (volume) matrix, .npy or text,
   mapping OUTPUT positions to INPUT positions (grid_sample's direction);
   --matrix-units normalized (default: it is affine_grid's theta) or pixels;
@@ -138,6 +141,9 @@ def _add_warp(sub) -> None:
     o = w.add_argument_group("input and output")
     o.add_argument("--size", type=_size, metavar="WxH[xD]",
                    help="output size in pixels (default: the input's)")
+    o.add_argument("--like", metavar="REF",
+                   help="NIfTI: resample onto REF's voxel grid (shape and affine); the affine "
+                        "options still apply, in world coordinates")
     o.add_argument("--ext", metavar="EXT", help="suffix of outputs written to a directory")
     o.add_argument("--force", action="store_true", help="allow OUTPUT to be the INPUT file")
     o.add_argument("--spatial-dims", type=int, choices=(2, 3),

@@ -418,6 +418,11 @@ def _write_nifti(tmp, raster, fmt):
     nib = require("nibabel", "NIfTI files")
     header, affine = raster.meta.get("nifti", (None, np.eye(4)))
     img = nib.Nifti1Image(raster.array, affine, header)
+    if header is not None:
+        # The input's sform and qform codes (what the world space is), both set to the
+        # output grid's affine (nibabel would otherwise reset the codes).
+        img.set_sform(affine, code=int(header["sform_code"]))
+        img.set_qform(affine, code=int(header["qform_code"]))
     img.set_data_dtype(raster.array.dtype)
     nib.save(img, str(tmp))
 

@@ -41,6 +41,7 @@ from ._transforms import (
     theta_from_forward,
     theta_from_matrix,
 )
+from ._world import reference_grid, resized_affine, world_pixel_matrix
 
 __all__ = ["SLAB_POINTS", "warp_array", "run_warp", "affine_spec_from_args"]
 
@@ -220,9 +221,53 @@ def _out_spatial(args, raster: Raster) -> tuple:
     return size[::-1]  # x, y[, z] -> array order
 
 
+def _world_grid(args, kind, raster: Raster):
+    """``(out_spatial, A_out)`` where the affine options act in world coordinates (a NIfTI
+    volume), else None; :class:`CLIError` for ``--like`` where it does not apply."""
+    like = getattr(args, "like", None)
+    nifti = raster.meta.get("nifti")
+    if like is not None:
+        if nifti is None or raster.spatial_dims != 3:
+            raise CLIError(f"--like resamples NIfTI volumes onto another one's grid; this input "
+                           f"is a {raster.describe()}", USAGE)
+        if kind != "affine":
+            raise CLIError(f"--like cannot be combined with --{kind}: it takes the affine "
+                           f"options (or none)", USAGE)
+        if args.size is not None:
+            raise CLIError("--like and --size cannot be combined: REF sets the output grid",
+                           USAGE)
+        return reference_grid(like)
+    if nifti is None or raster.spatial_dims != 3 or kind != "affine":
+        return None
+    out_spatial = _out_spatial(args, raster)
+    return out_spatial, resized_affine(nifti[1], raster.spatial, out_spatial, args.align_corners)
+
+
+def _output_meta(args, kind, raster: Raster, out_spatial: tuple) -> dict:
+    """The output's format details: a NIfTI output's affine describes the output grid."""
+    nifti = raster.meta.get("nifti")
+    if nifti is None:
+        return raster.meta
+    header, a_in = nifti
+    world = _world_grid(args, kind, raster)
+    if world is not None:
+        a_out = world[1]
+    elif tuple(out_spatial) == raster.spatial:
+        a_out = a_in
+    else:  # --size with a matrix, or a flow field's size: the same field of view
+        a_out = resized_affine(a_in, raster.spatial, out_spatial, args.align_corners)
+    return {**raster.meta, "nifti": (header, a_out)}
+
+
 def _source(args, kind, raster: Raster, loaded):
     r = raster.spatial_dims
     align = args.align_corners
+    world = _world_grid(args, kind, raster)
+    if world is not None:
+        out_spatial, a_out = world
+        m = world_pixel_matrix(loaded, raster.meta["nifti"][1], raster.spatial, a_out)
+        theta = theta_from_matrix(m, "pixels", False, raster.spatial, out_spatial, align)
+        return AffineSource(theta, out_spatial, align)
     if kind == "flow":
         field = loaded
         if field.shape[-1] != r:
@@ -276,7 +321,8 @@ def run_warp(args) -> int:
                 result = warp_array(raster.array, raster.spatial_dims, source, args.mode,
                                     args.padding, args.align_corners, bar=slab_bar)
             seconds = time.perf_counter() - t0
-            out = Raster(result, raster.spatial_dims, raster.meta)
+            out = Raster(result, raster.spatial_dims,
+                         _output_meta(args, kind, raster, source.out_spatial))
             dst.parent.mkdir(parents=True, exist_ok=True)  # OUTPUT given as "folder/"
             write_raster(dst, out)
             files_bar.update(1)

@@ -1,0 +1,128 @@
+r"""Volumes in physical space: NIfTI voxel grids, world coordinates, output affines.
+
+A NIfTI file maps voxel indices ``v = (i, j, k)`` to world coordinates ``w``
+in millimetres (RAS+ for scanner and MNI spaces) with its 4x4 affine ``A``:
+``w = A v``.  gridsample reads the voxel axes ``(i, j, k)`` as the array
+axes ``(D, H, W)``, so pixel coordinates (``x`` along W first, as everywhere in
+the command line) are ``p = (k, j, i)``: ``v = P p`` with the permutation ``P``.
+
+The affine options then act in world coordinates: the content moves by
+
+    T = C @ Tr @ R @ Sh @ Sc @ C^-1
+
+about the input volume's centre ``c`` (``C`` translates the origin to ``c``),
+with ``Sc = diag(scale_x, scale_y, scale_z)`` along the world axes, the shear
+of :mod:`gridsample.cli._transforms` in world axes, ``R = Rz @ Ry @ Rx``
+right-handed rotations about the world axes (``--rotate-x`` first; seen
+from the positive end of an axis, a positive angle turns counter-clockwise:
+``Rz`` takes +x towards +y), and ``Tr`` a translation in millimetres.  An
+output voxel ``v_out`` (world ``A_out v_out``) shows the content that was at
+``T^-1 A_out v_out``, i.e. at input voxel ``A_in^-1 T^-1 A_out v_out``.  In
+pixel coordinates that is the matrix
+
+    M = P^-1 @ A_in^-1 @ T^-1 @ A_out @ P        (output pixel -> input pixel)
+
+which the ``--matrix-units pixels`` path turns into ``theta``.  Voxel sizes
+and oblique axes therefore enter through ``A_in`` and ``A_out``: a rotation
+is a rotation in millimetres, whatever the voxel shape.
+
+The output grid (``A_out`` and its shape): the input's by default; with
+``--size`` the same field of view sampled by the new number of voxels (the
+voxel sizes change: ``A_out = A_in @ Z``, ``Z`` the per-axis stretch that
+``--size`` applies in pixel units); with ``--like REF`` the grid of REF.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from ._errors import FAILURE, CLIError
+from ._transforms import AffineSpec
+
+__all__ = ["world_transform", "resized_affine", "world_pixel_matrix", "reference_grid"]
+
+#: Pixel (x, y, z, 1) -> voxel (i, j, k, 1): i = z, j = y, k = x.
+_P = np.array([[0, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1]], np.float64)
+
+
+def _rotation(axis: int, deg: float) -> np.ndarray:
+    """Right-handed rotation by ``deg`` about world axis ``axis`` (0 x, 1 y, 2 z), 4x4."""
+    a = math.radians(deg)
+    c, s = math.cos(a), math.sin(a)
+    u, v = [(1, 2), (2, 0), (0, 1)][axis]  # the plane the rotation turns: u towards v
+    m = np.eye(4)
+    m[u, u], m[u, v], m[v, u], m[v, v] = c, -s, s, c
+    return m
+
+
+def world_transform(spec: AffineSpec, centre) -> np.ndarray:
+    """``T`` (4x4, world millimetres) of the affine options, about ``centre`` (world)."""
+    sc = np.diag([spec.scale * spec.scale_x, spec.scale * spec.scale_y,
+                  spec.scale * spec.scale_z, 1.0])
+    sh = np.eye(4)
+    sh[0, 1] = math.tan(math.radians(spec.shear_x))
+    sh[1, 0] = math.tan(math.radians(spec.shear_y))
+    # --rotate on a volume is --rotate-z (they add), as for voxel-unit volumes.
+    rot = _rotation(2, spec.rotate + spec.rotate_z) @ _rotation(1, spec.rotate_y) @ _rotation(
+        0, spec.rotate_x)
+    tr = np.eye(4)
+    tr[:3, 3] = [*spec.translate, spec.translate_z]
+    c = np.eye(4)
+    c[:3, 3] = centre
+    c_inv = np.eye(4)
+    c_inv[:3, 3] = -np.asarray(centre, np.float64)
+    return c @ tr @ rot @ sh @ sc @ c_inv
+
+
+def resized_affine(a_in: np.ndarray, in_spatial: tuple, out_spatial: tuple,
+                   align_corners: bool) -> np.ndarray:
+    """``A_out`` of the same field of view sampled by ``out_spatial`` voxels (array order).
+
+    Per voxel axis the command line's stretch (``affine_grid`` with the
+    identity): ``v_in = (v_out + 1/2) n_in / n_out - 1/2``, or with
+    align_corners ``v_in = v_out (n_in - 1) / (n_out - 1)``.
+    """
+    z = np.eye(4)
+    for axis, (n_in, n_out) in enumerate(zip(in_spatial, out_spatial)):
+        if align_corners:
+            f = (n_in - 1) / (n_out - 1) if n_out > 1 else 1.0
+            z[axis, axis] = f
+        else:
+            f = n_in / n_out
+            z[axis, axis] = f
+            z[axis, 3] = (f - 1) / 2
+    return np.asarray(a_in, np.float64) @ z
+
+
+def world_pixel_matrix(spec: AffineSpec, a_in: np.ndarray, in_spatial: tuple,
+                       a_out: np.ndarray) -> np.ndarray:
+    """``M`` (4x4): output pixel ``(x, y, z, 1)`` -> input pixel, for the options ``spec``."""
+    a_in = np.asarray(a_in, np.float64)
+    centre_voxel = [(n - 1) / 2 for n in in_spatial]
+    centre = (a_in @ np.array([*centre_voxel, 1.0]))[:3]
+    t = world_transform(spec, centre)
+    m = np.linalg.inv(_P) @ np.linalg.inv(a_in) @ np.linalg.inv(t) @ np.asarray(
+        a_out, np.float64) @ _P
+    if not np.isfinite(m).all():
+        raise CLIError("the transform in world coordinates is not finite (check the input's "
+                       "affine)", FAILURE)
+    return m
+
+
+@functools.lru_cache(maxsize=8)
+def reference_grid(path) -> tuple:
+    """``(shape, affine)`` of the voxel grid of the NIfTI file ``path`` (``--like``)."""
+    from ._errors import require
+
+    nib = require("nibabel", "NIfTI files")
+    try:
+        img = nib.load(str(path))
+    except Exception as exc:  # any complaint of nibabel's about the file
+        raise CLIError(f"cannot read the --like reference {path}: {exc}", FAILURE) from None
+    if len(img.shape) < 3:
+        raise CLIError(f"the --like reference {path} has shape {img.shape}; it must be a "
+                       f"volume", FAILURE)
+    return tuple(int(n) for n in img.shape[:3]), np.asarray(img.affine, np.float64)
