@@ -642,3 +642,37 @@ def test_output_folder_given_with_a_slash_is_created(files, capsys):
     assert sorted(p.name for p in target.iterdir()) == ["deep.png", "rgb.png"]
     text = capsys.readouterr().out
     assert "10x8 (WxH) RGB uint8 image" in text  # sizes as --size writes them: W x H
+
+
+def test_readme_command_line_examples_run_as_written(tmp_path, capsys, monkeypatch):
+    """Every ``gridsample warp`` line of the README's Command line block, on made-up inputs."""
+    import re
+    import shlex
+
+    nib = pytest.importorskip("nibabel")
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("## Command line", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    lines = [line.split("#", 1)[0].strip() for line in block.splitlines()
+             if line.startswith("gridsample warp")]
+    assert len(lines) >= 7
+    monkeypatch.chdir(tmp_path)
+    img = smooth_image((24, 32, 3))
+    Image.fromarray(img).save("photo.png")
+    Image.fromarray(img).save("photo.jpg", quality=95)
+    Image.fromarray(img).save("in.png")
+    Image.fromarray(img).save("frame.png")
+    (tmp_path / "raw").mkdir()
+    for name in ("a.png", "b.png"):
+        Image.fromarray(img).save(tmp_path / "raw" / name)
+    vol = random_array((6, 7, 8), np.float32)
+    nib.save(nib.Nifti1Image(vol, np.diag([1.5, 1.0, 2.0, 1.0])), "scan.nii.gz")
+    tifffile.imwrite("stack.tif", vol)
+    np.save("theta.npy", np.array([[0.9, 0.1, 0, 0], [-0.1, 0.9, 0, 0], [0, 0, 1, 0.1]]))
+    np.savetxt("m.txt", [[1, 0.1, 2], [0, 1, -1], [0, 0, 1]])
+    np.save("flow.npy", np.full((24, 32, 2), 0.5, np.float32))
+    for line in lines:
+        argv = shlex.split(line)[1:]
+        assert main(argv) == 0, (line, capsys.readouterr().err)
+        written = argv[2] if not argv[1].startswith("raw") else "out"
+        assert (tmp_path / re.sub(r"/$", "", written)).exists(), line
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.tif", "b.tif"]
