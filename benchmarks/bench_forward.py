@@ -61,6 +61,14 @@ def default_cases():
         Case("volume 1x128³x1 linear channel-last", vol, (128, 128, 128), channel_last=True),
         Case("volume 2x64³x4 linear channel-last", (2, 4, 64, 64, 64), (64, 64, 64),
              channel_last=True),
+        # 2-D cubic across sizes, batches and paddings (where AVX2 machines lagged)
+        Case("image 1x3x512² cubic zeros", (1, 3, 512, 512), (512, 512), "cubic"),
+        Case("image 1x3x512² cubic reflection align", (1, 3, 512, 512), (512, 512), "cubic",
+             padding="reflection", align=True),
+        Case("batch 4x1x192x160→200x180 cubic random", (4, 1, 192, 160), (200, 180), "cubic",
+             grid="random"),
+        Case("batch 4x8x192x160→200x180 cubic border", (4, 8, 192, 160), (200, 180), "cubic",
+             padding="border"),
     ]
     return cases
 
