@@ -152,3 +152,76 @@ def test_like_errors(scan, capsys, argv, message):
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not any((tmp / "o").iterdir())
+
+
+# --- TIFF and OME-TIFF with physical pixel sizes ------------------------------------------
+
+tifffile = pytest.importorskip("tifffile")
+
+
+def expected_pixels(data, sizes, rotation_2x2_about, angle_deg, translation):
+    """Oracle for a TIFF with pixel sizes ``sizes`` (µm, x first): pixel centres at
+    ``s (p + 1/2)``, the content turned by the image convention (x' = x cos a + y sin a,
+    y' = -x sin a + y cos a on the axes ``rotation_2x2_about``) about the centre, moved by
+    ``translation`` µm; sampled by ``map_coordinates`` (linear, zeros)."""
+    r = len(sizes)
+    shape = data.shape[:r]
+    grids = np.meshgrid(*(np.arange(n) for n in shape), indexing="ij")
+    p = np.stack(grids[::-1], -1).reshape(-1, r).astype(np.float64)  # x first
+    s = np.asarray(sizes)
+    w = s * (p + 0.5)
+    c = s * np.array(shape[::-1]) / 2
+    a = np.radians(angle_deg)
+    rot = np.eye(r)
+    u, v = rotation_2x2_about
+    rot[u, u], rot[u, v], rot[v, u], rot[v, v] = np.cos(a), np.sin(a), -np.sin(a), np.cos(a)
+    w_in = c + (w - c - np.asarray(translation)) @ np.linalg.inv(rot).T
+    p_in = w_in / s - 0.5
+    coords = p_in[:, ::-1].T  # array order for map_coordinates
+    return ndimage.map_coordinates(data.astype(np.float64), coords, order=1,
+                                   mode="grid-constant", cval=0.0).reshape(shape)
+
+
+def test_tiff_resolution_tags_make_rotations_physical(tmp_path):
+    data = smooth_volume((30, 40, 1))[..., 0]
+    # 0.5 µm wide, 1.0 µm high pixels, stated in pixels per centimetre
+    tifffile.imwrite(tmp_path / "img.tif", data, resolution=(1e4 / 0.5, 1e4 / 1.0),
+                     resolutionunit="CENTIMETER")
+    out = tmp_path / "out.tif"
+    assert main(["warp", str(tmp_path / "img.tif"), str(out), "-q", "--rotate", "30",
+                 "--translate", "3", "-2"]) == 0
+    got = tifffile.imread(out)
+    want = expected_pixels(data, (0.5, 1.0), (0, 1), 30, (3, -2))
+    np.testing.assert_allclose(got, want, atol=1e-4)
+    with tifffile.TiffFile(out) as tif:  # the pixel sizes travel to the output
+        assert tif.pages[0].resolution == pytest.approx((2e4, 1e4))
+
+
+def test_ome_tiff_volume_sizes_and_size_option(tmp_path):
+    data = smooth_volume((8, 10, 12))
+    tifffile.imwrite(tmp_path / "vol.ome.tif", data,
+                     metadata={"axes": "ZYX", "PhysicalSizeX": 0.4, "PhysicalSizeY": 0.4,
+                               "PhysicalSizeZ": 2.0})
+    out = tmp_path / "out.tif"
+    assert main(["warp", str(tmp_path / "vol.ome.tif"), str(out), "-q", "--rotate-x",
+                 "20"]) == 0
+    want = expected_pixels(data, (0.4, 0.4, 2.0), (1, 2), 20, (0, 0, 0))
+    np.testing.assert_allclose(tifffile.imread(out), want, atol=1e-4)
+    # --size: the same field of view, so the pixel sizes scale by n_in / n_out
+    assert main(["warp", str(tmp_path / "vol.ome.tif"), str(tmp_path / "s.tif"), "-q",
+                 "--size", "24x5x8"]) == 0
+    with tifffile.TiffFile(tmp_path / "s.tif") as tif:
+        assert tif.pages[0].resolution == pytest.approx((1e4 / 0.2, 1e4 / 0.8))
+
+
+def test_imagej_units_and_files_that_state_nothing(tmp_path):
+    from gridsample.cli._io import tiff_pixel_sizes
+
+    tifffile.imwrite(tmp_path / "ij.tif", np.zeros((3, 5, 6), np.uint16), imagej=True,
+                     resolution=(2.0, 4.0), metadata={"spacing": 3.0, "unit": "um",
+                                                      "axes": "ZYX"})
+    tifffile.imwrite(tmp_path / "plain.tif", np.zeros((5, 6), np.uint16))
+    with tifffile.TiffFile(tmp_path / "ij.tif") as tif:
+        assert tiff_pixel_sizes(tif) == pytest.approx((0.5, 0.25, 3.0))
+    with tifffile.TiffFile(tmp_path / "plain.tif") as tif:
+        assert tiff_pixel_sizes(tif) == (None, None, None)  # pixels are the units

@@ -46,6 +46,8 @@ conventions:
   NIfTI volumes are transformed in world coordinates (mm, the file's affine):
   rotations right-handed about the world x, y, z axes through the volume's
   centre, translations in mm; --like REF.nii.gz resamples onto REF's grid.
+  TIFFs that state pixel sizes are transformed in micrometres (image
+  conventions); other files use pixels.
   --matrix: a 2x3/3x3 (image) or 3x4/4x4 (volume) matrix, .npy or text,
   mapping OUTPUT positions to INPUT positions (grid_sample's direction);
   --matrix-units normalized (default: it is affine_grid's theta) or pixels;

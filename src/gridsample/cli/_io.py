@@ -210,12 +210,62 @@ def _read_pillow(path, fmt, spatial_dims, key):
     return Raster(a, 2)
 
 
+#: Micrometres per unit, for the units TIFF files state pixel sizes in.
+_MICROMETRES = {"µm": 1.0, "μm": 1.0, "um": 1.0, "\\u00B5m": 1.0, "micron": 1.0, "microns": 1.0,
+                "micrometer": 1.0, "nm": 1e-3, "mm": 1e3, "cm": 1e4, "m": 1e6, "inch": 25400.0}
+
+
+def _ome_sizes(xml: str) -> dict:
+    """``{"x": µm, "y": µm, "z": µm}`` of an OME-XML's first Pixels element (those stated)."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError:
+        return {}
+    pixels = next((e for e in root.iter() if e.tag.endswith("Pixels")), None)
+    sizes = {}
+    for axis in "XYZ":
+        value = pixels.get(f"PhysicalSize{axis}") if pixels is not None else None
+        unit = _MICROMETRES.get(pixels.get(f"PhysicalSize{axis}Unit", "µm")) if value else None
+        if value is not None and unit is not None and float(value) > 0:
+            sizes[axis.lower()] = float(value) * unit
+    return sizes
+
+
+def tiff_pixel_sizes(tif) -> tuple:
+    """``(sx, sy, sz)`` in micrometres as the file states them (None where it does not).
+
+    OME-XML's PhysicalSizeX/Y/Z first; then ImageJ's resolution with its unit and its
+    z spacing; then the TIFF resolution tags in inches or centimetres (a resolution unit
+    of "none", the default, states nothing).
+    """
+    if tif.is_ome and tif.ome_metadata:
+        ome = _ome_sizes(tif.ome_metadata)
+        if ome:
+            return ome.get("x"), ome.get("y"), ome.get("z")
+    page = tif.pages[0]
+    xres, yres = page.resolution
+    unit = None
+    if tif.is_imagej and tif.imagej_metadata:
+        unit = _MICROMETRES.get(str(tif.imagej_metadata.get("unit", "")))
+    elif int(page.resolutionunit) in (2, 3):
+        unit = 25400.0 if int(page.resolutionunit) == 2 else 1e4
+    if unit is None or not (xres > 0 and yres > 0):
+        return None, None, None
+    sz = None
+    if tif.is_imagej and tif.imagej_metadata and tif.imagej_metadata.get("spacing"):
+        sz = float(tif.imagej_metadata["spacing"]) * unit
+    return unit / xres, unit / yres, sz
+
+
 def _read_tiff(path, fmt, spatial_dims, key):
     tifffile = require("tifffile", "TIFF files")
     with tifffile.TiffFile(path) as tif:
         series = tif.series[0]
         axes = series.axes
         a = series.asarray()
+        sizes = tiff_pixel_sizes(tif)
     # Samples (S) or channel (C) axes are channels, moved last; all others are spatial.
     chan = [i for i, ax in enumerate(axes) if ax in "SC"]
     if len(chan) > 1:
@@ -228,7 +278,11 @@ def _read_tiff(path, fmt, spatial_dims, key):
         raise CLIError(f"cannot read {path}: the TIFF has shape {series.shape} (axes {axes!r}), "
                        f"{dims} spatial axes; gridsample warps 2-D images and 3-D volumes",
                        FAILURE)
-    return Raster(a, dims)
+    meta = {}
+    stated = sizes[:dims]
+    if all(v is not None and v > 0 for v in stated):
+        meta["pixel_size_um"] = tuple(float(v) for v in stated)  # x, y[, z]
+    return Raster(a, dims, meta)
 
 
 def _split_numpy(a, path, spatial_dims) -> Raster:
@@ -403,6 +457,11 @@ def _write_tiff(tmp, raster, fmt):
         kw = dict(photometric="minisblack", planarconfig="contig")
     else:
         kw = dict(photometric="minisblack")
+    sizes = raster.meta.get("pixel_size_um")
+    if sizes is not None:
+        # x and y as resolution tags in pixels per centimetre (what every reader takes);
+        # a volume's z spacing has no standard tag and is not written.
+        kw.update(resolution=(1e4 / sizes[0], 1e4 / sizes[1]), resolutionunit="CENTIMETER")
     tifffile.imwrite(tmp, a, **kw)
 
 

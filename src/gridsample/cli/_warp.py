@@ -41,7 +41,13 @@ from ._transforms import (
     theta_from_forward,
     theta_from_matrix,
 )
-from ._world import reference_grid, resized_affine, world_pixel_matrix
+from ._world import (
+    pixel_size_transform,
+    reference_grid,
+    resized_affine,
+    stretch,
+    world_pixel_matrix,
+)
 
 __all__ = ["SLAB_POINTS", "warp_array", "run_warp", "affine_spec_from_args"]
 
@@ -244,7 +250,13 @@ def _world_grid(args, kind, raster: Raster):
 
 
 def _output_meta(args, kind, raster: Raster, out_spatial: tuple) -> dict:
-    """The output's format details: a NIfTI output's affine describes the output grid."""
+    """The output's format details: a NIfTI output's affine, a TIFF's pixel sizes describe
+    the output grid."""
+    sizes = raster.meta.get("pixel_size_um")
+    if sizes is not None and tuple(out_spatial) != raster.spatial:
+        z = stretch(raster.spatial[::-1], tuple(out_spatial)[::-1], args.align_corners)
+        sizes = tuple(float(s * z[k, k]) for k, s in enumerate(sizes))
+        return {**raster.meta, "pixel_size_um": sizes}
     nifti = raster.meta.get("nifti")
     if nifti is None:
         return raster.meta
@@ -266,6 +278,13 @@ def _source(args, kind, raster: Raster, loaded):
     if world is not None:
         out_spatial, a_out = world
         m = world_pixel_matrix(loaded, raster.meta["nifti"][1], raster.spatial, a_out)
+        theta = theta_from_matrix(m, "pixels", False, raster.spatial, out_spatial, align)
+        return AffineSource(theta, out_spatial, align)
+    sizes = raster.meta.get("pixel_size_um")
+    if kind == "affine" and sizes is not None:  # a TIFF that states its pixel sizes
+        out_spatial = _out_spatial(args, raster)
+        m = pixel_size_transform(forward_matrix(loaded, r), sizes, raster.spatial,
+                                 out_spatial, align)
         theta = theta_from_matrix(m, "pixels", False, raster.spatial, out_spatial, align)
         return AffineSource(theta, out_spatial, align)
     if kind == "flow":

@@ -42,7 +42,8 @@ import numpy as np
 from ._errors import FAILURE, CLIError
 from ._transforms import AffineSpec
 
-__all__ = ["world_transform", "resized_affine", "world_pixel_matrix", "reference_grid"]
+__all__ = ["world_transform", "stretch", "resized_affine", "world_pixel_matrix",
+           "pixel_size_transform", "reference_grid"]
 
 #: Pixel (x, y, z, 1) -> voxel (i, j, k, 1): i = z, j = y, k = x.
 _P = np.array([[0, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1]], np.float64)
@@ -77,24 +78,55 @@ def world_transform(spec: AffineSpec, centre) -> np.ndarray:
     return c @ tr @ rot @ sh @ sc @ c_inv
 
 
-def resized_affine(a_in: np.ndarray, in_spatial: tuple, out_spatial: tuple,
-                   align_corners: bool) -> np.ndarray:
-    """``A_out`` of the same field of view sampled by ``out_spatial`` voxels (array order).
+def stretch(in_sizes, out_sizes, align_corners: bool) -> np.ndarray:
+    """The command line's resize as a homogeneous matrix: output index -> input index.
 
-    Per voxel axis the command line's stretch (``affine_grid`` with the
-    identity): ``v_in = (v_out + 1/2) n_in / n_out - 1/2``, or with
-    align_corners ``v_in = v_out (n_in - 1) / (n_out - 1)``.
+    Per axis (``affine_grid`` with the identity): ``v_in = (v_out + 1/2) n_in / n_out - 1/2``,
+    or with align_corners ``v_in = v_out (n_in - 1) / (n_out - 1)``.  Axes in the order given.
     """
-    z = np.eye(4)
-    for axis, (n_in, n_out) in enumerate(zip(in_spatial, out_spatial)):
+    r = len(in_sizes)
+    z = np.eye(r + 1)
+    for axis, (n_in, n_out) in enumerate(zip(in_sizes, out_sizes)):
         if align_corners:
-            f = (n_in - 1) / (n_out - 1) if n_out > 1 else 1.0
-            z[axis, axis] = f
+            z[axis, axis] = (n_in - 1) / (n_out - 1) if n_out > 1 else 1.0
         else:
             f = n_in / n_out
             z[axis, axis] = f
-            z[axis, 3] = (f - 1) / 2
+            z[axis, r] = (f - 1) / 2
+    return z
+
+
+def resized_affine(a_in: np.ndarray, in_spatial: tuple, out_spatial: tuple,
+                   align_corners: bool) -> np.ndarray:
+    """``A_out`` of the same field of view sampled by ``out_spatial`` voxels (array order)."""
+    z = np.eye(4)
+    r = len(in_spatial)
+    s = stretch(in_spatial, out_spatial, align_corners)
+    z[:r, :r], z[:r, 3] = s[:r, :r], s[:r, r]
     return np.asarray(a_in, np.float64) @ z
+
+
+def pixel_size_transform(forward: np.ndarray, sizes, in_spatial: tuple, out_spatial: tuple,
+                         align_corners: bool) -> np.ndarray:
+    """``M`` (output pixel -> input pixel) for an image or volume with pixel sizes (TIFF).
+
+    ``sizes`` are micrometres per pixel in x, y[, z] order; pixel ``p`` (x first) has
+    its centre at ``s (p + 1/2)``, so ``A = [diag(s) | s/2]``.  ``forward`` is the
+    affine options' move in centred units (:func:`gridsample.cli._transforms.
+    forward_matrix`, the image conventions), applied in micrometres about the centre:
+    ``M = A_in^-1 C forward^-1 C^-1 A_out`` (output pixel -> input pixel), with
+    ``A_out = A_in Z`` (``Z`` the resize of ``--size``, :func:`stretch`).
+    """
+    r = len(sizes)
+    a_in = np.eye(r + 1)
+    a_in[:r, :r] = np.diag(sizes)
+    a_in[:r, r] = np.asarray(sizes) / 2
+    z = stretch(in_spatial[::-1], out_spatial[::-1], align_corners)
+    a_out = a_in @ z
+    centre = (a_in @ np.array([*((n - 1) / 2 for n in in_spatial[::-1]), 1.0]))[:r]
+    c, c_inv = np.eye(r + 1), np.eye(r + 1)
+    c[:r, r], c_inv[:r, r] = centre, -centre
+    return np.linalg.inv(a_in) @ c @ np.linalg.inv(forward) @ c_inv @ a_out
 
 
 def world_pixel_matrix(spec: AffineSpec, a_in: np.ndarray, in_spatial: tuple,
