@@ -61,6 +61,10 @@ def default_cases():
         Case("volume 1x128³x1 linear channel-last", vol, (128, 128, 128), channel_last=True),
         Case("volume 2x64³x4 linear channel-last", (2, 4, 64, 64, 64), (64, 64, 64),
              channel_last=True),
+        # reflection: the planners' fmod (a libm call per coordinate) keeps their loop scalar
+        Case("image 1x3x1024² linear reflection", img, (1024, 1024), padding="reflection"),
+        Case("image 1x3x1024² nearest reflection", img, (1024, 1024), "nearest",
+             padding="reflection"),
         # 2-D cubic across sizes, batches and paddings (where AVX2 machines lagged)
         Case("image 1x3x512² cubic zeros", (1, 3, 512, 512), (512, 512), "cubic"),
         Case("image 1x3x512² cubic reflection align", (1, 3, 512, 512), (512, 512), "cubic",
