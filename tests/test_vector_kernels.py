@@ -198,30 +198,29 @@ def test_gradients_equal_to_the_general_kernels(rng, rank, mode, pad, x_dtype, g
                 np.testing.assert_array_equal(a, b)
 
 
-def test_the_backward_uses_them(monkeypatch):
-    from gridsample import _backward
-
+def _spy_on(monkeypatch, table: dict) -> list:
+    """Replace every entry of ``table`` by a wrapper that records its key; the record."""
     calls = []
-    for key, entry in list(_backward.GRID_GRAD_ENTRIES.items()):
+    for key, entry in list(table.items()):
         def spy(*args, _entry=entry, _key=key):
             calls.append(_key)
             return _entry(*args)
-        monkeypatch.setitem(_backward.GRID_GRAD_ENTRIES, key, spy)
+        monkeypatch.setitem(table, key, spy)
+    return calls
+
+
+def test_the_backward_uses_them(monkeypatch):
+    from gridsample import _backward
+
+    grids = _spy_on(monkeypatch, _backward.GRID_GRAD_ENTRIES)
+    inputs = _spy_on(monkeypatch, _backward.INPUT_GRAD_ENTRIES)
     x = np.ones((1, 2, 4, 4), np.float32)
     grid = np.zeros((1, 3, 3, 2), np.float32)
-    gridsample.grid_sample_backward(np.ones((1, 2, 3, 3), np.float32), x, grid, "linear",
-                                    "border", output_mask=(False, True))
-    assert calls == [(2, 0, 1)]
-    inputs = []
-    for key, entry in list(_backward.INPUT_GRAD_ENTRIES.items()):
-        def spy_x(*args, _entry=entry, _key=key):
-            inputs.append(_key)
-            return _entry(*args)
-        monkeypatch.setitem(_backward.INPUT_GRAD_ENTRIES, key, spy_x)
-    gridsample.grid_sample_backward(np.ones((1, 2, 3, 3), np.float32), x, grid, "cubic",
-                                    output_mask=(True, False))
+    gout = np.ones((1, 2, 3, 3), np.float32)
+    gridsample.grid_sample_backward(gout, x, grid, "linear", "border", output_mask=(False, True))
+    assert grids == [(2, 0, 1)] and inputs == []
+    gridsample.grid_sample_backward(gout, x, grid, "cubic", output_mask=(True, False))
     assert set(inputs) == {(2, 2, 0)}
     with _engine.use_kernels("general"):
-        gridsample.grid_sample_backward(np.ones((1, 2, 3, 3), np.float32), x, grid,
-                                        output_mask=(False, True))
-    assert calls == [(2, 0, 1)]
+        gridsample.grid_sample_backward(gout, x, grid)
+    assert grids == [(2, 0, 1)] and set(inputs) == {(2, 2, 0)}

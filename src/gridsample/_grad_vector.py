@@ -57,12 +57,12 @@ from ._taps import (
     cubic_row,
 )
 from ._vector import (
-    _coordinate,
     _cubic_taps,
     _plan_linear_axis,
     _reflect,
     _tap_inlined,
     _unnormalize,
+    linear_2d_taps,
 )
 
 __all__ = ["plan_grad_linear_2d", "sweep_grad_linear_2d", "plan_grad_linear_3d",
@@ -105,36 +105,20 @@ def _chain(g, pad, ax):
 def plan_grad_linear_2d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dws, chain):
     """Plan ``nb`` points of a 2-D linear block: offsets, weight slopes, chain factors.
 
-    ``grid`` is the block's coordinates flat (``2j``, ``2j + 1``), as in
-    :func:`gridsample._vector.plan_linear_2d`, whose tap rules this repeats.
+    ``grid`` is the block's coordinates flat (``2j``, ``2j + 1``); the taps are
+    :func:`gridsample._vector.linear_2d_taps`, the forward's.
     """
     ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
     s0, s1 = np.int32(sizes[0]), np.int32(sizes[1])
     st0, st1 = np.int32(strides[0]), np.int32(strides[1])
-    zero, one = ax0[AXIS_HIGH] - ax0[AXIS_HIGH], ax0[AXIS_ONE]
-    c2 = one + one
-    lo, far = zero - c2, zero - c2 - one
-    hi0, hi1 = ax0[AXIS_HIGH] + c2, ax1[AXIS_HIGH] + c2
-    cnan = zero / zero
+    one = ax0[AXIS_ONE]
     for j in range(nb):
-        x, nanx = _coordinate(grid[2 * j], pad, ax0)
-        y, nany = _coordinate(grid[2 * j + 1], pad, ax1)
-        x = x if (x > lo) & (x < hi0) else far
-        y = y if (y > lo) & (y < hi1) else far
-        fx, fy = np.floor(x), np.floor(y)
-        nan = nanx | nany
-        dx = cnan if nan else x - fx
-        dy = cnan if nan else y - fy
-        ix, iy = np.int32(fx), np.int32(fy)
-        x0 = (ix >= 0) & (ix < s0)
-        x1 = (ix >= -1) & (ix < s0 - 1)
-        y0 = (iy >= 0) & (iy < s1)
-        y1 = (iy >= -1) & (iy < s1 - 1)
-        b = np.int32(iy * st1 + ix * st0)
-        off[0, j] = b if x0 & y0 else np.int32(-1)
-        off[1, j] = np.int32(b + st0) if x1 & y0 else np.int32(-1)
-        off[2, j] = np.int32(b + st1) if x0 & y1 else np.int32(-1)
-        off[3, j] = np.int32(b + st1 + st0) if x1 & y1 else np.int32(-1)
+        o0, o1, o2, o3, dx, dy = linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad, ax0, ax1,
+                                                s0, s1, st0, st1)
+        off[0, j] = o0
+        off[1, j] = o1
+        off[2, j] = o2
+        off[3, j] = o3
         wx0, wy0 = one - dx, one - dy
         # -w: the general planner's (-1) * w, bit for bit (also for w = 0)
         dws[0, j] = -wy0

@@ -159,6 +159,39 @@ def _coordinate(g, pad, ax):
 
 
 @skeleton
+def linear_2d_taps(g0, g1, pad, ax0, ax1, s0, s1, st0, st1):
+    """One point's 2-D linear taps: four int32 offsets (``-1`` outside) and the fractions
+    ``dx, dy`` (NaN for a NaN point), in the coordinate dtype."""
+    # Constants in the coordinate dtype: a Python int literal would turn
+    # float32 math into float64 (half the vector width).
+    zero, c1 = ax0[AXIS_HIGH] - ax0[AXIS_HIGH], ax0[AXIS_ONE]
+    c2 = c1 + c1
+    lo, far = zero - c2, zero - c2 - c1  # far: a coordinate with no tap inside
+    cnan = zero / zero  # NaN in the coordinate dtype (error_model="numpy")
+    x, nanx = _coordinate(g0, pad, ax0)
+    y, nany = _coordinate(g1, pad, ax1)
+    # Outside (-2, S+1) both taps are outside: move such x (and NaN) to -3
+    # before the cast, which is then always defined.
+    x = x if (x > lo) & (x < ax0[AXIS_HIGH] + c2) else far
+    y = y if (y > lo) & (y < ax1[AXIS_HIGH] + c2) else far
+    fx, fy = np.floor(x), np.floor(y)
+    nan = nanx | nany  # a NaN point: every weight NaN
+    dx = cnan if nan else x - fx
+    dy = cnan if nan else y - fy
+    ix, iy = np.int32(fx), np.int32(fy)
+    x0 = (ix >= 0) & (ix < s0)
+    x1 = (ix >= -1) & (ix < s0 - 1)
+    y0 = (iy >= 0) & (iy < s1)
+    y1 = (iy >= -1) & (iy < s1 - 1)
+    # Numba forms int32 sums and products in int64; the explicit int32
+    # keeps the vector lanes 32 bits wide (the values fit: fits_int32).
+    b = np.int32(iy * st1 + ix * st0)
+    return (b if x0 & y0 else np.int32(-1), np.int32(b + st0) if x1 & y0 else np.int32(-1),
+            np.int32(b + st1) if x0 & y1 else np.int32(-1),
+            np.int32(b + st1 + st0) if x1 & y1 else np.int32(-1), dx, dy)
+
+
+@skeleton
 def plan_linear_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
     """Plan ``nb`` points of a 2-D linear block.
 
@@ -169,37 +202,13 @@ def plan_linear_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
     ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
     s0, s1 = np.int32(sizes[0]), np.int32(sizes[1])
     st0, st1 = np.int32(strides[0]), np.int32(strides[1])
-    # Constants in the coordinate dtype: a Python int literal would turn
-    # float32 math into float64 (half the vector width).
-    zero, c1 = ax0[AXIS_HIGH] - ax0[AXIS_HIGH], ax0[AXIS_ONE]
-    c2 = c1 + c1
-    lo, far = zero - c2, zero - c2 - c1  # far: a coordinate with no tap inside
-    hi0, hi1 = ax0[AXIS_HIGH] + c2, ax1[AXIS_HIGH] + c2
-    cnan = zero / zero  # NaN in the coordinate dtype (error_model="numpy")
     for j in range(nb):
-        x, nanx = _coordinate(grid[2 * j], pad, ax0)
-        y, nany = _coordinate(grid[2 * j + 1], pad, ax1)
-        # Outside (-2, S+1) both taps are outside: move such x (and NaN) to -3
-        # before the cast, which is then always defined.
-        x = x if (x > lo) & (x < hi0) else far
-        y = y if (y > lo) & (y < hi1) else far
-        fx, fy = np.floor(x), np.floor(y)
-        dx, dy = x - fx, y - fy
-        nan = nanx | nany  # a NaN point: every weight NaN
-        dx = cnan if nan else dx
-        dy = cnan if nan else dy
-        ix, iy = np.int32(fx), np.int32(fy)
-        x0 = (ix >= 0) & (ix < s0)
-        x1 = (ix >= -1) & (ix < s0 - 1)
-        y0 = (iy >= 0) & (iy < s1)
-        y1 = (iy >= -1) & (iy < s1 - 1)
-        # Numba forms int32 sums and products in int64; the explicit int32
-        # keeps the vector lanes 32 bits wide (the values fit: fits_int32).
-        b = np.int32(iy * st1 + ix * st0)
-        off[0, j] = b if x0 & y0 else np.int32(-1)
-        off[1, j] = np.int32(b + st0) if x1 & y0 else np.int32(-1)
-        off[2, j] = np.int32(b + st1) if x0 & y1 else np.int32(-1)
-        off[3, j] = np.int32(b + st1 + st0) if x1 & y1 else np.int32(-1)
+        o0, o1, o2, o3, dx, dy = linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad, ax0, ax1,
+                                                s0, s1, st0, st1)
+        off[0, j] = o0
+        off[1, j] = o1
+        off[2, j] = o2
+        off[3, j] = o3
         # Weights in the weight dtype (docs/semantics.md §6.2): ``one * d`` is exact and only
         # widens ``d`` when weights are wider than coordinates.
         wx1, wy1 = one * dx, one * dy
