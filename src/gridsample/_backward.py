@@ -149,10 +149,7 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
     kc = np.array(cubic_constants(), dt)
     dk = np.array(cubic_slope_constants(), dt)
     threads = num_threads()
-    # Channel-last memory with a few channels is swept channel by channel (planar), as the
-    # forward does: each channel's taps are gathered like a plane's, and both kernel
-    # families and both layouts then add in the same order.
-    interleaved = plan.channel_last and plan.channels > PLANAR_MAX_CHANNELS
+    interleaved = _interleaved(plan)
     ggrid = np.zeros((plan.batch, plan.out_points, r) if grid_in_kernel else (1, 1, r), dt)
     grad_x = None
 
@@ -219,6 +216,14 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
     return _finish(grad_x, x.dtype), _finish(grad_grid, grid.dtype)
 
 
+def _interleaved(plan: ForwardPlan) -> bool:
+    """Whether the backward sweeps channels innermost (channel-last, more than
+    ``PLANAR_MAX_CHANNELS`` channels).  With fewer, channel-last memory is swept channel by
+    channel (planar), as the forward does: each channel's taps are gathered like a plane's,
+    and both kernel families and both layouts then add in the same order."""
+    return plan.channel_last and plan.channels > PLANAR_MAX_CHANNELS
+
+
 def _vector_entry(table: dict, plan: ForwardPlan, sizes, strides):
     """The vector-planned entry of ``table`` for this plan, or None (the general kernels run).
 
@@ -227,8 +232,7 @@ def _vector_entry(table: dict, plan: ForwardPlan, sizes, strides):
     (:func:`gridsample._vector.fits_int32`), and not where
     :func:`gridsample._engine.use_kernels` asks for the general kernels.
     """
-    interleaved = plan.channel_last and plan.channels > PLANAR_MAX_CHANNELS
-    if interleaved or kernel_family() not in ("auto", "vector"):
+    if _interleaved(plan) or kernel_family() not in ("auto", "vector"):
         return None
     entry = table.get((plan.rank, plan.mode, plan.padding))
     if entry is None or not fits_int32(sizes, strides):

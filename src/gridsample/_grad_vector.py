@@ -57,12 +57,12 @@ from ._taps import (
     cubic_row,
 )
 from ._vector import (
-    _cubic_taps,
+    _plan_cubic_axis,
     _plan_linear_axis,
-    _reflect,
     _tap_inlined,
     _unnormalize,
     linear_2d_taps,
+    unfold,
 )
 
 __all__ = ["plan_grad_linear_2d", "sweep_grad_linear_2d", "plan_grad_linear_3d",
@@ -95,7 +95,7 @@ def _chain(g, pad, ax):
         m = np.fmod(abs(d), span + span)
         sign = one if d >= zero else -one
         sign = -sign if m > span else sign
-        y = _reflect(v, ax, zero)
+        y = unfold(m, ax, zero)  # the reflected coordinate, from the same fmod
         slope = sign if (y > zero) & (y < high) & (span > zero) else zero
     scale = ax[AXIS_MUL] * ax[AXIS_SCALE]
     return scale * slope if finite else zero
@@ -172,13 +172,21 @@ def plan_grad_linear_3d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dw
         ax = axis_row(axc, a)
         for j in range(nb):
             chain[a, j] = _chain(grid[3 * j + a], pad, ax)
-    # A NaN point (NaN weights on some axis) is NaN on every axis: D_x has no
-    # w_x factor, so the NaN goes into the chain factors.
+    _nan_points_on_every_axis(nb, 3, 2, axc, wts, chain)
+
+
+@skeleton
+def _nan_points_on_every_axis(nb, rank, rows, axc, wts, chain):
+    """A NaN point (NaN weights on some axis: ``rows`` weight rows per axis, the first NaN
+    for such a point) gets NaN chain factors on every axis: the slope ``D_x`` has no ``w_x``
+    factor to carry the NaN of axis x."""
     zero = axc[0, AXIS_HIGH] - axc[0, AXIS_HIGH]
     cnan = zero / zero
     for j in range(nb):
-        nan = (wts[0, j] != wts[0, j]) | (wts[2, j] != wts[2, j]) | (wts[4, j] != wts[4, j])
-        for a in range(3):
+        nan = False
+        for a in range(rank):
+            nan = nan | (wts[a * rows, j] != wts[a * rows, j])
+        for a in range(rank):
             chain[a, j] = cnan if nan else chain[a, j]
 
 
@@ -234,35 +242,21 @@ def sweep_grad_linear_3d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, a
 
 @skeleton
 def _plan_cubic_grad_axis(grid, nb, pad, axis, ax, kt, dk, size, stride, off, wts, dws, chain):
-    """One axis of a 2-D cubic block: offsets and weights (rows ``4 axis`` ...), as the
-    forward's :func:`gridsample._vector._plan_cubic_axis`, plus the weight slopes
-    ``dw/dx`` and the chain factor ``dx/dg``.
+    """One axis of a 2-D cubic block: the forward's offsets and weights
+    (:func:`gridsample._vector._plan_cubic_axis`, rows ``4 axis`` ...), then the weight
+    slopes ``dw/dx`` and the chain factor ``dx/dg``.
 
     The coordinate is not padded (docs/semantics.md §4): with ``t = x - floor(x)`` the
     slopes are ``k'(t+1), k'(t), -k'(1-t), -k'(2-t)``
     (:func:`gridsample._grad_taps.grad_cubic_taps`); a NaN or infinite coordinate
     gets slopes and chain 0 (a NaN point's weights are NaN; the caller marks it).
     """
-    st = np.int32(stride)
+    _plan_cubic_axis(grid, nb, pad, axis, ax, kt, size, stride, off, wts)
     zero, one = ax[AXIS_HIGH] - ax[AXIS_HIGH], ax[AXIS_ONE]
-    far = zero - (one + one + one + one + one)
-    cnan = zero / zero
-    out = np.int32(-2 ** 31)
     scale = ax[AXIS_MUL] * ax[AXIS_SCALE]
     r = 4 * axis
     for j in range(nb):
-        g = grid[2 * j + axis]
-        (i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2,
-         ok3) = _cubic_taps(g, pad, ax, kt, size, zero, far, cnan)
-        off[r, j] = i0 * st if ok0 else out
-        off[r + 1, j] = i1 * st if ok1 else out
-        off[r + 2, j] = i2 * st if ok2 else out
-        off[r + 3, j] = i3 * st if ok3 else out
-        wts[r, j] = w0
-        wts[r + 1, j] = w1
-        wts[r + 2, j] = w2
-        wts[r + 3, j] = w3
-        u = _unnormalize(g, ax)
+        u = _unnormalize(grid[2 * j + axis], ax)
         bad = (u != u) | math.isinf(u)
         v = zero if bad else u
         t = v - np.floor(v)
@@ -281,19 +275,13 @@ def _plan_cubic_grad_axis(grid, nb, pad, axis, ax, kt, dk, size, stride, off, wt
 
 @skeleton
 def plan_grad_cubic_2d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dws, chain):
-    """Plan a 2-D cubic block per axis; a NaN point gets NaN chain factors on both axes
-    (``D_x = dw_x w_y`` has no ``w_x`` factor to carry its NaN)."""
+    """Plan a 2-D cubic block per axis; NaN points marked on both axes."""
     kt = cubic_row(kc)
     dkt = (dk[0], dk[1], dk[2], dk[3], dk[4])
     for a in range(2):
         _plan_cubic_grad_axis(grid, nb, pad, a, axis_row(axc, a), kt, dkt, sizes[a],
                               strides[a], off, wts, dws, chain)
-    zero = axc[0, AXIS_HIGH] - axc[0, AXIS_HIGH]
-    cnan = zero / zero
-    for j in range(nb):
-        nan = (wts[1, j] != wts[1, j]) | (wts[5, j] != wts[5, j])
-        chain[0, j] = cnan if nan else chain[0, j]
-        chain[1, j] = cnan if nan else chain[1, j]
+    _nan_points_on_every_axis(nb, 2, 4, axc, wts, chain)
 
 
 @skeleton

@@ -82,14 +82,20 @@ def _unnormalize(g, ax):
 @skeleton
 def _reflect(u, ax, zero):
     """``_taps.reflect_clip`` for a finite ``u``, with selects (``fmod`` is exact)."""
+    low, span = ax[AXIS_REFLECT_LOW], ax[AXIS_REFLECT_SPAN]
+    return unfold(np.fmod(abs(u - low), span + span), ax, zero)
+
+
+@skeleton
+def unfold(m, ax, zero):
+    """The reflected coordinate of a point ``m = |u - low| mod 2 span`` along the fold,
+    clipped to ``[0, S-1]`` (0 on an axis of size 1 with align_corners)."""
     low, span, high = ax[AXIS_REFLECT_LOW], ax[AXIS_REFLECT_SPAN], ax[AXIS_HIGH]
-    period = span + span
-    m = np.fmod(abs(u - low), period)
-    m = period - m if m > span else m
+    m = span + span - m if m > span else m
     y = m + low
     y = zero if y < zero else y
     y = high if y > high else y
-    return zero if span <= zero else y  # an axis of size 1 with align_corners
+    return zero if span <= zero else y
 
 
 @helper
