@@ -49,18 +49,18 @@ _MIN_BLOCK_POINTS = 1 << 10
 _MAX_EXTRA_BUFFER_BYTES = 256 << 20
 
 
-def _parse_output_mask(output_mask) -> tuple:
+def parse_output_mask(output_mask, wants=("grad_x", "grad_grid")) -> tuple:
+    """``output_mask`` as a tuple of bools, one per result named in ``wants``."""
     text = describe(output_mask)
+    count = {2: "pair", 3: "triple"}.get(len(wants), f"{len(wants)}-tuple")
+    allowed = f"a {count} of bools (" + ", ".join(f"want {w}" for w in wants) + ")"
     if isinstance(output_mask, (str, bytes)) or not isinstance(output_mask, (Sequence, np.ndarray)):
-        raise GridSampleTypeError(
-            f"output_mask={text} must be a pair of bools (want grad_x, want grad_grid)"
-        )
+        raise GridSampleTypeError(f"output_mask={text} must be {allowed}")
     mask = list(output_mask)
-    if len(mask) != 2 or not all(isinstance(m, (bool, np.bool_)) or m in (0, 1) for m in mask):
-        raise GridSampleError(
-            f"output_mask={text} must be a pair of bools (want grad_x, want grad_grid)"
-        )
-    return bool(mask[0]), bool(mask[1])
+    if len(mask) != len(wants) or not all(isinstance(m, (bool, np.bool_)) or m in (0, 1)
+                                          for m in mask):
+        raise GridSampleError(f"output_mask={text} must be {allowed}")
+    return tuple(bool(m) for m in mask)
 
 
 def plan_backward(grad_output, x, grid, mode, padding_mode, align_corners, channel_last,
@@ -82,7 +82,7 @@ def plan_backward(grad_output, x, grid, mode, padding_mode, align_corners, chann
             f"grad_output has shape {g.shape}; it must have the forward output's shape "
             f"{plan.out_shape} {layout}"
         )
-    return plan, g, x, grid, _parse_output_mask(output_mask)
+    return plan, g, x, grid, parse_output_mask(output_mask)
 
 
 def _compute_dtype(x: np.ndarray, grid: np.ndarray) -> np.dtype:

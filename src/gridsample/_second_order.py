@@ -44,29 +44,17 @@ the point's cell applies).  docs/semantics.md §7.6 states the rules.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
 
 import numpy as np
 
 from ._api import grid_sample
 from ._axis_numpy import axis_curvature, axis_grad_taps, unnormalize
-from ._backward import GRAD_DTYPE_NAMES, grid_sample_backward, plan_backward
-from ._errors import GridSampleError, GridSampleTypeError, describe
+from ._backward import GRAD_DTYPE_NAMES, grid_sample_backward, parse_output_mask, plan_backward
+from ._errors import GridSampleError, GridSampleTypeError
 from ._options import MODE_NEAREST
 from ._plan import as_array
 
 __all__ = ["grid_sample_double_backward"]
-
-
-def _parse_output_mask3(output_mask) -> tuple:
-    text = describe(output_mask)
-    allowed = "a triple of bools (want grad_grad_output, want grad_x, want grad_grid)"
-    if isinstance(output_mask, (str, bytes)) or not isinstance(output_mask, (Sequence, np.ndarray)):
-        raise GridSampleTypeError(f"output_mask={text} must be {allowed}")
-    mask = list(output_mask)
-    if len(mask) != 3 or not all(isinstance(m, (bool, np.bool_)) or m in (0, 1) for m in mask):
-        raise GridSampleError(f"output_mask={text} must be {allowed}")
-    return tuple(bool(m) for m in mask)
 
 
 def _optional_like(name: str, value, like: np.ndarray, what: str):
@@ -242,7 +230,8 @@ def grid_sample_double_backward(grad_grad_x, grad_grad_grid, grad_output, x, gri
     """
     plan, gout, x, grid, _ = plan_backward(grad_output, x, grid, mode, padding_mode,
                                            align_corners, channel_last, (True, True))
-    want_gout, want_x, want_grid = _parse_output_mask3(output_mask)
+    want_gout, want_x, want_grid = parse_output_mask(
+        output_mask, ("grad_grad_output", "grad_x", "grad_grid"))
     ggx = _optional_like("grad_grad_x", grad_grad_x, x, "x")
     ggg = _optional_like("grad_grad_grid", grad_grad_grid, grid, "grid")
     options = dict(mode=plan.mode, padding_mode=plan.padding, align_corners=plan.align_corners,
