@@ -249,9 +249,9 @@ def _world_grid(args, kind, raster: Raster):
     return out_spatial, resized_affine(nifti[1], raster.spatial, out_spatial, args.align_corners)
 
 
-def _output_meta(args, kind, raster: Raster, out_spatial: tuple) -> dict:
+def _output_meta(args, raster: Raster, out_spatial: tuple, world) -> dict:
     """The output's format details: a NIfTI output's affine, a TIFF's pixel sizes describe
-    the output grid."""
+    the output grid (``world``: :func:`_world_grid`'s answer for this input)."""
     sizes = raster.meta.get("pixel_size_um")
     if sizes is not None and tuple(out_spatial) != raster.spatial:
         z = stretch(raster.spatial[::-1], tuple(out_spatial)[::-1], args.align_corners)
@@ -261,7 +261,6 @@ def _output_meta(args, kind, raster: Raster, out_spatial: tuple) -> dict:
     if nifti is None:
         return raster.meta
     header, a_in = nifti
-    world = _world_grid(args, kind, raster)
     if world is not None:
         a_out = world[1]
     elif tuple(out_spatial) == raster.spatial:
@@ -271,10 +270,10 @@ def _output_meta(args, kind, raster: Raster, out_spatial: tuple) -> dict:
     return {**raster.meta, "nifti": (header, a_out)}
 
 
-def _source(args, kind, raster: Raster, loaded):
+def _source(args, kind, raster: Raster, loaded, world):
+    """The grid source of one input (``world``: :func:`_world_grid`'s answer for it)."""
     r = raster.spatial_dims
     align = args.align_corners
-    world = _world_grid(args, kind, raster)
     if world is not None:
         out_spatial, a_out = world
         m = world_pixel_matrix(loaded, raster.meta["nifti"][1], raster.spatial, a_out)
@@ -326,13 +325,14 @@ def run_warp(args) -> int:
         # read twice; a single input is checked just before its write).
         for inp, dst in zip(inputs, outputs):
             raster = read_raster(inp, args.spatial_dims, args.key)
-            _source(args, kind, raster, loaded)
+            _source(args, kind, raster, loaded, _world_grid(args, kind, raster))
             check_writable(dst, raster.array.dtype, raster.spatial_dims, raster.channels)
             del raster
     with progress_bar(len(inputs), "warp", "file", progress_mode) as files_bar:
         for inp, dst in zip(inputs, outputs):
             raster = read_raster(inp, args.spatial_dims, args.key)
-            source = _source(args, kind, raster, loaded)
+            world = _world_grid(args, kind, raster)
+            source = _source(args, kind, raster, loaded, world)
             check_writable(dst, raster.array.dtype, raster.spatial_dims, raster.channels)
             t0 = time.perf_counter()
             slabs = 1 if many else slab_count(source.out_spatial)
@@ -341,7 +341,7 @@ def run_warp(args) -> int:
                                     args.padding, args.align_corners, bar=slab_bar)
             seconds = time.perf_counter() - t0
             out = Raster(result, raster.spatial_dims,
-                         _output_meta(args, kind, raster, source.out_spatial))
+                         _output_meta(args, raster, source.out_spatial, world))
             dst.parent.mkdir(parents=True, exist_ok=True)  # OUTPUT given as "folder/"
             write_raster(dst, out)
             files_bar.update(1)
