@@ -35,47 +35,40 @@ voxel sizes change: ``A_out = A_in @ Z``, ``Z`` the per-axis stretch that
 from __future__ import annotations
 
 import functools
-import math
+from dataclasses import replace
 
 import numpy as np
 
 from ._errors import FAILURE, CLIError
-from ._transforms import AffineSpec
+from ._transforms import AffineSpec, forward_matrix
 
-__all__ = ["world_transform", "stretch", "resized_affine", "world_pixel_matrix",
+__all__ = ["about", "world_transform", "stretch", "resized_affine", "world_pixel_matrix",
            "pixel_size_transform", "reference_grid"]
 
 #: Pixel (x, y, z, 1) -> voxel (i, j, k, 1): i = z, j = y, k = x.
 _P = np.array([[0, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1]], np.float64)
 
 
-def _rotation(axis: int, deg: float) -> np.ndarray:
-    """Right-handed rotation by ``deg`` about world axis ``axis`` (0 x, 1 y, 2 z), 4x4."""
-    a = math.radians(deg)
-    c, s = math.cos(a), math.sin(a)
-    u, v = [(1, 2), (2, 0), (0, 1)][axis]  # the plane the rotation turns: u towards v
-    m = np.eye(4)
-    m[u, u], m[u, v], m[v, u], m[v, v] = c, -s, s, c
-    return m
+def about(centre, move: np.ndarray) -> np.ndarray:
+    """``C @ move @ C^-1``: the homogeneous ``move`` made about ``centre`` instead of 0."""
+    r = len(centre)
+    c, c_inv = np.eye(r + 1), np.eye(r + 1)
+    c[:r, r] = centre
+    c_inv[:r, r] = -np.asarray(centre, np.float64)
+    return c @ move @ c_inv
 
 
 def world_transform(spec: AffineSpec, centre) -> np.ndarray:
-    """``T`` (4x4, world millimetres) of the affine options, about ``centre`` (world)."""
-    sc = np.diag([spec.scale * spec.scale_x, spec.scale * spec.scale_y,
-                  spec.scale * spec.scale_z, 1.0])
-    sh = np.eye(4)
-    sh[0, 1] = math.tan(math.radians(spec.shear_x))
-    sh[1, 0] = math.tan(math.radians(spec.shear_y))
-    # --rotate on a volume is --rotate-z (they add), as for voxel-unit volumes.
-    rot = _rotation(2, spec.rotate + spec.rotate_z) @ _rotation(1, spec.rotate_y) @ _rotation(
-        0, spec.rotate_x)
-    tr = np.eye(4)
-    tr[:3, 3] = [*spec.translate, spec.translate_z]
-    c = np.eye(4)
-    c[:3, 3] = centre
-    c_inv = np.eye(4)
-    c_inv[:3, 3] = -np.asarray(centre, np.float64)
-    return c @ tr @ rot @ sh @ sc @ c_inv
+    """``T`` (4x4, world millimetres) of the affine options, about ``centre`` (world).
+
+    The composition is :func:`gridsample.cli._transforms.forward_matrix`'s (scale, shear,
+    rotation x then y then z, translation); its rotations follow the image convention
+    (``x' = x cos a + y sin a``), which is the right-handed rotation by ``-a``, so the
+    angles are negated.
+    """
+    right_handed = replace(spec, rotate=-spec.rotate, rotate_x=-spec.rotate_x,
+                           rotate_y=-spec.rotate_y, rotate_z=-spec.rotate_z)
+    return about(centre, forward_matrix(right_handed, 3))
 
 
 def stretch(in_sizes, out_sizes, align_corners: bool) -> np.ndarray:
@@ -124,9 +117,7 @@ def pixel_size_transform(forward: np.ndarray, sizes, in_spatial: tuple, out_spat
     z = stretch(in_spatial[::-1], out_spatial[::-1], align_corners)
     a_out = a_in @ z
     centre = (a_in @ np.array([*((n - 1) / 2 for n in in_spatial[::-1]), 1.0]))[:r]
-    c, c_inv = np.eye(r + 1), np.eye(r + 1)
-    c[:r, r], c_inv[:r, r] = centre, -centre
-    return np.linalg.inv(a_in) @ c @ np.linalg.inv(forward) @ c_inv @ a_out
+    return np.linalg.inv(a_in) @ np.linalg.inv(about(centre, forward)) @ a_out
 
 
 def world_pixel_matrix(spec: AffineSpec, a_in: np.ndarray, in_spatial: tuple,
