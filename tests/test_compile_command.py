@@ -38,8 +38,8 @@ def test_compile_prints_a_summary(capsys):
 def test_combinations_cover_the_choices():
     combos = combinations(("float32", "int16"), ("float32",), (2, 3), None, None,
                           channel_last=True, backward=True)
-    # 2 dtypes x 2 ranks x 3 modes x 3 paddings x 2 layouts forward, float32 backward
-    assert len(combos) == 72 + 36
+    # 2 dtypes x 2 ranks x 3 modes x 5 paddings x 2 layouts forward, float32 backward
+    assert len(combos) == 120 + 60
     assert Combination("int16", "float32", 3, "cubic", "reflection", True) in combos
     assert Combination("int16", "float32", 2, "linear", "zeros", False, True) not in combos
 

@@ -258,3 +258,109 @@ def test_readme_pytorch_examples_run_as_written():
     assert len(blocks) >= 2
     for block in blocks:
         exec(compile(block, "README.md", "exec"), {})
+
+
+# --- The options beyond ONNX, push and count (issue 15) -------------------------------
+
+EXTRA_CASES = [
+    pytest.param(mode, padding, extras, id=f"{mode}-{name}")
+    for mode in MODES
+    for name, padding, extras in (
+        ("wrap", "wrap", {}),
+        ("mirror-symmetric", ("mirror", "symmetric"), {}),
+        ("constant-fill", "constant", {"fill_value": [0.5, -1.0, 2.0]}),
+        ("wrap-border-pixels", ("wrap", "border"), {"grid_units": "pixels"}),
+        ("symmetric-displacement", "symmetric", {"displacement": True}),
+    )
+] + [pytest.param("cubic", "border", {"cubic_a": -0.5}, id="cubic-a")]
+
+
+def _extras_case(extras):
+    x, grid = _case(7, 2, spread=1.6)
+    if extras.get("grid_units") == "pixels":
+        grid = grid * 4
+    if extras.get("displacement"):
+        grid = grid * 0.3
+    return x, grid
+
+
+@pytest.mark.parametrize("mode, padding, extras", EXTRA_CASES)
+def test_extras_match_numpy_and_have_exact_gradients(mode, padding, extras):
+    x, grid = _extras_case(extras)
+    y = gt.grid_sample(x, grid, mode, padding, align_corners=False, **extras)
+    want = gridsample.grid_sample(x.numpy(), grid.numpy(), mode, padding, **extras)
+    np.testing.assert_array_equal(y.numpy(), want)
+    x.requires_grad_()
+    grid.requires_grad_(mode != "nearest")
+
+    def f(*args):  # nearest has no grid gradient: then x alone varies
+        xx, gg = args if len(args) == 2 else (args[0], grid)
+        return gt.grid_sample(xx, gg, mode, padding, align_corners=False, **extras)
+
+    inputs = (x, grid) if mode != "nearest" else (x,)
+    assert torch.autograd.gradcheck(f, inputs, atol=1e-7)
+    assert torch.autograd.gradgradcheck(f, inputs, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode, padding, extras", EXTRA_CASES)
+def test_opcheck_the_extras(mode, padding, extras):
+    x, grid = _extras_case(extras)
+    x.requires_grad_()
+    grid.requires_grad_()
+    from gridsample.torch import _extras
+
+    code = _codes(mode, "zeros")[0]
+    pad, per_axis, fill, a, pixels, displacement = _extras(
+        2, code, padding, extras.get("fill_value", 0), extras.get("cubic_a", -0.75),
+        extras.get("grid_units", "normalized"), extras.get("displacement", False))
+    options = (code, pad, False, False)
+    tail = (per_axis, fill, a, pixels, displacement)
+    y = OPS.grid_sample(x, grid, *options, *tail)
+    gout = torch.randn_like(y)
+    torch.library.opcheck(OPS.grid_sample.default, (x, grid, *options, *tail))
+    torch.library.opcheck(OPS.grid_sample_backward.default,
+                          (gout, x, grid, *options, [True, True], *tail))
+    torch.library.opcheck(OPS.grid_push.default,
+                          (gout, grid, list(x.shape), *options, per_axis, a, pixels,
+                           displacement))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection", "mirror", "wrap"])
+def test_push_and_count_autograd(mode, padding):
+    x, grid = _case(11, 2, spread=1.4)
+    v = torch.randn(2, 3, 3, 2, dtype=torch.float64, requires_grad=True)
+    grid.requires_grad_(mode != "nearest")
+    pushed = gt.grid_push(v, grid, (4, 5), mode, padding)
+    np.testing.assert_array_equal(
+        pushed.detach().numpy(),
+        gridsample.grid_push(v.detach().numpy(), grid.detach().numpy(), (4, 5), mode, padding))
+    inputs = (v, grid) if mode != "nearest" else (v,)
+
+    def push(*args):  # nearest has no grid gradient: then v alone varies
+        vv, gg = args if len(args) == 2 else (args[0], grid)
+        return gt.grid_push(vv, gg, (4, 5), mode, padding)
+
+    assert torch.autograd.gradcheck(push, inputs, atol=1e-7)
+    assert torch.autograd.gradgradcheck(push, inputs, atol=1e-6)
+    count = gt.grid_count(grid, (4, 5), mode, padding)
+    assert count.shape == (2, 1, 4, 5)
+    np.testing.assert_array_equal(count.detach().numpy(), gridsample.grid_count(
+        grid.detach().numpy(), (4, 5), mode, padding))
+    if mode != "nearest":
+        assert torch.autograd.gradcheck(lambda g: gt.grid_count(g, (4, 5), mode, padding),
+                                        (grid,), atol=1e-7)
+
+
+def test_push_compiles_and_exports():
+    class Splat(torch.nn.Module):
+        def forward(self, v, grid):
+            return gt.grid_push(v, grid, (6, 7), "bilinear", "wrap").square().sum()
+
+    v, grid = torch.randn(2, 3, 4, 5), torch.rand(2, 4, 5, 2) * 2 - 1
+    eager = Splat()(v, grid)
+    compiled = torch.compile(Splat(), fullgraph=True)(v, grid)
+    torch.testing.assert_close(compiled, eager)
+    exported = torch.export.export(Splat(), (v, grid))
+    assert "gridsample.grid_push.default" in str(exported.graph)
+    torch.testing.assert_close(exported.module()(v, grid), eager)

@@ -8,9 +8,11 @@ from ._affine import affine_grid
 from ._api import grid_sample
 from ._backward import grid_sample_backward
 from ._errors import GridSampleError, GridSampleTypeError
+from ._push import grid_count, grid_push
 from ._second_order import grid_sample_double_backward
 
 __version__ = "0.1.0"
 
-__all__ = ["grid_sample", "grid_sample_backward", "grid_sample_double_backward", "affine_grid",
+__all__ = ["grid_sample", "grid_sample_backward", "grid_sample_double_backward", "grid_push",
+           "grid_count", "affine_grid",
            "GridSampleError", "GridSampleTypeError", "__version__"]

@@ -11,7 +11,8 @@ __all__ = ["grid_sample"]
 
 
 def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=False, *,
-                channel_last=False) -> np.ndarray:
+                channel_last=False, fill_value=0, cubic_a=-0.75, grid_units="normalized",
+                displacement=False) -> np.ndarray:
     """Sample ``x`` at the normalized positions held in ``grid``.
 
     Parameters
@@ -31,15 +32,37 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
         Interpolation.  ``"bilinear"``/``"trilinear"`` and
         ``"bicubic"``/``"tricubic"`` are aliases.  Cubic is Keys' cubic
         convolution (A = -0.75) over 4 taps per axis, for every rank.
-    padding_mode : {"zeros", "border", "reflection"} or {0, 1, 2}, default "zeros"
-        What positions outside ``x`` read: 0, the nearest edge value, or the
-        value at the position reflected back into ``x``.
+    padding_mode : str or int, or a tuple of them (one per grid component), default "zeros"
+        What positions outside ``x`` read.  The ONNX three: ``"zeros"`` (0),
+        ``"border"`` (the nearest edge value), ``"reflection"`` (the
+        position reflected back into ``x``), codes 0, 1, 2.  Beyond ONNX,
+        padding each tap index for every mode (docs/semantics.md §3.3):
+        ``"constant"`` (3; taps outside read ``fill_value``), ``"mirror"``
+        (4; whole-sample symmetric ``d c b | a b c d | c b a``),
+        ``"symmetric"`` (5; half-sample ``c b a | a b c | c b a``),
+        ``"wrap"`` (6; periodic, alias ``"periodic"``/``"circular"``).  A
+        tuple pads each grid component's axis its own way, ``grid[..., 0]``'s
+        (the width) first.
     align_corners : bool or {0, 1}, default False
         ``True``: -1 and 1 are the centres of the corner elements.
         ``False``: -1 and 1 are the outer edges of the corner elements.
     channel_last : bool, default False
         ``x`` is ``(N, d1, ..., dr, C)`` and the output ``(N, D1, ..., Dr, C)``
         (CANN's NHWC / NDHWC), computed in that layout without a transpose.
+    fill_value : scalar or sequence of C, default 0
+        What taps outside read under ``"constant"`` padding, cast to ``x``'s
+        dtype as results are (a string for string ``x``).
+    cubic_a : float, default -0.75
+        Keys' coefficient of ``mode="cubic"`` (-0.75: PyTorch, OpenCV,
+        onnxruntime; -0.5: Pillow, TensorFlow, Keys' own choice).
+    grid_units : {"normalized", "pixels"}, default "normalized"
+        ``"pixels"``: ``grid[..., k]`` is an element coordinate along spatial
+        axis ``r-1-k``, element ``i`` centred at ``i`` (no unnormalization;
+        ``align_corners`` then only picks ``"reflection"``'s interval).
+    displacement : bool, default False
+        ``grid`` holds displacements: point ``p`` reads at ``identity(p) +
+        grid(p)``, the identity being ``affine_grid``'s for the output shape
+        (normalized units, with ``align_corners``) or ``p``'s own index (pixels).
 
     Returns
     -------
@@ -72,5 +95,7 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     >>> gridsample.grid_sample(x, grid, align_corners=True)
     array([[[[7.5]]]], dtype=float32)
     """
-    plan, x, grid = plan_forward(x, grid, mode, padding_mode, align_corners, channel_last)
+    plan, x, grid = plan_forward(x, grid, mode, padding_mode, align_corners, channel_last,
+                                 fill_value=fill_value, cubic_a=cubic_a, grid_units=grid_units,
+                                 displacement=displacement)
     return run_forward(plan, x, grid)

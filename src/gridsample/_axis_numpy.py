@@ -13,19 +13,34 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION
+from ._registry import (
+    MODE_CUBIC,
+    MODE_LINEAR,
+    MODE_NEAREST,
+    PAD_BORDER,
+    PAD_CONSTANT,
+    PAD_MIRROR,
+    PAD_REFLECTION,
+    PAD_SYMMETRIC,
+    PAD_WRAP,
+    padding_of,
+)
 
-__all__ = ["A", "unnormalize", "reflect", "keys", "axis_taps", "unnormalize_slope",
+__all__ = ["A", "unnormalize", "reflect", "keys", "pad_indices", "identity_grid", "axis_taps",
+           "unnormalize_slope",
            "pad_slope", "keys_slope", "axis_grad_taps", "keys_curvature",
            "axis_curvature"]
 
 A = -0.75  # Keys' cubic convolution parameter
 
 
-def unnormalize(g, size, align_corners):
+def unnormalize(g, size, align_corners, pixels=False):
     # The spec's formulas, as the spec writes them, in g's dtype (NumPy keeps
     # float32 arithmetic float32 when the other operands are Python ints).
     # +-inf is infinitely far out on every axis, also where S - 1 = 0.
+    # Pixel units are element coordinates already.
+    if pixels:
+        return g
     if align_corners:
         x = (g + 1) / 2 * (size - 1)
     else:
@@ -49,22 +64,65 @@ def reflect(x, size, align_corners):
     return np.clip(y, 0, size - 1)
 
 
-def keys(t):
-    """Keys' cubic convolution kernel W(t), A = -0.75."""
+def keys(t, a=A):
+    """Keys' cubic convolution kernel W(t) with coefficient ``a`` (default -0.75)."""
     t = np.abs(t)
-    near = ((A + 2) * t - (A + 3)) * t * t + 1
-    far = ((A * t - 5 * A) * t + 8 * A) * t - 4 * A
+    near = ((a + 2) * t - (a + 3)) * t * t + 1
+    far = ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
     return np.where(t <= 1, near, np.where(t < 2, far, 0.0))
 
 
-def axis_taps(x, size, mode, padding, align_corners):
+def pad_indices(i, size, padding):
+    """An index padding (docs/semantics.md §3.3) applied to float tap indices ``i``.
+
+    mirror (whole-sample symmetric, period ``2(S-1)``): ``m = |i| mod 2(S-1)``,
+    then ``m`` or ``2(S-1) - m``; symmetric (half-sample, period ``2S``):
+    ``m = i mod 2S``, then ``m`` or ``2S - 1 - m``; wrap: ``i mod S``.
+    Non-finite indices map to 0 (their points are NaN points).
+    """
+    i = np.where(np.isfinite(i), i, 0.0)
+    if padding == PAD_MIRROR:
+        if size == 1:
+            return np.zeros_like(i)
+        m = np.mod(np.abs(i), 2 * (size - 1))
+        return np.where(m <= size - 1, m, 2 * (size - 1) - m)
+    if padding == PAD_SYMMETRIC:
+        m = np.mod(i, 2 * size)
+        return np.where(m < size, m, 2 * size - 1 - m)
+    if padding == PAD_WRAP:
+        return np.mod(i, size)
+    raise ValueError(f"padding code {padding} is not an index padding")
+
+
+def _index_axis_taps(x, size, mode, padding, a):
+    """:func:`axis_taps` for the index paddings: every tap index padded, the coordinate kept."""
+    nan = ~np.isfinite(x)  # no image of an infinite coordinate
+    xs = np.where(nan, 0.0, x).astype(x.dtype)
+    if mode == MODE_NEAREST:
+        idx = pad_indices(np.rint(xs), size, padding)
+        return [(idx, np.ones(x.shape), np.ones(x.shape, bool))], nan
+    f = np.floor(xs)
+    frac = (xs - f).astype(np.float64)
+    offsets = (0, 1) if mode == MODE_LINEAR else (-1, 0, 1, 2)
+    taps = []
+    for k in offsets:
+        w = (1 - frac if k == 0 else frac) if mode == MODE_LINEAR else keys(frac - k, a)
+        taps.append((pad_indices(f + k, size, padding), w, np.ones(x.shape, bool)))
+    return taps, nan
+
+
+def axis_taps(x, size, mode, padding, align_corners, a=A):
     """Taps of one axis: list of (float index, weight, valid) and the NaN mask.
 
     ``x`` is the unnormalized coordinate, in the coordinate dtype; padding and
     tap indices stay in that dtype (NumPy keeps float32 float32 when the
     other operands are Python scalars), weights are float64.  Indices stay float
     until the caller masks them, so huge and infinite values are harmless.
+    ``"constant"`` is ``"zeros"`` here (the caller reads its fill where a
+    tap is not valid); ``a`` is Keys' coefficient.
     """
+    if padding_of(padding).index and padding != PAD_CONSTANT:
+        return _index_axis_taps(x, size, mode, padding, a)
     if mode == MODE_CUBIC:
         nan = np.isnan(x) | (np.isinf(x) & (padding == PAD_REFLECTION))
         far = np.isinf(x) & (padding == PAD_BORDER)
@@ -79,7 +137,7 @@ def axis_taps(x, size, mode, padding, align_corners):
         taps = []
         for k in (-1, 0, 1, 2):
             idx = f + k
-            w = keys(frac - k)  # not x - idx: for huge x, f + k rounds back to f
+            w = keys(frac - k, a)  # not x - idx: for huge x, f + k rounds back to f
             if padding == PAD_BORDER:
                 idx = np.clip(idx, 0, size - 1)
             elif padding == PAD_REFLECTION:
@@ -149,7 +207,7 @@ def pad_slope(x, size, padding, align_corners):
     return np.ones(x.shape)
 
 
-def keys_slope(s):
+def keys_slope(s, a=A):
     """``K'(s)`` of the even kernel ``K(s) = k(|s|)``: ``sign(s) * k'(|s|)``, A = -0.75.
 
     Differentiating :func:`keys`' two pieces in ``t = |s|``::
@@ -161,13 +219,14 @@ def keys_slope(s):
     gives 0 at ``t = 2`` (and ``k'(0) = 0``): Keys' kernel is C^1, so which
     piece owns a knot does not matter.
     """
+    A = a  # noqa: N806 (the formulas above)
     t = np.abs(s)
     near = (3 * (A + 2) * t - 2 * (A + 3)) * t
     far = (3 * A * t - 10 * A) * t + 8 * A
     return np.sign(s) * np.where(t <= 1, near, np.where(t < 2, far, 0.0))
 
 
-def axis_grad_taps(x, size, mode, padding, align_corners):
+def axis_grad_taps(x, size, mode, padding, align_corners, a=A, pixels=False):
     """:func:`axis_taps` plus each tap's weight slope ``dw/dg`` (float64).
 
     Returns ``[(index, w, dw/dg, valid), ...]`` and the NaN mask.  ``x`` is
@@ -186,13 +245,13 @@ def axis_grad_taps(x, size, mode, padding, align_corners):
     A coordinate at ``±inf`` is infinitely far out: its value is locally
     constant, slope 0 (its weights are not differentiable there).
     """
-    taps, nan = axis_taps(x, size, mode, padding, align_corners)
-    scale = unnormalize_slope(size, align_corners)
+    taps, nan = axis_taps(x, size, mode, padding, align_corners, a)
+    scale = 1.0 if pixels else unnormalize_slope(size, align_corners)
     if mode == MODE_NEAREST:
         slopes = [np.zeros(x.shape)]
     elif mode == MODE_CUBIC:
         t = (x - np.floor(x)).astype(np.float64)  # exact, as in axis_taps
-        slopes = [scale * keys_slope(t - k) for k in (-1, 0, 1, 2)]
+        slopes = [scale * keys_slope(t - k, a) for k in (-1, 0, 1, 2)]
     else:
         chain = scale * pad_slope(x, size, padding, align_corners)
         slopes = [-chain, chain]
@@ -201,7 +260,7 @@ def axis_grad_taps(x, size, mode, padding, align_corners):
             for (idx, w, ok), dw in zip(taps, slopes)], nan
 
 
-def keys_curvature(s):
+def keys_curvature(s, a=A):
     """``K''(s)`` of Keys' kernel: ``k''(|s|)`` (the kernel is even, so is its second derivative).
 
     Differentiating :func:`keys_slope`'s pieces once more in ``t = |s|``::
@@ -217,13 +276,14 @@ def keys_curvature(s):
     four taps' ``K''`` sum to 0 and a constant has no curvature, at the
     knots as between them.
     """
+    A = a  # noqa: N806 (the formulas above)
     t = np.abs(s)
     near = 6 * (A + 2) * t - 2 * (A + 3)
     far = 6 * A * t - 10 * A
     return np.where(t <= 1, near, np.where(t <= 2, far, 0.0))
 
 
-def axis_curvature(x, size, mode, align_corners):
+def axis_curvature(x, size, mode, align_corners, a=A, pixels=False):
     """Each tap's ``d^2 w / dg^2`` for :func:`axis_grad_taps`' taps (float64 arrays).
 
     * linear: ``dw/dg = (-1, +1) u'(g) pad'(x)`` is piecewise constant
@@ -237,7 +297,30 @@ def axis_curvature(x, size, mode, align_corners):
     if mode != MODE_CUBIC:
         zero = np.zeros(x.shape)
         return [zero] * (1 if mode == MODE_NEAREST else 2)
-    scale = unnormalize_slope(size, align_corners)
+    scale = 1.0 if pixels else unnormalize_slope(size, align_corners)
     t = (x - np.floor(x)).astype(np.float64)
     far = np.isinf(x)
-    return [np.where(far, 0.0, scale * scale * keys_curvature(t - k)) for k in (-1, 0, 1, 2)]
+    return [np.where(far, 0.0, scale * scale * keys_curvature(t - k, a)) for k in (-1, 0, 1, 2)]
+
+
+def identity_grid(out_spatial, align_corners, pixels, dtype):
+    """The identity grid of the output shape, ``(*out_spatial, r)`` in ``dtype`` (displacements).
+
+    Pixel units: each point's own indices.  Normalized: the centres of
+    ``D`` equal cells of ``[-1, 1]`` (align_corners=False) or ``D`` evenly
+    spaced points from -1 to 1 (True), 0 on an axis of one point -- the
+    positions ``affine_grid`` gives for the identity.
+    """
+    axes = []
+    for length in out_spatial:
+        i = np.arange(length, dtype=np.float64)
+        if pixels:
+            axes.append(i)
+        elif length == 1:
+            axes.append(np.zeros(1))
+        elif align_corners:
+            axes.append(np.linspace(-1.0, 1.0, length))
+        else:
+            axes.append((2 * i + 1) / length - 1)
+    mesh = np.meshgrid(*axes, indexing="ij")
+    return np.stack(mesh[::-1], axis=-1).astype(dtype)  # grid[..., 0] is the last axis

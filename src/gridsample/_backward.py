@@ -16,21 +16,29 @@ signature per precision.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
 
 from . import _grad_kernels as gk
 from ._dtypes import dtype_name, is_string
-from ._engine import PLANAR_MAX_CHANNELS, block_size, flat_view, kernel_family, split_channels
+from ._engine import (
+    PLANAR_MAX_CHANNELS,
+    block_size,
+    coordinates,
+    flat_view,
+    kernel_constants,
+    kernel_family,
+    split_channels,
+)
 from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._grad_taps import cubic_slope_constants
 from ._grad_vector_entries import GRID_GRAD_ENTRIES, INPUT_GRAD_ENTRIES
 from ._jit import read_only
 from ._options import MODE_NEAREST
-from ._plan import ForwardPlan, as_array, plan_forward
+from ._plan import PAD_MIXED, ForwardPlan, as_array, plan_forward
 from ._registry import taps_per_point
-from ._taps import axis_constants, cubic_constants
 from ._threads import num_threads, run_shared
 from ._vector import fits_int32
 
@@ -64,9 +72,13 @@ def parse_output_mask(output_mask, wants=("grad_x", "grad_grid")) -> tuple:
 
 
 def plan_backward(grad_output, x, grid, mode, padding_mode, align_corners, channel_last,
-                  output_mask):
-    """Validate the backward's arguments; return the forward plan, arrays and mask."""
-    plan, x, grid = plan_forward(x, grid, mode, padding_mode, align_corners, channel_last)
+                  output_mask, **extras):
+    """Validate the backward's arguments; return the forward plan, arrays and mask.
+
+    ``extras`` are :func:`gridsample._plan.plan_forward`'s keyword options.
+    """
+    plan, x, grid = plan_forward(x, grid, mode, padding_mode, align_corners, channel_last,
+                                 **extras)
     if is_string(x.dtype) or dtype_name(x.dtype) not in GRAD_DTYPE_NAMES:
         raise GridSampleTypeError(
             f"x has dtype {x.dtype}; gradients are defined for {', '.join(GRAD_DTYPE_NAMES)}"
@@ -120,7 +132,37 @@ def work_split(plan: ForwardPlan, buffer_bytes: int, threads: int) -> tuple:
 
 
 def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
-    """Compute the requested gradients for a validated plan."""
+    """Compute the requested gradients for a validated plan, in their arguments' dtypes."""
+    grad_x, grad_grid = _gradients(plan, gout, x, grid, want_x, want_grid)
+    if grad_grid is not None and plan.fill is not None and plan.mode != MODE_NEAREST:
+        grad_grid -= _fill_mass_gradient(plan, gout, x, grid, grad_grid.dtype)
+    return _finish(grad_x, x.dtype), _finish(grad_grid, grid.dtype)
+
+
+def _fill_mass_gradient(plan: ForwardPlan, gout, x, grid, dt):
+    """``-d(fill term)/dgrid``: the grid gradient of sampling ones, weighted by ``G . fill``.
+
+    Under ``"constant"`` a point is ``sum_in w x + fill (1 - m)`` with ``m``
+    the weight of its taps inside (the weights of all taps sum to 1), so the
+    fill term's grid gradient is ``-(sum_c G[c] fill[c]) dm/dgrid``; ``m`` is
+    what sampling an array of ones gives with the constant axes padded by
+    zeros.  Its gradient comes from the same kernels, on one channel.
+    """
+    axis = plan.rank + 1 if plan.channel_last else 1
+    per_channel = [1] * (plan.rank + 2)
+    per_channel[axis] = plan.channels
+    fill = plan.fill.astype(dt).reshape(per_channel)
+    h = np.sum(gout.astype(dt, copy=False) * fill, axis=axis, keepdims=True)
+    one_channel = list(x.shape)
+    one_channel[axis] = 1
+    pads = plan.kernel_paddings
+    sub = dataclasses.replace(plan, channels=1, fill=None, paddings=pads,
+                              padding=pads[0] if len(set(pads)) == 1 else PAD_MIXED)
+    return _gradients(sub, h, np.ones(one_channel, dt), grid, False, True)[1]
+
+
+def _gradients(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
+    """The kernels' gradients in the compute dtype (no fill term, no final cast)."""
     dt = _compute_dtype(x, grid)
     r = plan.rank
     # Nearest is piecewise constant: its grid gradient is 0 (also at NaN
@@ -129,7 +171,7 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
     if plan.is_empty or not (want_x or grid_in_kernel):
         grad_x = np.zeros(x.shape, dt) if want_x else None
         grad_grid = np.zeros(grid.shape, dt) if want_grid else None
-        return _finish(grad_x, x.dtype), _finish(grad_grid, grid.dtype)
+        return grad_x, grad_grid
     K = taps_per_point(plan.mode, r)
     # x contiguous in its own layout, so that x and its gradient share the
     # tap offsets (a copy only for strided x).
@@ -137,7 +179,9 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
     xflat, xs = flat_view(xw)
     xs_n, xs_c, xs_sp = split_channels(xs, plan.channel_last)
     strides = np.array(xs_sp[::-1], np.int64)
-    grid3 = read_only(np.ascontiguousarray(grid.reshape(plan.grid_batch, plan.out_points, r), dt))
+    grid3 = grid.reshape(plan.grid_batch, plan.out_points, r)
+    grid3 = read_only(coordinates(plan, grid3, 0, dt) if plan.displacement
+                      else np.ascontiguousarray(grid3, dt))
     # grad_output as (N, C, P) or (N, P, C) in its own layout (a view when possible).
     shape3 = ((plan.batch, plan.out_points, plan.channels) if plan.channel_last
               else (plan.batch, plan.channels, plan.out_points))
@@ -145,9 +189,8 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
     gs_n, gs_c, (gs_p,) = split_channels(gs, plan.channel_last)
 
     sizes = np.array(plan.in_spatial[::-1], np.int64)
-    axc = np.stack([axis_constants(int(s), plan.align_corners, dt) for s in sizes])
-    kc = np.array(cubic_constants(), dt)
-    dk = np.array(cubic_slope_constants(), dt)
+    axc, kc = kernel_constants(plan, dt, dt)
+    dk = np.array(cubic_slope_constants(plan.cubic_a), dt)
     threads = num_threads()
     interleaved = _interleaved(plan)
     ggrid = np.zeros((plan.batch, plan.out_points, r) if grid_in_kernel else (1, 1, r), dt)
@@ -213,7 +256,7 @@ def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool
         grad_grid = ggrid.reshape(grid.shape)
     elif want_grid:
         grad_grid = np.zeros(grid.shape, dt)
-    return _finish(grad_x, x.dtype), _finish(grad_grid, grid.dtype)
+    return grad_x, grad_grid
 
 
 def _interleaved(plan: ForwardPlan) -> bool:
@@ -258,7 +301,9 @@ def _finish(grad, dtype):
 
 
 def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zeros",
-                         align_corners=False, *, channel_last=False, output_mask=(True, True)):
+                         align_corners=False, *, channel_last=False, output_mask=(True, True),
+                         fill_value=0, cubic_a=-0.75, grid_units="normalized",
+                         displacement=False):
     """Gradients of :func:`gridsample.grid_sample` w.r.t. ``x`` and ``grid``.
 
     Parameters
@@ -277,6 +322,12 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
     output_mask : pair of bool, default (True, True)
         Which gradients to compute; a skipped one is returned as ``None``
         and costs nothing.
+    fill_value, cubic_a, grid_units, displacement
+        As in :func:`gridsample.grid_sample`.  The grid gradient follows the
+        units (pixels: ``dx/dg = 1``) and includes the fill's term under
+        ``"constant"``; ``grad_x`` never depends on the fill.  With
+        ``displacement`` the gradient is w.r.t. the displacements (the same
+        as w.r.t. the absolute positions).
 
     Returns
     -------
@@ -321,5 +372,6 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
     array([[[[0.5, 1. ]]]])
     """
     plan, gout, x, grid, (want_x, want_grid) = plan_backward(
-        grad_output, x, grid, mode, padding_mode, align_corners, channel_last, output_mask)
+        grad_output, x, grid, mode, padding_mode, align_corners, channel_last, output_mask,
+        fill_value=fill_value, cubic_a=cubic_a, grid_units=grid_units, displacement=displacement)
     return run_backward(plan, gout, x, grid, want_x, want_grid)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["XConversion", "x_conversion", "is_string", "is_half", "X_DTYPE_NAMES",
-           "GRID_DTYPE_NAMES", "coord_dtype", "dtype_name"]
+           "GRID_DTYPE_NAMES", "coord_dtype", "dtype_name", "cast_values"]
 
 #: How the kernels read ``x``'s elements and store results
 #: (:mod:`gridsample._convert`): as they are, integers rounded and saturated,
@@ -95,3 +95,29 @@ def _conversion(name: str, dtype: np.dtype) -> XConversion:
 def x_conversion(dtype: np.dtype) -> XConversion:
     """The :class:`XConversion` of a numeric X dtype (one in ``X_DTYPE_NAMES``)."""
     return _conversion(dtype_name(dtype), dtype)
+
+
+def cast_values(values, dtype):
+    """float64 / complex128 values to X's dtype, as results are cast (docs/semantics.md §6.1).
+
+    Integers: round half to even, saturate to the range, NaN -> 0.  bool:
+    nonzero after rounding, NaN -> False.  Floats and complex: one rounding
+    (float16/bfloat16 through NumPy / ml_dtypes casts).
+    """
+    if dtype.kind in "USO":
+        return values
+    if dtype.kind == "b":
+        v = np.rint(values)
+        return (v != 0) & ~np.isnan(v)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        v = np.rint(values)
+        out = np.zeros(v.shape, dtype)
+        high = v >= float(info.max)
+        low = v <= float(info.min)
+        mid = ~(high | low | np.isnan(v))
+        out[high] = info.max
+        out[low] = info.min
+        out[mid] = v[mid].astype(dtype)
+        return out
+    return values.astype(dtype)

@@ -26,20 +26,21 @@ import os
 import numpy as np
 
 from . import _kernels as kern
+from ._affine import base_coordinates
 from ._convert import KIND_BF16, KIND_F16
 from ._dtypes import dtype_name, is_half, is_string, x_conversion
 from ._errors import GridSampleError
 from ._jit import read_only
 from ._options import MODE_CUBIC, MODE_LINEAR
 from ._plan import ForwardPlan
-from ._registry import MODES, kernel_name, taps_per_point
+from ._registry import MODES, kernel_name, padding_of, taps_per_point
 from ._taps import axis_constants, cubic_constants
 from ._threads import num_threads, run_shared
 from ._vector import fits_int32
 from ._vector_entries import ENTRIES as VECTOR_ENTRIES
 
 __all__ = ["run_forward", "flat_view", "GENERAL_KERNELS", "KERNEL_FAMILIES", "use_kernels",
-           "kernel_family", "vector_entry"]
+           "kernel_family", "vector_entry", "kernel_constants", "coordinates", "identity_axis"]
 
 #: General entry of each (rank, mode code) the registry specialises (named
 #: ``task_<mode>_<rank>d``); anything else uses ``kern.task_nd``.
@@ -154,6 +155,47 @@ def split_channels(strides, channel_last):
     return strides[0], strides[1], strides[2:]
 
 
+def kernel_constants(plan: ForwardPlan, coord_dtype, weight_dtype) -> tuple:
+    """The per-axis constants ``axc`` (grid order) and Keys' constants ``kc`` of a plan."""
+    sizes = plan.in_spatial[::-1]
+    axc = np.stack([axis_constants(int(s), plan.align_corners, coord_dtype, pad=p,
+                                   pixels=plan.pixels)
+                    for s, p in zip(sizes, plan.kernel_paddings)])
+    return axc, np.array(cubic_constants(plan.cubic_a), weight_dtype)
+
+
+def coordinates(plan: ForwardPlan, grid3: np.ndarray, p0: int, dtype) -> np.ndarray:
+    """Points ``p0 …`` of ``grid3`` (shape ``(Ng, P, r)``) as absolute coordinates in ``dtype``.
+
+    A copy in ``dtype``; with ``displacement`` the identity of each point is
+    added (docs/semantics.md §2.3): its normalized position as
+    :func:`gridsample.affine_grid` makes it for the output shape
+    (``align_corners`` applying), or its own index in pixel units.  The sum
+    is formed in ``dtype``, as ``grid + identity`` would be.
+    """
+    out = grid3.astype(dtype)
+    if not plan.displacement:
+        return out
+    r = plan.rank
+    index = np.unravel_index(np.arange(p0, p0 + grid3.shape[1]), plan.out_spatial)
+    for k in range(r):
+        axis = r - 1 - k  # grid[..., k] addresses spatial axis r-1-k
+        base = identity_axis(plan.out_spatial[axis], plan.align_corners, plan.pixels, dtype)
+        out[..., k] += base[index[axis]]
+    return out
+
+
+def identity_axis(length: int, align_corners: bool, pixels: bool, dtype) -> np.ndarray:
+    """The identity's coordinate at each index of an output axis, in ``dtype``.
+
+    Pixel units: the index itself; normalized: :func:`gridsample.affine_grid`'s
+    base coordinate (rounded once from float64).
+    """
+    if pixels:
+        return np.arange(length).astype(dtype)
+    return base_coordinates(length, align_corners).astype(dtype)
+
+
 def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarray:
     """Compute the forward operator for a validated plan."""
     if is_string(plan.out_dtype):
@@ -172,8 +214,7 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
     # Kernels list axes in grid order: entry 0 is the innermost spatial axis.
     sizes = np.array(plan.in_spatial[::-1], np.int64)
     strides = np.array(xs_spatial[::-1], np.int64)
-    axc = np.stack([axis_constants(int(s), plan.align_corners, plan.coord_dtype) for s in sizes])
-    kc = np.array(cubic_constants(), plan.weight_dtype)
+    axc, kc = kernel_constants(plan, plan.coord_dtype, plan.weight_dtype)
     wconst = np.array([0.0, 1.0, np.nan], plan.weight_dtype)
     azero = np.zeros(1, conv.accumulator)
     # Sweep channels innermost when they are many and the closest in memory.
@@ -182,11 +223,13 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
     threads = num_threads()
     family = kernel_family()
     vector = None
-    vector_ok = dtype_name(plan.out_dtype) in VECTOR_DTYPES and not interleaved
+    vector_ok = (dtype_name(plan.out_dtype) in VECTOR_DTYPES and not interleaved
+                 and plan.padding >= 0 and padding_of(plan.padding).vector and plan.fill is None)
     if vector_ok and family in ("auto", "vector"):
         vector = vector_entry(r, plan.mode, plan.padding, plan.coord_dtype, plan.weight_dtype,
                               sizes, strides, conv.kind)
     general = kern.task_nd if family == "nd" else GENERAL_KERNELS.get((r, plan.mode), kern.task_nd)
+    fillv = None if plan.fill is None else plan.fill.astype(conv.accumulator)
 
     def launch(grid3, xflat, outflat, batch):
         grid3 = read_only(grid3)
@@ -201,24 +244,29 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
             args = (xflat, xs_n, xs_c, sizes, strides, axc, kc, grid3, outflat, os_n, os_c, os_p,
                     batch, plan.channels, K, plan.mode, plan.padding, block, interleaved, wconst,
                     conv.kind, azero)
-            run_shared(general, tasks, (args,), threads)
+            if fillv is None:
+                run_shared(general, tasks, (args,), threads)
+            else:
+                run_shared(kern.task_fill, tasks, (args, fillv), threads)
 
     grid3 = grid.reshape(plan.grid_batch, plan.out_points, r)
-    if not is_half(grid.dtype):
+    if not (is_half(grid.dtype) or plan.displacement):
         launch(np.ascontiguousarray(grid3), xflat, outflat, plan.batch)
         return out
-    # float16/bfloat16 grid: coordinates in float32, converted one chunk of
-    # points at a time (never a float32 copy of the whole grid).  A chunk of
-    # a broadcast grid serves every batch item; otherwise item by item.
+    # float16/bfloat16 grid or displacement: coordinates made (in float32 for
+    # half grids) one chunk of points at a time, never a copy of the whole
+    # grid.  A chunk of a broadcast grid serves every batch item; otherwise
+    # item by item.
     step = _HALF_GRID_CHUNK_POINTS
     for p0 in range(0, plan.out_points, step):
         p1 = min(plan.out_points, p0 + step)
         if plan.grid_batch == 1:
-            launch(grid3[:, p0:p1].astype(np.float32), xflat, outflat[p0 * os_p:], plan.batch)
+            launch(coordinates(plan, grid3[:, p0:p1], p0, plan.coord_dtype), xflat,
+                   outflat[p0 * os_p:], plan.batch)
             continue
         for n in range(plan.batch):
-            launch(grid3[n:n + 1, p0:p1].astype(np.float32), xflat[n * xs_n:],
-                   outflat[n * os_n + p0 * os_p:], 1)
+            launch(coordinates(plan, grid3[n:n + 1, p0:p1], p0, plan.coord_dtype),
+                   xflat[n * xs_n:], outflat[n * os_n + p0 * os_p:], 1)
     return out
 
 
@@ -227,11 +275,14 @@ def _run_strings(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarr
 
     An index image holding ``1 + flat spatial index`` is sampled with nearest
     (an exact int64 result: weight 1, values < 2**53), where 0 marks a point
-    that reads nothing (outside under zeros padding, or NaN); then each
-    channel is gathered by those indices and the empty points get ``""``.
+    that reads nothing (outside under zeros or constant padding, or NaN); then
+    each channel is gathered by those indices and the empty points get ``""``
+    (or the fill of their channel).
     """
-    fill = b"" if plan.out_dtype.kind == "S" else ""
-    out = np.full(plan.out_shape, fill, plan.out_dtype)
+    empty = b"" if plan.out_dtype.kind == "S" else ""
+    fill = np.full(plan.channels, empty, plan.out_dtype) if plan.fill is None else plan.fill
+    out = np.empty(plan.out_shape, plan.out_dtype)
+    out[...] = fill if plan.channel_last else fill.reshape((-1,) + (1,) * plan.rank)
     if plan.is_empty:
         return out
     spatial = math.prod(plan.in_spatial)
@@ -239,13 +290,14 @@ def _run_strings(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarr
     index = np.broadcast_to(index, (plan.grid_batch, 1, *plan.in_spatial))
     sub = ForwardPlan(**{**plan.__dict__, "batch": plan.grid_batch, "channels": 1,
                          "channel_last": False, "out_dtype": np.dtype(np.int64),
-                         "weight_dtype": np.dtype(np.float64)})
+                         "weight_dtype": np.dtype(np.float64), "fill": None,
+                         "paddings": plan.kernel_paddings})
     picked = run_forward(sub, index, grid).reshape(plan.grid_batch, 1, -1)  # (Ng, 1, P)
     picked = np.broadcast_to(picked, (plan.batch, 1, picked.shape[-1]))
     xc = np.moveaxis(x, -1, 1) if plan.channel_last else x
     values = xc.reshape(plan.batch, plan.channels, spatial)
     gathered = np.take_along_axis(values, np.maximum(picked - 1, 0), axis=2)
-    result = np.where(picked > 0, gathered, np.array(fill, plan.out_dtype))
+    result = np.where(picked > 0, gathered, fill.reshape(1, -1, 1))
     result = result.reshape(plan.batch, plan.channels, *plan.out_spatial)
     out[...] = np.moveaxis(result, 1, -1) if plan.channel_last else result
     return out

@@ -55,9 +55,8 @@ __all__ = ["grad_axis_taps", "grad_linear_taps", "grad_nearest_taps", "grad_cubi
 SLOPE_FIELDS = 5
 
 
-def cubic_slope_constants() -> tuple:
-    """``3(A+2), 2(A+3), 3A, 10A, 8A`` (all exact in binary floating point for A = -0.75)."""
-    a = CUBIC_A
+def cubic_slope_constants(a: float = CUBIC_A) -> tuple:
+    """``3(A+2), 2(A+3), 3A, 10A, 8A`` for Keys' coefficient ``a`` (exact for A = -0.75)."""
     return (3.0 * (a + 2.0), 2.0 * (a + 3.0), 3.0 * a, 10.0 * a, 8.0 * a)
 
 
@@ -135,9 +134,9 @@ def grad_linear_taps(g, pad, ax, kc, dk, size):
     zero = one - one
     scale = ax[AXIS_MUL] * ax[AXIS_SCALE]
     x = unnormalize(g, ax)
-    i0, w0, w1, ok0, ok1, nan = linear_axis(g, pad, ax, one, size)
+    i0, i1, w0, w1, ok0, ok1, nan = linear_axis(g, pad, ax, one, size)
     chain = scale - scale if math.isinf(x) else scale * pad_slope(x, pad, ax)
-    return (nan, chain, (i0, i0 + 1, 0, 0), (w0, w1, zero, zero), (-one, one, zero, zero),
+    return (nan, chain, (i0, i1, 0, 0), (w0, w1, zero, zero), (-one, one, zero, zero),
             (ok0, ok1, False, False))
 
 

@@ -70,9 +70,9 @@ from ._planners import (
     plan_nearest_2d,
     plan_nearest_3d,
 )
-from ._sweeps import sweep
+from ._sweeps import sweep, sweep_fill
 
-__all__ = ["task_nd", "task_linear_2d",
+__all__ = ["task_nd", "task_fill", "task_linear_2d",
            "task_nearest_2d", "task_cubic_2d", "task_linear_3d", "task_nearest_3d"]
 
 
@@ -116,6 +116,24 @@ def run_general(first, stop, args, K, planner):
 
 
 # Entries, one per planner; each takes ``(first, stop, args)`` as run_shared passes them.
+
+@function
+def task_fill(first, stop, args, fillv):
+    """Any rank and mode with a fill value (``fillv``: one per channel, accumulator dtype).
+
+    Plans with the general planner, sweeps with :func:`gridsample._sweeps.sweep_fill`.
+    """
+    (xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
+     mode, pad, block, interleaved, wconst, kind, azero) = args
+    nblk = (grid.shape[1] + block - 1) // block
+    off, wts, cnt, ax_off, ax_w, ax_n = _scratch(block, K, grid.shape[2], wconst)
+    for task in range(first, stop):
+        n, gn, p0, nb = _locate(task, nblk, block, grid)
+        plan_general(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
+                     ax_off, ax_w, ax_n, wconst)
+        sweep_fill(xflat, n * xs_n, xs_c, off, wts, cnt, nb, K, C, outflat,
+                   n * os_n + p0 * os_p, os_c, os_p, kind, azero[0], wconst[1], fillv)
+
 
 @function
 def task_nd(first, stop, args):

@@ -5,11 +5,14 @@ The public functions accept the names and codes the registry
 ``"nearest"``, ``"cubic"``), PyTorch's (``"bilinear"``, ``"bicubic"``), the
 volumetric aliases (``"trilinear"``, ``"tricubic"``) and the integer codes of
 CANN / ATen (0 linear, 1 nearest, 2 cubic; padding 0 zeros, 1 border,
-2 reflection).  Past this boundary the kernels see integers only.
+2 reflection), plus the paddings beyond ONNX (3 constant, 4 mirror,
+5 symmetric, 6 wrap), one for all axes or one per grid component.  Past
+this boundary the kernels see integers only.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -24,6 +27,7 @@ from ._registry import (
     PAD_REFLECTION,
     PAD_ZEROS,
     PADDINGS,
+    padding_of,
 )
 
 __all__ = [
@@ -37,6 +41,10 @@ __all__ = [
     "PADDING_NAMES",
     "parse_mode",
     "parse_padding",
+    "parse_paddings",
+    "parse_onnx_padding",
+    "parse_grid_units",
+    "parse_cubic_a",
     "parse_align_corners",
     "parse_flag",
 ]
@@ -92,6 +100,71 @@ def parse_mode(mode: object) -> int:
 def parse_padding(padding_mode: object) -> int:
     """Return the integer code of a *padding_mode* name or code."""
     return _parse_code("padding_mode", padding_mode, _PADDING_ALIASES, PADDING_NAMES)
+
+
+def parse_paddings(padding_mode: object, rank: int) -> tuple:
+    """One padding code per grid component (grid order: ``grid[..., 0]``'s axis first).
+
+    A single name or code applies to every axis; a tuple or list gives one
+    per component and must have ``rank`` entries.
+    """
+    if isinstance(padding_mode, (tuple, list)):
+        if len(padding_mode) != rank:
+            raise GridSampleError(
+                f"padding_mode={padding_mode!r} has {len(padding_mode)} entries; a per-axis "
+                f"padding needs one per grid component ({rank}, grid[..., 0]'s axis first)")
+        return tuple(_parse_code(f"padding_mode[{k}]", p, _PADDING_ALIASES, PADDING_NAMES)
+                     for k, p in enumerate(padding_mode))
+    return (parse_padding(padding_mode),) * rank
+
+
+def parse_onnx_padding(padding_mode: object, where: str) -> int:
+    """A padding ONNX GridSample defines (zeros, border, reflection), for ``where``'s API."""
+    if isinstance(padding_mode, (tuple, list)):
+        raise GridSampleError(
+            f"padding_mode={padding_mode!r}: {where} takes one padding for all axes "
+            f"(per-axis paddings are gridsample.grid_sample's extension)")
+    code = parse_padding(padding_mode)
+    if not padding_of(code).onnx:
+        allowed = ", ".join(repr(p.name) for p in PADDINGS if p.onnx)
+        raise GridSampleError(
+            f"padding_mode={padding_mode!r} is not defined by {where}; allowed: {allowed} "
+            f"(gridsample.grid_sample has {PADDING_NAMES[code]!r})")
+    return code
+
+
+#: Values of ``grid_units``.
+GRID_UNITS = ("normalized", "pixels")
+
+
+def parse_grid_units(grid_units: object) -> bool:
+    """``True`` for ``"pixels"``, ``False`` for ``"normalized"``."""
+    if not isinstance(grid_units, str):
+        raise GridSampleTypeError(
+            f"grid_units={describe(grid_units)} has type {type(grid_units).__name__}; "
+            f"grid_units must be 'normalized' or 'pixels'")
+    key = grid_units.strip().lower()
+    if key not in GRID_UNITS:
+        raise GridSampleError(
+            f"grid_units={grid_units!r} is not known; allowed: 'normalized', 'pixels'")
+    return key == "pixels"
+
+
+def parse_cubic_a(cubic_a: object, mode: int) -> float:
+    """Keys' coefficient: a finite real number; other than -0.75 only for ``mode="cubic"``."""
+    if isinstance(cubic_a, (bool, np.bool_)) or not isinstance(cubic_a, numbers.Real):
+        raise GridSampleTypeError(
+            f"cubic_a={describe(cubic_a)} has type {type(cubic_a).__name__}; cubic_a must be "
+            f"a real number (Keys' coefficient: -0.75 as PyTorch, -0.5 as Pillow)")
+    a = float(cubic_a)
+    if not math.isfinite(a):  # math, not NumPy: torch.compile traces this parser
+        raise GridSampleError(f"cubic_a={cubic_a!r} must be finite (-0.75 as PyTorch, "
+                              f"-0.5 as Pillow)")
+    if a != -0.75 and mode != MODE_CUBIC:
+        raise GridSampleError(
+            f"cubic_a={cubic_a!r} applies to mode='cubic' only; mode is "
+            f"{MODE_NAMES[mode]!r}")
+    return a
 
 
 def parse_flag(name: str, value: object) -> bool:

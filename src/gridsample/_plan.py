@@ -17,6 +17,7 @@ import numpy as np
 from ._dtypes import (
     GRID_DTYPE_NAMES,
     X_DTYPE_NAMES,
+    cast_values,
     coord_dtype,
     dtype_name,
     is_string,
@@ -26,14 +27,28 @@ from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._options import (
     MODE_NAMES,
     MODE_NEAREST,
+    PADDING_NAMES,
     parse_align_corners,
+    parse_cubic_a,
     parse_flag,
+    parse_grid_units,
     parse_mode,
-    parse_padding,
+    parse_paddings,
 )
-from ._registry import MAX_TAPS_PER_POINT, mode_of, taps_per_point
+from ._registry import (
+    CUBIC_A,
+    MAX_TAPS_PER_POINT,
+    PAD_CONSTANT,
+    PAD_ZEROS,
+    mode_of,
+    padding_of,
+    taps_per_point,
+)
 
-__all__ = ["ForwardPlan", "plan_forward", "as_array"]
+__all__ = ["ForwardPlan", "plan_forward", "as_array", "PAD_MIXED"]
+
+#: ``ForwardPlan.padding`` when the axes are padded differently.
+PAD_MIXED = -1
 
 
 @dataclass(frozen=True)
@@ -43,6 +58,11 @@ class ForwardPlan:
     Shapes are logical (channel-first): ``x`` is ``(batch, channels,
     *in_spatial)`` and the output ``(batch, channels, *out_spatial)``; with
     ``channel_last`` the arrays themselves hold the channel axis last.
+
+    ``paddings`` holds one code per grid component (grid order); ``padding``
+    is their common code, or :data:`PAD_MIXED`.  ``"constant"`` with a fill
+    of 0 is planned as ``"zeros"`` (the same result, bit for bit); ``fill``
+    is then None, otherwise one value per channel in ``x``'s dtype.
     """
 
     rank: int
@@ -58,6 +78,27 @@ class ForwardPlan:
     out_dtype: np.dtype
     coord_dtype: np.dtype
     weight_dtype: np.dtype
+    paddings: tuple = ()
+    fill: np.ndarray | None = None
+    cubic_a: float = CUBIC_A
+    pixels: bool = False
+    displacement: bool = False
+
+    @property
+    def axis_paddings(self) -> tuple:
+        """One padding code per grid component (grid order)."""
+        return self.paddings or (self.padding,) * self.rank
+
+    @property
+    def kernel_paddings(self) -> tuple:
+        """The codes the kernels see per grid component: constant is zeros plus a fill."""
+        return tuple(PAD_ZEROS if p == PAD_CONSTANT else p for p in self.axis_paddings)
+
+    @property
+    def extended(self) -> bool:
+        """Whether the plan uses an option beyond ONNX GridSample."""
+        return (self.padding < 0 or not padding_of(self.padding).onnx or self.fill is not None
+                or self.cubic_a != CUBIC_A or self.pixels or self.displacement)
 
     @property
     def out_shape(self) -> tuple:
@@ -129,7 +170,55 @@ def _check_dtypes(x: np.ndarray, grid: np.ndarray, mode_code: int) -> None:
         )
 
 
-def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last):
+def _parse_fill(fill_value, paddings, x: np.ndarray, channels: int):
+    """The fill per channel in ``x``'s dtype (cast as results are), or None for a fill of 0."""
+    strings = is_string(x.dtype)
+    if isinstance(fill_value, int) and fill_value == 0:  # the default: nothing to fill
+        return None
+    if strings:
+        values = [fill_value] if isinstance(fill_value, (str, bytes)) else fill_value
+    elif isinstance(fill_value, numbers.Number) and not isinstance(fill_value, (bool, np.bool_)):
+        values = [fill_value]
+    else:
+        values = fill_value
+    try:
+        kind = object if strings else np.complex128 if np.iscomplexobj(values) else np.float64
+        arr = np.asarray(values, dtype=kind)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.ndim != 1 or (arr.size not in (1, channels)) or (
+            strings and not all(isinstance(v, (str, bytes)) for v in arr)):
+        what = "a string" if strings else "a number"
+        raise GridSampleTypeError(
+            f"fill_value={describe(fill_value)} must be {what} or a sequence of {channels} "
+            f"(one per channel of x)")
+    if strings:
+        fill = np.array(list(arr) * (channels // arr.size if arr.size == 1 else 1),
+                        dtype=x.dtype)
+        zero = all(v in ("", b"") for v in arr)
+    else:
+        if np.iscomplexobj(arr) and x.dtype.kind != "c":
+            raise GridSampleTypeError(
+                f"fill_value={describe(fill_value)} is complex; x has dtype {x.dtype}")
+        fill = cast_values(np.broadcast_to(arr, (channels,)).copy(), x.dtype)
+        zero = not np.any(np.asarray(fill, np.complex128 if x.dtype.kind == "c" else np.float64))
+        zero = zero and not np.any(np.isnan(np.asarray(fill, np.complex128)))
+    constant = [k for k, p in enumerate(paddings) if p == PAD_CONSTANT]
+    if zero:
+        return None
+    if not constant:
+        raise GridSampleError(
+            f"fill_value={describe(fill_value)} has no effect: no axis has padding_mode "
+            f"'constant' (paddings: {', '.join(PADDING_NAMES[p] for p in paddings)})")
+    if PAD_ZEROS in paddings:
+        raise GridSampleError(
+            f"padding_mode mixes 'zeros' and 'constant' with fill_value={describe(fill_value)}: "
+            f"a tap outside both kinds of axis would read two values; use 'constant' on each")
+    return fill
+
+
+def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last, *, fill_value=0,
+                 cubic_a=CUBIC_A, grid_units="normalized", displacement=False):
     """Validate the forward arguments.
 
     Returns
@@ -139,7 +228,6 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last):
     grid : ndarray
     """
     mode_code = parse_mode(mode)
-    pad_code = parse_padding(padding_mode)
     align = parse_align_corners(align_corners)
     chan_last = parse_flag("channel_last", channel_last)
     x = as_array("x", x)
@@ -153,6 +241,7 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last):
             "(one spatial axis or more)"
         )
     rank = x.ndim - 2
+    paddings = parse_paddings(padding_mode, rank)
     if grid.ndim != x.ndim:
         raise GridSampleError(
             f"grid has shape {grid.shape}; for x of rank {x.ndim} it must have rank {x.ndim}: "
@@ -191,6 +280,10 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last):
     # docs/semantics.md §6.2: coordinates in the grid's precision (float32 at least); weights
     # and sums by X's type (gridsample._dtypes has the table).
     weight_dtype = np.dtype(np.int64) if is_string(x.dtype) else x_conversion(x.dtype).weight
+    fill = _parse_fill(fill_value, paddings, x, channels)
+    if fill is None:  # "constant" with a fill of 0 is "zeros"
+        paddings = tuple(PAD_ZEROS if p == PAD_CONSTANT else p for p in paddings)
+    pad_code = paddings[0] if len(set(paddings)) == 1 else PAD_MIXED
     plan = ForwardPlan(
         rank=rank,
         mode=mode_code,
@@ -205,5 +298,10 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last):
         out_dtype=x.dtype,
         coord_dtype=coord_dtype(grid.dtype),
         weight_dtype=weight_dtype,
+        paddings=paddings,
+        fill=fill,
+        cubic_a=parse_cubic_a(cubic_a, mode_code),
+        pixels=parse_grid_units(grid_units),
+        displacement=parse_flag("displacement", displacement),
     )
     return plan, x, grid

@@ -13,7 +13,9 @@ to the weight dtype before the product, the fast ones round the product
 once).  The tests compare both against the NumPy reference.
 
 All planners share one signature (some arguments are used by
-:func:`plan_general` only), so the kernels can call them alike.
+:func:`plan_general` only), so the kernels can call them alike.  Each axis
+is padded by its own code (``AXIS_PAD`` of its constants row); the ``pad``
+argument is not read.
 
 Point ``j`` of a block owns entries ``j*K … j*K + K - 1`` of ``off`` and
 ``wts``; ``cnt[j]`` of them are used.  Taps are listed innermost axis
@@ -24,7 +26,16 @@ fastest (PyTorch's nw, ne, sw, se order) and weights multiply as
 from __future__ import annotations
 
 from ._jit import function, skeleton
-from ._taps import axis_row, axis_taps, cubic_axis, cubic_row, linear_axis, nearest_axis
+from ._taps import (
+    AXIS_PAD,
+    axis_pad,
+    axis_row,
+    axis_taps,
+    cubic_axis,
+    cubic_row,
+    linear_axis,
+    nearest_axis,
+)
 
 __all__ = ["plan_point", "plan_linear_2d", "plan_nearest_2d", "plan_cubic_2d", "plan_linear_3d",
            "plan_nearest_3d", "plan_general", "WCONST_ZERO", "WCONST_ONE",
@@ -48,8 +59,8 @@ def plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
     r = grid.shape[2]
     base = j * K
     for a in range(r):
-        na = axis_taps(grid[gn, p, a], mode, pad, axc[a], kc, sizes[a], strides[a],
-                       ax_off, ax_w, a * 4)
+        na = axis_taps(grid[gn, p, a], mode, int(axc[a, AXIS_PAD]), axc[a], kc, sizes[a],
+                       strides[a], ax_off, ax_w, a * 4)
         if na < 0:
             off[base] = 0
             wts[base] = wconst[WCONST_NAN]
@@ -110,18 +121,19 @@ def plan_linear_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off,
                     ax_off, ax_w, ax_n, wconst):
     gg = grid[gn, p0:p0 + nb]  # one view per block (see axis_row)
     ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
+    pad0, pad1 = axis_pad(ax0), axis_pad(ax1)
     one = kc[0]
     sx, sy = strides[0], strides[1]
     for j in range(nb):
-        ix, wx0, wx1, okx0, okx1, nanx = linear_axis(gg[j, 0], pad, ax0, one, sizes[0])
-        iy, wy0, wy1, oky0, oky1, nany = linear_axis(gg[j, 1], pad, ax1, one, sizes[1])
+        ix, ix1, wx0, wx1, okx0, okx1, nanx = linear_axis(gg[j, 0], pad0, ax0, one, sizes[0])
+        iy, iy1, wy0, wy1, oky0, oky1, nany = linear_axis(gg[j, 1], pad1, ax1, one, sizes[1])
         o = 4 * j
-        b = iy * sy + ix * sx
+        x0, x1, y0, y1 = ix * sx, ix1 * sx, iy * sy, iy1 * sy
         if okx0 and okx1 and oky0 and oky1:
-            off[o] = b
-            off[o + 1] = b + sx
-            off[o + 2] = b + sy
-            off[o + 3] = b + sy + sx
+            off[o] = y0 + x0
+            off[o + 1] = y0 + x1
+            off[o + 2] = y1 + x0
+            off[o + 3] = y1 + x1
             wts[o] = wx0 * wy0
             wts[o + 1] = wx1 * wy0
             wts[o + 2] = wx0 * wy1
@@ -130,7 +142,7 @@ def plan_linear_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off,
         elif nanx or nany:
             _nan_point(off, wts, cnt, j, o, wconst)
         else:  # near or past an edge under zeros padding
-            cnt[j] = _edge_taps_2d(off, wts, o, b, (0, sx), (0, sy), (wx0, wx1), (wy0, wy1),
+            cnt[j] = _edge_taps_2d(off, wts, o, 0, (x0, x1), (y0, y1), (wx0, wx1), (wy0, wy1),
                                    (okx0, okx1), (oky0, oky1))
 
 
@@ -139,9 +151,10 @@ def plan_nearest_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off
                      ax_off, ax_w, ax_n, wconst):
     gg = grid[gn, p0:p0 + nb]  # one view per block (see axis_row)
     ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
+    pad0, pad1 = axis_pad(ax0), axis_pad(ax1)
     for j in range(nb):
-        ix, okx, nanx = nearest_axis(gg[j, 0], pad, ax0, sizes[0])
-        iy, oky, nany = nearest_axis(gg[j, 1], pad, ax1, sizes[1])
+        ix, okx, nanx = nearest_axis(gg[j, 0], pad0, ax0, sizes[0])
+        iy, oky, nany = nearest_axis(gg[j, 1], pad1, ax1, sizes[1])
         if nanx or nany:
             _nan_point(off, wts, cnt, j, j, wconst)
         elif okx and oky:
@@ -158,13 +171,14 @@ def plan_cubic_2d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, 
                    ax_off, ax_w, ax_n, wconst):
     gg = grid[gn, p0:p0 + nb]  # one view per block (see axis_row)
     ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
+    pad0, pad1 = axis_pad(ax0), axis_pad(ax1)
     kt = cubic_row(kc)
     sx, sy = strides[0], strides[1]
     for j in range(nb):
         (x0, x1, x2, x3, wx0, wx1, wx2, wx3, okx0, okx1, okx2, okx3,
-         nanx) = cubic_axis(gg[j, 0], pad, ax0, kt, sizes[0])
+         nanx) = cubic_axis(gg[j, 0], pad0, ax0, kt, sizes[0])
         (y0, y1, y2, y3, wy0, wy1, wy2, wy3, oky0, oky1, oky2, oky3,
-         nany) = cubic_axis(gg[j, 1], pad, ax1, kt, sizes[1])
+         nany) = cubic_axis(gg[j, 1], pad1, ax1, kt, sizes[1])
         xo = (x0 * sx, x1 * sx, x2 * sx, x3 * sx)
         yo = (y0 * sy, y1 * sy, y2 * sy, y3 * sy)
         wx = (wx0, wx1, wx2, wx3)
@@ -188,23 +202,26 @@ def plan_linear_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off,
                     ax_off, ax_w, ax_n, wconst):
     gg = grid[gn, p0:p0 + nb]  # one view per block (see axis_row)
     ax0, ax1, ax2 = axis_row(axc, 0), axis_row(axc, 1), axis_row(axc, 2)
+    pad0, pad1, pad2 = axis_pad(ax0), axis_pad(ax1), axis_pad(ax2)
     one = kc[0]
     sx, sy, sz = strides[0], strides[1], strides[2]
     for j in range(nb):
-        ix, wx0, wx1, okx0, okx1, nanx = linear_axis(gg[j, 0], pad, ax0, one, sizes[0])
-        iy, wy0, wy1, oky0, oky1, nany = linear_axis(gg[j, 1], pad, ax1, one, sizes[1])
-        iz, wz0, wz1, okz0, okz1, nanz = linear_axis(gg[j, 2], pad, ax2, one, sizes[2])
+        ix, ix1, wx0, wx1, okx0, okx1, nanx = linear_axis(gg[j, 0], pad0, ax0, one, sizes[0])
+        iy, iy1, wy0, wy1, oky0, oky1, nany = linear_axis(gg[j, 1], pad1, ax1, one, sizes[1])
+        iz, iz1, wz0, wz1, okz0, okz1, nanz = linear_axis(gg[j, 2], pad2, ax2, one, sizes[2])
         o = 8 * j
-        b = iz * sz + iy * sy + ix * sx
+        xs = (ix * sx, ix1 * sx)
+        ys = (iy * sy, iy1 * sy)
+        zs = (iz * sz, iz1 * sz)
         if okx0 and okx1 and oky0 and oky1 and okz0 and okz1:
-            off[o] = b
-            off[o + 1] = b + sx
-            off[o + 2] = b + sy
-            off[o + 3] = b + sy + sx
-            off[o + 4] = b + sz
-            off[o + 5] = b + sz + sx
-            off[o + 6] = b + sz + sy
-            off[o + 7] = b + sz + sy + sx
+            off[o] = zs[0] + ys[0] + xs[0]
+            off[o + 1] = zs[0] + ys[0] + xs[1]
+            off[o + 2] = zs[0] + ys[1] + xs[0]
+            off[o + 3] = zs[0] + ys[1] + xs[1]
+            off[o + 4] = zs[1] + ys[0] + xs[0]
+            off[o + 5] = zs[1] + ys[0] + xs[1]
+            off[o + 6] = zs[1] + ys[1] + xs[0]
+            off[o + 7] = zs[1] + ys[1] + xs[1]
             w00 = wx0 * wy0
             w01 = wx1 * wy0
             w10 = wx0 * wy1
@@ -228,7 +245,7 @@ def plan_linear_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off,
                         if (oky0, oky1)[ky]:
                             for kx in range(2):
                                 if (okx0, okx1)[kx]:
-                                    off[o + c] = b + (0, sz)[kz] + (0, sy)[ky] + (0, sx)[kx]
+                                    off[o + c] = zs[kz] + ys[ky] + xs[kx]
                                     # (w_x * w_y) * w_z, as plan_point multiplies
                                     wts[o + c] = ((wx0, wx1)[kx] * (wy0, wy1)[ky]) * (wz0, wz1)[kz]
                                     c += 1
@@ -240,10 +257,11 @@ def plan_nearest_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off
                      ax_off, ax_w, ax_n, wconst):
     gg = grid[gn, p0:p0 + nb]  # one view per block (see axis_row)
     ax0, ax1, ax2 = axis_row(axc, 0), axis_row(axc, 1), axis_row(axc, 2)
+    pad0, pad1, pad2 = axis_pad(ax0), axis_pad(ax1), axis_pad(ax2)
     for j in range(nb):
-        ix, okx, nanx = nearest_axis(gg[j, 0], pad, ax0, sizes[0])
-        iy, oky, nany = nearest_axis(gg[j, 1], pad, ax1, sizes[1])
-        iz, okz, nanz = nearest_axis(gg[j, 2], pad, ax2, sizes[2])
+        ix, okx, nanx = nearest_axis(gg[j, 0], pad0, ax0, sizes[0])
+        iy, oky, nany = nearest_axis(gg[j, 1], pad1, ax1, sizes[1])
+        iz, okz, nanz = nearest_axis(gg[j, 2], pad2, ax2, sizes[2])
         if nanx or nany or nanz:
             _nan_point(off, wts, cnt, j, j, wconst)
         elif okx and oky and okz:

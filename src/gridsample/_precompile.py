@@ -18,10 +18,11 @@ import numpy as np
 from ._api import grid_sample
 from ._backward import grid_sample_backward
 from ._errors import GridSampleError
-from ._options import MODE_NAMES, PADDING_NAMES
+from ._options import MODE_NAMES
+from ._registry import DEFAULT_PADDINGS
 
 __all__ = ["Combination", "combinations", "compile_combination", "compile_many", "resolve_dtype",
-           "DEFAULT_DTYPES", "DEFAULT_RANKS"]
+           "DEFAULT_DTYPES", "DEFAULT_RANKS", "DEFAULT_PADDINGS"]
 
 #: What ``gridsample compile`` compiles when not told: float32 images and
 #: volumes, every mode and padding, forward only.
@@ -70,14 +71,14 @@ class Combination:
 
 def combinations(x_dtypes=DEFAULT_DTYPES, grid_dtypes=("float32",), ranks=DEFAULT_RANKS,
                  modes=None, paddings=None, channel_last=False, backward=False) -> list:
-    """Every :class:`Combination` of the choices (``None``: every mode / padding).
+    """Every :class:`Combination` of the choices (``None``: every mode, :data:`DEFAULT_PADDINGS`).
 
     3-D and higher cubic, and ranks other than 2 and 3, run the general N-D
     kernels; they are listed like the others.  Backward combinations are
     added for floating ``x`` only (the gradients' domain).
     """
     modes = tuple(modes or MODE_NAMES.values())
-    paddings = tuple(paddings or PADDING_NAMES.values())
+    paddings = tuple(paddings or DEFAULT_PADDINGS)
     layouts = (False, True) if channel_last else (False,)
     out = []
     for xd, gd, r, m, p, cl in itertools.product(x_dtypes, grid_dtypes, ranks, modes, paddings,
@@ -104,11 +105,14 @@ def _example(c: Combination):
 def compile_combination(c: Combination) -> float:
     """Compile (or load from the cache) the kernels of ``c``; return the seconds it took."""
     x, grid, grad_out = _example(c)
+    # A fill of 0 would run as zeros: constant's own kernel needs another fill.
+    fill = 1 if c.padding == "constant" and x.dtype.kind not in "USO" else 0
     start = time.perf_counter()
     if c.backward:
-        grid_sample_backward(grad_out, x, grid, c.mode, c.padding, channel_last=c.channel_last)
+        grid_sample_backward(grad_out, x, grid, c.mode, c.padding, channel_last=c.channel_last,
+                             fill_value=fill)
     else:
-        grid_sample(x, grid, c.mode, c.padding, channel_last=c.channel_last)
+        grid_sample(x, grid, c.mode, c.padding, channel_last=c.channel_last, fill_value=fill)
     return time.perf_counter() - start
 
 

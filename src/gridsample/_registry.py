@@ -22,13 +22,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["Mode", "Padding", "MODES", "PADDINGS", "MODE_LINEAR", "MODE_NEAREST", "MODE_CUBIC",
-           "PAD_ZEROS", "PAD_BORDER", "PAD_REFLECTION", "mode_of", "padding_of",
+           "PAD_ZEROS", "PAD_BORDER", "PAD_REFLECTION", "PAD_CONSTANT", "PAD_MIRROR",
+           "PAD_SYMMETRIC", "PAD_WRAP", "CUBIC_A", "DEFAULT_PADDINGS", "mode_of", "padding_of",
            "taps_per_point", "kernel_name", "MAX_TAPS_PER_POINT"]
 
 #: Mode codes: the integers the kernels see, CANN's / ATen's interpolation codes.
 MODE_LINEAR, MODE_NEAREST, MODE_CUBIC = 0, 1, 2
-#: Padding codes: the integers the kernels see, CANN's / ATen's padding codes.
+#: Padding codes: the integers the kernels see; 0-2 are CANN's / ATen's padding codes.
 PAD_ZEROS, PAD_BORDER, PAD_REFLECTION = 0, 1, 2
+#: Keys' cubic convolution coefficient by default (PyTorch, OpenCV, onnxruntime).
+CUBIC_A = -0.75
+#: The paddings beyond ONNX (docs/semantics.md §3.3): they pad each tap index, for every mode.
+PAD_CONSTANT, PAD_MIRROR, PAD_SYMMETRIC, PAD_WRAP = 3, 4, 5, 6
 
 
 @dataclass(frozen=True)
@@ -81,14 +86,44 @@ class Mode:
 
 @dataclass(frozen=True)
 class Padding:
-    """A padding mode: ``code`` (CANN / ATen ``padding_mode``), ``name`` and ``aliases``.
+    """A padding mode.
 
-    ``vector`` says whether the vector kernels have a branch-free planner for it.
+    Attributes
+    ----------
+    code : int
+        The integer the kernels see (0-2: CANN / ATen ``padding_mode``).
+    name : str
+        Canonical name.
+    aliases : tuple of str
+        Other accepted names.
+    onnx : bool
+        Defined by ONNX GridSample (and CANN, ATen); ``gridsample.onnx`` and
+        ``gridsample.cann`` accept only these.
+    index : bool
+        Pads each integer tap index, for every mode (docs/semantics.md §3.3);
+        otherwise linear and nearest pad the continuous coordinate and cubic
+        the tap indices (the ONNX rules, §3.1 and §4).
+    far_side : bool
+        A tap past one edge may read the other edge (wrap): a footprint
+        near an edge includes the far side of the axis.
+    scipy, opencv, numpy, interpol : str
+        The same boundary's name in ``scipy.ndimage``, OpenCV's
+        ``borderMode``, ``numpy.pad`` and torch-interpol's ``bound`` ("" where
+        that library has no exact equivalent).
+    vector : bool
+        The vector kernels have a branch-free planner for it.
     """
 
     code: int
     name: str
     aliases: tuple = ()
+    onnx: bool = True
+    index: bool = False
+    far_side: bool = False
+    scipy: str = ""
+    opencv: str = ""
+    numpy: str = ""
+    interpol: str = ""
     vector: bool = True
 
 
@@ -105,10 +140,27 @@ MODES = (
 )
 
 PADDINGS = (
-    Padding(PAD_ZEROS, "zeros"),
-    Padding(PAD_BORDER, "border"),
+    Padding(PAD_ZEROS, "zeros", scipy="grid-constant", opencv="BORDER_CONSTANT",
+            numpy="constant", interpol="zero"),
+    Padding(PAD_BORDER, "border", scipy="nearest", opencv="BORDER_REPLICATE", numpy="edge",
+            interpol="replicate"),
     Padding(PAD_REFLECTION, "reflection"),
+    Padding(PAD_CONSTANT, "constant", onnx=False, index=True, scipy="grid-constant",
+            opencv="BORDER_CONSTANT", numpy="constant", interpol="zero (fill 0 only)",
+            vector=False),
+    Padding(PAD_MIRROR, "mirror", onnx=False, index=True, scipy="mirror",
+            opencv="BORDER_REFLECT_101", numpy="reflect", interpol="dct1", vector=False),
+    Padding(PAD_SYMMETRIC, "symmetric", onnx=False, index=True, scipy="reflect",
+            opencv="BORDER_REFLECT", numpy="symmetric", interpol="dct2", vector=False),
+    Padding(PAD_WRAP, "wrap", ("periodic", "circular"), onnx=False, index=True, far_side=True,
+            scipy="grid-wrap", opencv="BORDER_WRAP", numpy="wrap", interpol="dft", vector=False),
 )
+
+#: The paddings with compiled code of their own, which ``gridsample compile``
+#: compiles by default: the ONNX three (each has vector kernels), one index
+#: padding (mirror, symmetric and wrap share the general kernels, which read
+#: the padding at run time) and constant (its fill kernel).
+DEFAULT_PADDINGS = ("zeros", "border", "reflection", "wrap", "constant")
 
 _MODES = {m.code: m for m in MODES}
 _PADDINGS = {p.code: p for p in PADDINGS}

@@ -48,11 +48,12 @@ import itertools
 import numpy as np
 
 from ._api import grid_sample
-from ._axis_numpy import axis_curvature, axis_grad_taps, unnormalize
+from ._axis_numpy import axis_curvature, axis_grad_taps, identity_grid, unnormalize
 from ._backward import GRAD_DTYPE_NAMES, grid_sample_backward, parse_output_mask, plan_backward
 from ._errors import GridSampleError, GridSampleTypeError
 from ._options import MODE_NEAREST
 from ._plan import as_array
+from ._registry import PAD_ZEROS
 
 __all__ = ["grid_sample_double_backward"]
 
@@ -91,21 +92,30 @@ def _direction_terms(plan, gout, x, grid, q, want_gout, want_x, want_grid):
     xf = xc.reshape(n * m, c).astype(np.float64)
     gf = gc.reshape(n * p, c).astype(np.float64)
     coords = np.broadcast_to(grid.reshape(plan.grid_batch, p, r).astype(coord_dtype), (n, p, r))
+    if plan.displacement:
+        identity = identity_grid(plan.out_spatial, plan.align_corners, plan.pixels, coord_dtype)
+        coords = coords + identity.reshape(1, p, r)
     qv = np.broadcast_to(q.reshape(plan.grid_batch, p, r).astype(np.float64), (n, p, r))
+    # What a tap outside X reads: the fill under "constant", else 0.
+    fill = np.zeros(c) if plan.fill is None else plan.fill.astype(np.float64)
 
-    per_axis, nan = [], np.zeros((n, p), bool)
+    per_axis, nan, far = [], np.zeros((n, p), bool), np.zeros((n, p), bool)
     with np.errstate(invalid="ignore", over="ignore"):
         for a in range(r):
             axis = r - 1 - a  # grid[..., a] indexes spatial axis r-1-a
             size = in_spatial[axis]
             stride = int(np.prod(in_spatial[axis + 1:]))
-            coord = unnormalize(coords[..., a], size, plan.align_corners)
-            taps, axis_nan = axis_grad_taps(coord, size, plan.mode, plan.padding,
-                                            plan.align_corners)
-            curv = axis_curvature(coord, size, plan.mode, plan.align_corners)
+            coord = unnormalize(coords[..., a], size, plan.align_corners, plan.pixels)
+            taps, axis_nan = axis_grad_taps(coord, size, plan.mode, plan.axis_paddings[a],
+                                            plan.align_corners, plan.cubic_a, plan.pixels)
+            curv = axis_curvature(coord, size, plan.mode, plan.align_corners, plan.cubic_a,
+                                  plan.pixels)
             per_axis.append([(idx, w, dw, ddw, ok, stride)
                              for (idx, w, dw, ok), ddw in zip(taps, curv)])
             nan |= axis_nan
+            if plan.kernel_paddings[a] == PAD_ZEROS:
+                far |= np.isinf(coord)  # reads the fill only: no derivative terms
+    dead = nan | far  # points without derivative terms
     base = (np.arange(n) * m)[:, None]
 
     d_gout = np.zeros((n * p, c)) if want_gout else None
@@ -131,14 +141,15 @@ def _direction_terms(plan, gout, x, grid, q, want_gout, want_x, want_grid):
             w = [t[1] for t in combo]
             dw = [t[2] for t in combo]
             slope = [dw[a] * prod_except(w, (a,)) for a in range(r)]  # D_a W
-            s = np.where(valid, sum(qv[..., a] * slope[a] for a in range(r)), 0.0).ravel()
+            s = np.where(dead, 0.0, sum(qv[..., a] * slope[a] for a in range(r))).ravel()
             if want_gout or want_grid:
-                xv = np.where(valid.reshape(-1, 1), xf[flat], 0.0)
+                xv = np.where(valid.reshape(-1, 1), xf[flat], fill)
             if want_gout:
                 d_gout += s[:, None] * xv
             if want_x:
+                s_in = np.where(valid.ravel(), s, 0.0)  # only taps inside X read X
                 for ch in range(c):
-                    d_x[ch] += np.bincount(flat, weights=s * gf[:, ch], minlength=n * m)
+                    d_x[ch] += np.bincount(flat, weights=s_in * gf[:, ch], minlength=n * m)
             if want_grid:
                 gx = np.sum(gf * xv, axis=1).reshape(n, p)
                 for b in range(r):
@@ -147,7 +158,7 @@ def _direction_terms(plan, gout, x, grid, q, want_gout, want_x, want_grid):
                     for a in range(r):
                         if a != b:
                             h = h + qv[..., a] * dw[a] * dw[b] * prod_except(w, (a, b))
-                    d_grid[..., b] += np.where(valid, h * gx, 0.0)
+                    d_grid[..., b] += np.where(dead, 0.0, h * gx)
     if nan.any():
         if want_gout:
             d_gout[nan.ravel()] = np.nan
@@ -159,7 +170,9 @@ def _direction_terms(plan, gout, x, grid, q, want_gout, want_x, want_grid):
 
 def grid_sample_double_backward(grad_grad_x, grad_grad_grid, grad_output, x, grid,
                                 mode="linear", padding_mode="zeros", align_corners=False, *,
-                                channel_last=False, output_mask=(True, True, True)):
+                                channel_last=False, output_mask=(True, True, True),
+                                fill_value=0, cubic_a=-0.75, grid_units="normalized",
+                                displacement=False):
     """Derivatives of :func:`gridsample.grid_sample_backward`'s results (double backward).
 
     For ``(dL/dx, dL/dgrid) = grid_sample_backward(grad_output, x, grid, ...)``
@@ -183,6 +196,9 @@ def grid_sample_double_backward(grad_grad_x, grad_grad_grid, grad_output, x, gri
         As in :func:`gridsample.grid_sample`.
     output_mask : triple of bool, default (True, True, True)
         Which of the three results to compute; a skipped one is None.
+    fill_value, cubic_a, grid_units, displacement
+        As in :func:`gridsample.grid_sample_backward` (the fill enters the
+        grid gradient, so its derivatives too).
 
     Returns
     -------
@@ -228,14 +244,19 @@ def grid_sample_double_backward(grad_grad_x, grad_grad_grid, grad_output, x, gri
     >>> h      # d2y/dg2: the cubic's curvature 3 at 1.5, times (dx/dg)**2 = 1.5**2
     array([[[6.75]]])
     """
-    plan, gout, x, grid, _ = plan_backward(grad_output, x, grid, mode, padding_mode,
-                                           align_corners, channel_last, (True, True))
+    plan, gout, x, grid, _ = plan_backward(
+        grad_output, x, grid, mode, padding_mode, align_corners, channel_last, (True, True),
+        fill_value=fill_value, cubic_a=cubic_a, grid_units=grid_units, displacement=displacement)
     want_gout, want_x, want_grid = parse_output_mask(
         output_mask, ("grad_grad_output", "grad_x", "grad_grid"))
     ggx = _optional_like("grad_grad_x", grad_grad_x, x, "x")
     ggg = _optional_like("grad_grad_grid", grad_grad_grid, grid, "grid")
-    options = dict(mode=plan.mode, padding_mode=plan.padding, align_corners=plan.align_corners,
-                   channel_last=plan.channel_last)
+    # The P terms involve dL/dx, which the fill does not touch: the sampler's
+    # linear part (constant axes as zeros, no fill).
+    options = dict(mode=plan.mode, padding_mode=plan.kernel_paddings,
+                   align_corners=plan.align_corners, channel_last=plan.channel_last,
+                   cubic_a=plan.cubic_a, grid_units="pixels" if plan.pixels else "normalized",
+                   displacement=plan.displacement)
     # Each result is the sum of the terms that apply (None: no term yet, 0).
     d_gout = d_x = d_grid = None
     if not plan.is_empty and ggx is not None:

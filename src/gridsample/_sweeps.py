@@ -18,7 +18,7 @@ import numpy as np
 from ._convert import load, store
 from ._jit import function, helper
 
-__all__ = ["sweep_planar", "sweep_interleaved", "sweep"]
+__all__ = ["sweep_planar", "sweep_interleaved", "sweep", "sweep_fill"]
 
 
 @function
@@ -103,3 +103,35 @@ def sweep(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_
     else:
         sweep_planar(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase,
                      os_c, os_p, kind, zero)
+
+
+@function
+def sweep_fill(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p,
+               kind, zero, one, fillv):
+    """Apply a planned block with a fill value for the taps outside (padding ``"constant"``).
+
+    A point whose plan lists fewer than ``K`` taps lost the others past an
+    edge of a constant axis; they read ``fillv[c]``, so the point is
+    ``sum_k w_k x[o_k] + (1 - sum_k w_k) fillv[c]`` (the weights of all
+    ``K`` taps sum to 1).  A point with all ``K`` taps gets no fill term at
+    all, so values inside stay exact whatever the fill.  Either layout
+    (``xs_c``, ``os_c`` are the channel strides); a NaN point (one tap of
+    weight NaN) stays NaN.
+    """
+    for j in range(nb):
+        o = j * K
+        m = cnt[j]
+        outside = one - one
+        if m < K:
+            inside = one - one
+            for k in range(m):
+                inside += wts[o + k]
+            outside = one - inside
+        for c in range(C):
+            acc = zero
+            xc = xbase + c * xs_c
+            for k in range(m):
+                acc += wts[o + k] * load(xflat, kind, xc + off[o + k])
+            if outside != 0:
+                acc += outside * fillv[c]
+            store(outflat, obase + c * os_c + j * os_p, acc, kind)

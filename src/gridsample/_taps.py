@@ -15,9 +15,18 @@ one normalized grid value ``g`` into the axis's taps, already padded:
   overflows differently and reflects to another place).  A coordinate that
   overflows its dtype (float32 past 3.4e38) is ``±inf``, and ``g = ±inf``
   stays ``±inf`` even on an axis of size 1 with align_corners (``c = 0``);
-* linear / nearest pad the *continuous* coordinate, then take 2 or 1 taps;
-* cubic keeps the coordinate, takes 4 taps ``floor(x)-1 … floor(x)+2`` and
-  pads each integer tap index on its own (docs/semantics.md §4).
+  In pixel units (docs/semantics.md §2.2) the constants are ``a = c = 1``,
+  ``b = 0`` and the shift 0 instead of 1, so ``x = g`` exactly;
+* under the ONNX paddings, linear / nearest pad the *continuous*
+  coordinate, then take 2 or 1 taps; cubic keeps the coordinate, takes 4
+  taps ``floor(x)-1 … floor(x)+2`` and pads each integer tap index on its
+  own (docs/semantics.md §4);
+* under the index paddings (mirror, symmetric, wrap; constant reaches the
+  kernels as zeros, its fill added by the sweep) every mode keeps the
+  coordinate and pads each tap index (docs/semantics.md §3.3).
+
+Each axis carries its own padding code (``AXIS_PAD``), so a call may pad
+every axis differently.
 
 Taps that fall outside ``[0, S-1]`` under zeros padding are *dropped*, not
 given weight 0: a dropped tap reads nothing, so an ``inf`` stored in ``X`` at
@@ -37,33 +46,47 @@ import math
 import numpy as np
 
 from ._jit import function, helper, skeleton
-from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
+from ._registry import (
+    CUBIC_A,
+    MODE_CUBIC,
+    MODE_LINEAR,
+    MODE_NEAREST,
+    PAD_BORDER,
+    PAD_MIRROR,
+    PAD_REFLECTION,
+    PAD_SYMMETRIC,
+    PAD_WRAP,
+    PAD_ZEROS,
+)
 
 __all__ = ["axis_row", "cubic_row", "axis_taps", "reflect_clip", "unnormalize", "pad_continuous",
-           "linear_axis",
+           "pad_index", "axis_pad", "linear_axis",
            "nearest_axis", "cubic_axis", "AXIS_MUL", "AXIS_SUB", "AXIS_SCALE", "AXIS_HIGH",
-           "AXIS_ONE",
+           "AXIS_ONE", "AXIS_SHIFT", "AXIS_PAD", "AXIS_SIZE",
            "AXIS_REFLECT_LOW", "AXIS_REFLECT_SPAN", "AXIS_FIELDS", "CUBIC_FIELDS",
            "axis_constants", "cubic_constants", "CUBIC_A"]
 
-#: Keys' cubic convolution parameter, as in PyTorch and onnxruntime.
-CUBIC_A = -0.75
 
 # Layout of the per-axis constant row (in the coordinate dtype).
 (AXIS_MUL, AXIS_SUB, AXIS_SCALE, AXIS_HIGH, AXIS_REFLECT_LOW, AXIS_REFLECT_SPAN,
- AXIS_ONE) = range(7)
-AXIS_FIELDS = 7
+ AXIS_ONE, AXIS_SHIFT, AXIS_PAD, AXIS_SIZE) = range(10)
+AXIS_FIELDS = 10
 # Layout of the weight constant row (in the weight dtype): 1, A, A+2, A+3, 5A, 8A, 4A.
 CUBIC_FIELDS = 7
 
 
-def axis_constants(size: int, align_corners: bool, dtype) -> np.ndarray:
+def axis_constants(size: int, align_corners: bool, dtype, pad: int = PAD_ZEROS,
+                   pixels: bool = False) -> np.ndarray:
     """Per-axis constants in the coordinate ``dtype`` (layout ``AXIS_*``).
 
-    ``a, b, c`` of the unnormalization, ``S - 1``, the reflection interval
-    and 1.  Reflection folds the coordinate back into ``[low, low + span]``:
-    ``[0, S-1]`` with align_corners (the corner pixel centres) and
-    ``[-0.5, S-0.5]`` without (the pixel edges).
+    ``a, b, c`` and the shift of the unnormalization ``((g + shift) a - b) c``,
+    ``S - 1``, the reflection interval, 1, the padding code ``pad`` (as a
+    float: the kernels read it once per block) and ``S``.  Reflection folds
+    the coordinate back into ``[low, low + span]``: ``[0, S-1]`` with
+    align_corners (the corner pixel centres) and ``[-0.5, S-0.5]`` without
+    (the pixel edges).  ``pixels``: the grid holds element coordinates, so
+    the unnormalization is the identity (``a = c = 1``, ``b = shift = 0``);
+    align_corners then still picks reflection's interval.
 
     ``S - 1`` is rounded *down* to the dtype: in float32 an axis longer than
     2**24 has no exact ``S - 1``, and rounding up would clip to index ``S``,
@@ -71,18 +94,20 @@ def axis_constants(size: int, align_corners: bool, dtype) -> np.ndarray:
     """
     dtype = np.dtype(dtype)
     a, b, c = (0.5, 0.0, size - 1.0) if align_corners else (float(size), 1.0, 0.5)
+    shift = 1.0
+    if pixels:
+        a, b, c, shift = 1.0, 0.0, 1.0, 0.0
     low, span = (0.0, float(size - 1)) if align_corners else (-0.5, float(size))
     high = dtype.type(size - 1)
     if float(high) > size - 1:
         high = np.nextafter(high, dtype.type(0))
-    row = np.array([a, b, c, 0.0, low, span, 1.0], dtype)
+    row = np.array([a, b, c, 0.0, low, span, 1.0, shift, float(pad), float(size)], dtype)
     row[AXIS_HIGH] = high
     return row
 
 
-def cubic_constants() -> tuple:
-    """Keys' constants ``1, A, A+2, A+3, 5A, 8A, 4A`` (used in the weight dtype)."""
-    a = CUBIC_A
+def cubic_constants(a: float = CUBIC_A) -> tuple:
+    """Keys' constants ``1, A, A+2, A+3, 5A, 8A, 4A`` for coefficient ``a`` (weight dtype)."""
     return (1.0, a, a + 2.0, a + 3.0, 5.0 * a, 8.0 * a, 4.0 * a)
 
 
@@ -132,7 +157,14 @@ def axis_row(axc, a):
     made or handed to an inlined helper per point costs two atomic
     reference-count updates (measured: per-point planners 4-8x slower).
     """
-    return (axc[a, 0], axc[a, 1], axc[a, 2], axc[a, 3], axc[a, 4], axc[a, 5], axc[a, 6])
+    return (axc[a, 0], axc[a, 1], axc[a, 2], axc[a, 3], axc[a, 4], axc[a, 5], axc[a, 6],
+            axc[a, 7], axc[a, 8], axc[a, 9])
+
+
+@skeleton
+def axis_pad(ax):
+    """The padding code of an axis's constants (read once per block, not per point)."""
+    return int(ax[AXIS_PAD])
 
 
 @skeleton
@@ -146,7 +178,7 @@ def unnormalize(g, ax):
     """docs/semantics.md §2 in the coordinate dtype (see the module notes for the grouping)."""
     if math.isinf(g):
         return g
-    return ((g + ax[AXIS_ONE]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE]
+    return ((g + ax[AXIS_SHIFT]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE]
 
 
 @helper
@@ -167,36 +199,106 @@ def pad_continuous(x, pad, ax):
     return x
 
 
+@helper
+def pad_index(t, pad, ax):
+    """Pad a finite integer-valued tap index ``t`` (coordinate dtype) into ``[0, S-1]``.
+
+    border clips; reflection reflects over the align_corners interval, then
+    clips (the ONNX rule cubic uses); mirror reflects over ``[0, S-1]``
+    (whole-sample symmetric: ``d c b | a b c d | c b a``, period
+    ``2(S-1)``); symmetric repeats with period ``2S``, mirrored in its second
+    half (half-sample: ``c b a | a b c | c b a``); wrap takes ``t mod S``
+    (``fmod`` is exact, so far indices pad exactly).  Zeros (and constant) leave ``t``: the
+    caller drops it when it lies outside.
+    """
+    high = ax[AXIS_HIGH]
+    zero = high - high
+    if pad == PAD_BORDER:
+        return min(max(t, zero), high)
+    if pad == PAD_REFLECTION:
+        return reflect_clip(t, ax[AXIS_REFLECT_LOW], ax[AXIS_REFLECT_SPAN], high)
+    if pad == PAD_MIRROR:
+        return reflect_clip(t, zero, high, high)
+    if pad == PAD_SYMMETRIC:
+        # Period 2S, folded at S: i -> 2S - 1 - i.  Formed on the integer
+        # index itself (reflecting about -0.5 would round the half away for
+        # huge indices).
+        size = ax[AXIS_SIZE]
+        period = size + size
+        m = np.fmod(t, period)
+        if m < zero:
+            m += period
+        if m >= size:
+            m = period - ax[AXIS_ONE] - m
+        return min(max(m, zero), high)
+    if pad == PAD_WRAP:
+        size = ax[AXIS_SIZE]
+        m = np.fmod(t, size)
+        if m < zero:
+            m += size
+        return min(max(m, zero), high)
+    return t
+
+
+@helper
+def _index(t, size):
+    """A padded float index as an integer (``min`` guards the cast all the same)."""
+    return min(int(t), size - 1)
+
+
+@skeleton
+def _index_linear(g, pad, ax, one, size):
+    """:func:`linear_axis` under an index padding (mirror, symmetric, wrap)."""
+    x = unnormalize(g, ax)
+    if x != x or math.isinf(x):  # no image of an infinite coordinate: the NaN rule
+        return 0, 0, one, one, False, False, True
+    f = np.floor(x)
+    d = x - f
+    i0 = _index(pad_index(f, pad, ax), size)
+    i1 = _index(pad_index(f + ax[AXIS_ONE], pad, ax), size)
+    return i0, i1, one - d, one * d, True, True, False
+
+
 @skeleton
 def linear_axis(g, pad, ax, one, size):
     """The two linear taps of one axis.
 
-    Returns ``(i0, w0, w1, ok0, ok1, nan)``: taps ``i0`` and ``i0 + 1`` with
-    weights ``1 - d`` and ``d`` (``d = x - floor(x)``, exact in the
-    coordinate dtype; ``one`` is 1 in the weight dtype, so ``1 - d`` is
-    formed in the weight precision, docs/semantics.md §6.2); ``ok`` is False for a tap
-    outside ``[0, S-1]``; ``nan`` marks a NaN point.
+    Returns ``(i0, i1, w0, w1, ok0, ok1, nan)``: taps ``i0`` and ``i1``
+    (``i0 + 1`` but under wrap) with weights ``1 - d`` and ``d``
+    (``d = x - floor(x)``, exact in the coordinate dtype; ``one`` is 1 in
+    the weight dtype, so ``1 - d`` is formed in the weight precision,
+    docs/semantics.md §6.2); ``ok`` is False for a tap outside ``[0, S-1]``;
+    ``nan`` marks a NaN point.
     """
+    if pad >= PAD_MIRROR:  # mirror, symmetric, wrap (registry codes 4-6): index paddings
+        return _index_linear(g, pad, ax, one, size)
     x = pad_continuous(unnormalize(g, ax), pad, ax)
     if x != x:
-        return 0, one, one, False, False, True
+        return 0, 0, one, one, False, False, True
     # Outside (-2, S+1) both taps are outside: skip the cast (x may be huge).
     if not (x > -2 and x < ax[AXIS_HIGH] + 2):
-        return 0, one, one, False, False, False
+        return 0, 0, one, one, False, False, False
     f = np.floor(x)
     d = x - f
     i0 = int(f)
     # one * d: the weight dtype also when the kernels run as plain Python (NUMBA_DISABLE_JIT),
     # where the tuple is not unified to one type as it is in compiled code.
-    return i0, one - d, one * d, i0 >= 0 and i0 < size, i0 >= -1 and i0 + 1 < size, False
+    return (i0, i0 + 1, one - d, one * d, i0 >= 0 and i0 < size, i0 >= -1 and i0 + 1 < size,
+            False)
 
 
 @skeleton
 def nearest_axis(g, pad, ax, size):
     """The nearest tap of one axis, rounding half to even (as ``nearbyint``).
 
-    Returns ``(i, ok, nan)``.
+    Returns ``(i, ok, nan)``.  Under an index padding the rounded index is
+    padded (the coordinate is not).
     """
+    if pad >= PAD_MIRROR:
+        x = unnormalize(g, ax)
+        if x != x or math.isinf(x):
+            return 0, False, True
+        return _index(pad_index(np.rint(x), pad, ax), size), True, False
     x = pad_continuous(unnormalize(g, ax), pad, ax)
     if x != x:
         return 0, False, True
@@ -221,7 +323,7 @@ def cubic_axis(g, pad, ax, kc, size):
     x = unnormalize(g, ax)
     high = ax[AXIS_HIGH]
     zero = high - high
-    if x != x or (math.isinf(x) and pad == PAD_REFLECTION):
+    if x != x or (math.isinf(x) and pad != PAD_ZEROS and pad != PAD_BORDER):
         return 0, 0, 0, 0, one, one, one, one, False, False, False, False, True
     if math.isinf(x):
         # Infinitely far out: zeros reads nothing; border reads the edge (all
@@ -252,16 +354,20 @@ def cubic_axis(g, pad, ax, kc, size):
         t1 = min(max(t1, zero), high)
         t2 = min(max(t2, zero), high)
         t3 = min(max(t3, zero), high)
-    else:
+    elif pad == PAD_REFLECTION:
         lo = ax[AXIS_REFLECT_LOW]
         span = ax[AXIS_REFLECT_SPAN]
         t0 = reflect_clip(t0, lo, span, high)
         t1 = reflect_clip(t1, lo, span, high)
         t2 = reflect_clip(t2, lo, span, high)
         t3 = reflect_clip(t3, lo, span, high)
-    # The clipped values lie in [0, S-1]; min() guards the cast all the same.
-    last = size - 1
-    return (min(int(t0), last), min(int(t1), last), min(int(t2), last), min(int(t3), last),
+    else:
+        t0 = pad_index(t0, pad, ax)
+        t1 = pad_index(t1, pad, ax)
+        t2 = pad_index(t2, pad, ax)
+        t3 = pad_index(t3, pad, ax)
+    # The padded values lie in [0, S-1]; _index guards the cast all the same.
+    return (_index(t0, size), _index(t1, size), _index(t2, size), _index(t3, size),
             w0, w1, w2, w3, True, True, True, True, False)
 
 
@@ -292,7 +398,7 @@ def axis_taps(g, mode, pad, ax, kc, size, stride, off, wts, base):
     """
     one = kc[0]
     if mode == MODE_LINEAR:
-        i0, w0, w1, ok0, ok1, nan = linear_axis(g, pad, ax, one, size)
+        i0, i1, w0, w1, ok0, ok1, nan = linear_axis(g, pad, ax, one, size)
         if nan:
             return -1
         n = 0
@@ -301,7 +407,7 @@ def axis_taps(g, mode, pad, ax, kc, size, stride, off, wts, base):
             wts[base] = w0
             n = 1
         if ok1:
-            off[base + n] = (i0 + 1) * stride
+            off[base + n] = i1 * stride
             wts[base + n] = w1
             n += 1
         return n

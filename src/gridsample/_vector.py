@@ -52,6 +52,7 @@ from ._taps import (
     AXIS_REFLECT_LOW,
     AXIS_REFLECT_SPAN,
     AXIS_SCALE,
+    AXIS_SHIFT,
     AXIS_SUB,
     axis_row,
     cubic_row,
@@ -75,7 +76,7 @@ def fits_int32(sizes, strides) -> bool:
 @helper
 def _unnormalize(g, ax):
     """docs/semantics.md §2 as ``_taps.unnormalize``, with a select: ``±inf`` keeps its value."""
-    u = ((g + ax[AXIS_ONE]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE]
+    u = ((g + ax[AXIS_SHIFT]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE]
     return g if math.isinf(g) else u
 
 

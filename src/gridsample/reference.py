@@ -31,20 +31,35 @@ import itertools
 
 import numpy as np
 
-from ._axis_numpy import axis_grad_taps, axis_taps, unnormalize
+from ._axis_numpy import axis_grad_taps, axis_taps, identity_grid, unnormalize
+from ._dtypes import cast_values
 from ._options import (
     MODE_NEAREST,
+    PAD_ZEROS,
     parse_align_corners,
+    parse_cubic_a,
     parse_flag,
+    parse_grid_units,
     parse_mode,
-    parse_padding,
+    parse_paddings,
 )
+from ._plan import _parse_fill
+from ._registry import PAD_CONSTANT
 
-__all__ = ["grid_sample", "grid_sample_backward", "affine_grid"]
+__all__ = ["grid_sample", "grid_sample_backward", "grid_push", "affine_grid"]
+
+
+def _extras(x, r, channels, mode, padding_mode, fill_value, cubic_a, grid_units, displacement):
+    """The options beyond ONNX: per-axis paddings, fill per channel (or None), a, units, flag."""
+    paddings = parse_paddings(padding_mode, r)
+    fill = _parse_fill(fill_value, paddings, x, channels)
+    return (paddings, fill, parse_cubic_a(cubic_a, mode), parse_grid_units(grid_units),
+            parse_flag("displacement", displacement))
 
 
 def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=False, *,
-                channel_last=False):
+                channel_last=False, fill_value=0, cubic_a=-0.75, grid_units="normalized",
+                displacement=False):
     """Reference GridSample; same signature and result as :func:`gridsample.grid_sample`.
 
     Parameters
@@ -57,7 +72,6 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     ndarray, shape (N, C, D1, ..., Dr) or (N, D1, ..., Dr, C), dtype of ``x``
     """
     mode = parse_mode(mode)
-    padding = parse_padding(padding_mode)
     align_corners = parse_align_corners(align_corners)
     channel_last = parse_flag("channel_last", channel_last)
     x = np.asarray(x)
@@ -70,8 +84,12 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     n, c = x.shape[:2]
     in_spatial = x.shape[2:]
     r = len(in_spatial)
+    paddings, fill, keys_a, pixels, displacement = _extras(
+        x, r, c, mode, padding_mode, fill_value, cubic_a, grid_units, displacement)
     grid = np.broadcast_to(grid, (n,) + grid.shape[1:])
     out_spatial = grid.shape[1:-1]
+    if displacement:
+        grid = grid + identity_grid(out_spatial, align_corners, pixels, coord_dtype)
     strings = x.dtype.kind in "USO"
     if strings and mode != MODE_NEAREST:
         raise ValueError("strings are sampled with mode='nearest' only")
@@ -82,17 +100,25 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     with np.errstate(invalid="ignore", over="ignore"):
         per_axis = []
         nan = np.zeros((n,) + out_spatial, bool)
-        for a in range(r):
-            # grid[..., a] indexes spatial axis r-1-a (grid[..., 0] is the width).
-            axis = r - 1 - a
+        far = np.zeros((n,) + out_spatial, bool)  # infinitely far out on a zeros/constant axis
+        for k in range(r):
+            # grid[..., k] indexes spatial axis r-1-k (grid[..., 0] is the width).
+            axis = r - 1 - k
             size = in_spatial[axis]
-            coord = unnormalize(grid[..., a], size, align_corners)
-            taps, axis_nan = axis_taps(coord, size, mode, padding, align_corners)
+            coord = unnormalize(grid[..., k], size, align_corners, pixels)
+            taps, axis_nan = axis_taps(coord, size, mode, paddings[k], align_corners, keys_a)
             per_axis.append((axis, taps))
             nan |= axis_nan
+            if paddings[k] in (PAD_ZEROS, PAD_CONSTANT):
+                far |= np.isinf(coord)
 
-        fill = (b"" if x.dtype.kind == "S" else "") if strings else 0
-        out = np.full((n,) + out_spatial + (c,), fill, x.dtype if strings else work)
+        # A tap outside X reads the fill: "" or 0, or fill_value under "constant".
+        if fill is None:
+            fill = np.full(c, (b"" if x.dtype.kind == "S" else "") if strings else 0,
+                           x.dtype if strings else work)
+        fill = fill if strings else fill.astype(work)
+        out = np.full((n,) + out_spatial + (c,), fill if strings else 0,
+                      x.dtype if strings else work)
         batch_idx = np.arange(n).reshape((n,) + (1,) * len(out_spatial))
         for combo in itertools.product(*(taps for _, taps in per_axis)):
             weight = np.ones((n,) + out_spatial)
@@ -107,40 +133,16 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
             if strings:  # nearest: one tap; a NaN point reads nothing
                 out = np.where((valid & ~nan)[..., None], values, out)
             else:
-                out += np.where(valid[..., None], weight[..., None] * values, 0)
+                out += np.where(far[..., None], 0, weight[..., None]
+                                * np.where(valid[..., None], values, fill))
         if not strings:
+            out[far] = fill  # every tap outside: the fill (0 under zeros)
             out[nan] = complex(np.nan, np.nan) if work is np.complex128 else np.nan
 
     out = np.moveaxis(out, -1, 1)  # (N, C, *out_spatial)
     if channel_last:
         out = np.moveaxis(out, 1, -1)
-    return _cast(out, x.dtype)
-
-
-def _cast(values, dtype):
-    """float64 / complex128 sums to X's dtype (docs/semantics.md §6.1).
-
-    Integers: round half to even, saturate to the range, NaN -> 0.  bool:
-    nonzero after rounding, NaN -> False.  Floats and complex: one rounding
-    (float16/bfloat16 through NumPy / ml_dtypes casts).
-    """
-    if dtype.kind in "USO":
-        return values
-    if dtype.kind == "b":
-        v = np.rint(values)
-        return (v != 0) & ~np.isnan(v)
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        v = np.rint(values)
-        out = np.zeros(v.shape, dtype)
-        high = v >= float(info.max)
-        low = v <= float(info.min)
-        mid = ~(high | low | np.isnan(v))
-        out[high] = info.max
-        out[low] = info.min
-        out[mid] = v[mid].astype(dtype)
-        return out
-    return values.astype(dtype)
+    return cast_values(out, x.dtype)
 
 
 # --------------------------------------------------------------------------
@@ -166,7 +168,9 @@ def _cast(values, dtype):
 
 
 def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zeros",
-                         align_corners=False, *, channel_last=False, output_mask=(True, True)):
+                         align_corners=False, *, channel_last=False, output_mask=(True, True),
+                         fill_value=0, cubic_a=-0.75, grid_units="normalized",
+                         displacement=False):
     """Reference backward; same signature and results as :func:`gridsample.grid_sample_backward`.
 
     Coordinates in float64 when ``x`` or ``grid`` is float64, else float32
@@ -186,7 +190,6 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
     grad_grid : ndarray of grid's shape and dtype, or None
     """
     mode = parse_mode(mode)
-    padding = parse_padding(padding_mode)
     align_corners = parse_align_corners(align_corners)
     channel_last = parse_flag("channel_last", channel_last)
     want_x, want_grid = (bool(m) for m in output_mask)
@@ -200,23 +203,34 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
     n, c = x.shape[0], x.shape[-1]
     in_spatial = x.shape[1:-1]
     r = len(in_spatial)
+    paddings, fill, keys_a, pixels, displacement = _extras(
+        x, r, c, mode, padding_mode, fill_value, cubic_a, grid_units, displacement)
+    fill = np.zeros(c) if fill is None else fill.astype(np.float64)
     coords = np.broadcast_to(grid.astype(coord_dtype), (n,) + grid.shape[1:])
     out_spatial = coords.shape[1:-1]
+    if displacement:
+        coords = coords + identity_grid(out_spatial, align_corners, pixels, coord_dtype)
     xw = x.astype(np.float64)
     gw = gout.astype(np.float64)
+    g_fill = np.sum(gw * fill, axis=-1)  # sum_c G[c] fill[c]: what an outside tap adds
     grad_x = np.zeros((n,) + in_spatial + (c,))
     grad_grid = np.zeros((n,) + out_spatial + (r,))
 
     with np.errstate(invalid="ignore", over="ignore"):
         per_axis = []  # (spatial axis, taps) in grid component order
         nan = np.zeros((n,) + out_spatial, bool)
-        for a in range(r):
-            axis = r - 1 - a  # grid[..., a] indexes spatial axis r-1-a
+        far = np.zeros((n,) + out_spatial, bool)  # +-inf on a zeros/constant axis
+        for k in range(r):
+            axis = r - 1 - k  # grid[..., k] indexes spatial axis r-1-k
             size = in_spatial[axis]
-            coord = unnormalize(coords[..., a], size, align_corners)
-            taps, axis_nan = axis_grad_taps(coord, size, mode, padding, align_corners)
+            coord = unnormalize(coords[..., k], size, align_corners, pixels)
+            taps, axis_nan = axis_grad_taps(coord, size, mode, paddings[k], align_corners,
+                                            keys_a, pixels)
             per_axis.append((axis, taps))
             nan |= axis_nan
+            if paddings[k] in (PAD_ZEROS, PAD_CONSTANT):
+                far |= np.isinf(coord)  # reads the fill only: a flat value
+        flat = nan | far
 
         batch_idx = np.arange(n).reshape((n,) + (1,) * len(out_spatial))
         for combo in itertools.product(*(taps for _, taps in per_axis)):
@@ -231,11 +245,12 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
                 weight = np.prod(weights, axis=0)
                 np.add.at(grad_x, at, np.where(valid[..., None], weight[..., None] * gw, 0.0))
             if want_grid and mode != MODE_NEAREST:
-                # sum_c G[c, p] X[c, taps], shared by every axis's term
-                gx = np.where(valid, np.sum(gw * xw[at], axis=-1), 0.0)
+                # sum_c G[c, p] X[c, taps], shared by every axis's term; a tap
+                # outside reads the fill (0 but under "constant")
+                gx = np.where(valid, np.sum(gw * xw[at], axis=-1), g_fill)
                 for a, (_, _, dw, _) in enumerate(combo):
                     others = np.prod([w for b, w in enumerate(weights) if b != a], axis=0)
-                    grad_grid[..., a] += np.where(valid, dw * others * gx, 0.0)
+                    grad_grid[..., a] += np.where(flat, 0.0, dw * others * gx)
         if mode != MODE_NEAREST:
             grad_grid[nan] = np.nan
 
@@ -245,6 +260,16 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
         grad_x = np.moveaxis(grad_x, -1, 1)
     return (grad_x.astype(x.dtype) if want_x else None,
             grad_grid.astype(grid.dtype) if want_grid else None)
+
+
+def grid_push(values, grid, shape, mode="linear", padding_mode="zeros", align_corners=False, *,
+              channel_last=False, cubic_a=-0.75, grid_units="normalized", displacement=False):
+    """Reference push: the reference backward's ``dL/dx`` for an input of ``shape`` (full shape)."""
+    x = np.zeros(tuple(shape), np.asarray(values).dtype)
+    return grid_sample_backward(values, x, grid, mode, padding_mode, align_corners,
+                                channel_last=channel_last, output_mask=(True, False),
+                                cubic_a=cubic_a, grid_units=grid_units,
+                                displacement=displacement)[0]
 
 
 def affine_grid(theta, size, align_corners=False):

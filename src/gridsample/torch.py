@@ -36,11 +36,34 @@ import torch
 
 from ._api import grid_sample as _grid_sample_numpy
 from ._backward import grid_sample_backward
-from ._errors import GridSampleError, GridSampleTypeError
-from ._options import parse_align_corners, parse_flag, parse_mode, parse_padding
+from ._errors import GridSampleError, GridSampleTypeError, describe
+from ._options import (
+    parse_align_corners,
+    parse_cubic_a,
+    parse_flag,
+    parse_grid_units,
+    parse_mode,
+    parse_paddings,
+)
+from ._push import grid_push as _grid_push_numpy
+from ._push import parse_push_shape
 from ._second_order import grid_sample_double_backward
 
-__all__ = ["grid_sample"]
+__all__ = ["grid_sample", "grid_push", "grid_count"]
+
+# The options beyond ONNX, as every operator's schema ends with them (with
+# defaults, so the ONNX-only call keeps its short form): per-axis padding
+# codes (empty: padding_mode for all axes), the fill per channel (empty: 0),
+# Keys' coefficient, pixel units, displacement.
+_EXTRAS_SCHEMA = ("int[] paddings=[], float[] fill_value=[], float cubic_a=-0.75, "
+                  "bool pixels=False, bool displacement=False")
+
+
+def _numpy_options(padding_mode, paddings, fill_value, cubic_a, pixels, displacement) -> dict:
+    """The operators' extras as the NumPy API's keyword arguments."""
+    return dict(padding_mode=tuple(paddings) if len(paddings) else padding_mode,
+                fill_value=list(fill_value) if len(fill_value) else 0, cubic_a=cubic_a,
+                grid_units="pixels" if pixels else "normalized", displacement=displacement)
 
 
 def _check_device(name: str, t, allowed=("cpu", "meta")) -> None:
@@ -85,15 +108,18 @@ def _to_torch(a: np.ndarray) -> torch.Tensor:
 @torch.library.custom_op(
     "gridsample::grid_sample", mutates_args=(),
     schema="(Tensor input, Tensor grid, int mode, int padding_mode, bool align_corners, "
-           "bool channel_last) -> Tensor")
-def _grid_sample_op(input, grid, mode, padding_mode, align_corners, channel_last):
+           f"bool channel_last, {_EXTRAS_SCHEMA}) -> Tensor")
+def _grid_sample_op(input, grid, mode, padding_mode, align_corners, channel_last, paddings=(),
+                    fill_value=(), cubic_a=-0.75, pixels=False, displacement=False):
+    options = _numpy_options(padding_mode, paddings, fill_value, cubic_a, pixels, displacement)
     out = _grid_sample_numpy(_to_numpy("input", input), _to_numpy("grid", grid), mode,
-                             padding_mode, align_corners, channel_last=channel_last)
+                             align_corners=align_corners, channel_last=channel_last, **options)
     return _to_torch(out)
 
 
 @_grid_sample_op.register_fake
-def _(input, grid, mode, padding_mode, align_corners, channel_last):
+def _(input, grid, mode, padding_mode, align_corners, channel_last, paddings=(), fill_value=(),
+      cubic_a=-0.75, pixels=False, displacement=False):
     out_spatial = tuple(grid.shape[1:-1])
     if channel_last:
         shape = (input.shape[0], *out_spatial, input.shape[-1])
@@ -105,18 +131,22 @@ def _(input, grid, mode, padding_mode, align_corners, channel_last):
 @torch.library.custom_op(
     "gridsample::grid_sample_backward", mutates_args=(),
     schema="(Tensor grad_output, Tensor input, Tensor grid, int mode, int padding_mode, "
-           "bool align_corners, bool channel_last, bool[] output_mask) -> (Tensor, Tensor)")
+           f"bool align_corners, bool channel_last, bool[] output_mask, {_EXTRAS_SCHEMA}) "
+           "-> (Tensor, Tensor)")
 def _backward_op(grad_output, input, grid, mode, padding_mode, align_corners, channel_last,
-                 output_mask):
+                 output_mask, paddings=(), fill_value=(), cubic_a=-0.75, pixels=False,
+                 displacement=False):
+    options = _numpy_options(padding_mode, paddings, fill_value, cubic_a, pixels, displacement)
     gx, gg = grid_sample_backward(
         _to_numpy("grad_output", grad_output), _to_numpy("input", input),
-        _to_numpy("grid", grid), mode, padding_mode, align_corners,
-        channel_last=channel_last, output_mask=tuple(output_mask))
+        _to_numpy("grid", grid), mode, align_corners=align_corners,
+        channel_last=channel_last, output_mask=tuple(output_mask), **options)
     return _or_empty(gx, input), _or_empty(gg, grid)
 
 
 @_backward_op.register_fake
-def _(grad_output, input, grid, mode, padding_mode, align_corners, channel_last, output_mask):
+def _(grad_output, input, grid, mode, padding_mode, align_corners, channel_last, output_mask,
+      paddings=(), fill_value=(), cubic_a=-0.75, pixels=False, displacement=False):
     return _fake_like(input, output_mask[0]), _fake_like(grid, output_mask[1])
 
 
@@ -124,21 +154,25 @@ def _(grad_output, input, grid, mode, padding_mode, align_corners, channel_last,
     "gridsample::grid_sample_double_backward", mutates_args=(),
     schema="(Tensor? grad_grad_input, Tensor? grad_grad_grid, Tensor grad_output, "
            "Tensor input, Tensor grid, int mode, int padding_mode, bool align_corners, "
-           "bool channel_last, bool[] output_mask) -> (Tensor, Tensor, Tensor)")
+           f"bool channel_last, bool[] output_mask, {_EXTRAS_SCHEMA}) "
+           "-> (Tensor, Tensor, Tensor)")
 def _double_backward_op(grad_grad_input, grad_grad_grid, grad_output, input, grid, mode,
-                        padding_mode, align_corners, channel_last, output_mask):
+                        padding_mode, align_corners, channel_last, output_mask, paddings=(),
+                        fill_value=(), cubic_a=-0.75, pixels=False, displacement=False):
+    options = _numpy_options(padding_mode, paddings, fill_value, cubic_a, pixels, displacement)
     d_gout, d_x, d_grid = grid_sample_double_backward(
         None if grad_grad_input is None else _to_numpy("grad_grad_input", grad_grad_input),
         None if grad_grad_grid is None else _to_numpy("grad_grad_grid", grad_grad_grid),
         _to_numpy("grad_output", grad_output), _to_numpy("input", input),
-        _to_numpy("grid", grid), mode, padding_mode, align_corners,
-        channel_last=channel_last, output_mask=tuple(output_mask))
+        _to_numpy("grid", grid), mode, align_corners=align_corners,
+        channel_last=channel_last, output_mask=tuple(output_mask), **options)
     return _or_empty(d_gout, grad_output), _or_empty(d_x, input), _or_empty(d_grid, grid)
 
 
 @_double_backward_op.register_fake
 def _(grad_grad_input, grad_grad_grid, grad_output, input, grid, mode, padding_mode,
-      align_corners, channel_last, output_mask):
+      align_corners, channel_last, output_mask, paddings=(), fill_value=(), cubic_a=-0.75,
+      pixels=False, displacement=False):
     return (_fake_like(grad_output, output_mask[0]), _fake_like(input, output_mask[1]),
             _fake_like(grid, output_mask[2]))
 
@@ -161,25 +195,30 @@ def _wanted(grad, wanted):
 # derivative is the double backward operator; the chain stops there (a third
 # derivative raises PyTorch's "autograd kernel not registered" error).
 
+# The options every operator shares: mode, padding_mode, align_corners,
+# channel_last (then output_mask, for the backward ones), then the 5 extras.
+_OPTIONS, _EXTRAS = 4, 5
+
+
 def _setup_forward(ctx, inputs, output):
-    input, grid, *options = inputs
+    input, grid, *rest = inputs
     ctx.save_for_backward(input, grid)
-    ctx.options = options
+    ctx.options, ctx.extras = rest[:_OPTIONS], rest[_OPTIONS:]
 
 
 def _forward_derivative(ctx, grad_output):
     input, grid = ctx.saved_tensors
     want = list(ctx.needs_input_grad[:2])
     gx, gg = torch.ops.gridsample.grid_sample_backward(grad_output, input, grid, *ctx.options,
-                                                       want)
-    return _wanted(gx, want[0]), _wanted(gg, want[1]), None, None, None, None
+                                                       want, *ctx.extras)
+    return (_wanted(gx, want[0]), _wanted(gg, want[1])) + (None,) * (_OPTIONS + _EXTRAS)
 
 
 def _setup_backward(ctx, inputs, output):
-    grad_output, input, grid, *options, output_mask = inputs
+    grad_output, input, grid, *rest = inputs
     ctx.save_for_backward(grad_output, input, grid)
-    ctx.options = options
-    ctx.output_mask = output_mask
+    ctx.options, ctx.output_mask = rest[:_OPTIONS], rest[_OPTIONS]
+    ctx.extras = rest[_OPTIONS + 1:]
     ctx.set_materialize_grads(False)
 
 
@@ -190,9 +229,9 @@ def _backward_derivative(ctx, grad_grad_input, grad_grad_grid):
     ggx = grad_grad_input if ctx.output_mask[0] else None
     ggg = grad_grad_grid if ctx.output_mask[1] else None
     d_gout, d_x, d_grid = torch.ops.gridsample.grid_sample_double_backward(
-        ggx, ggg, grad_output, input, grid, *ctx.options, want)
-    return (_wanted(d_gout, want[0]), _wanted(d_x, want[1]), _wanted(d_grid, want[2]),
-            None, None, None, None, None)
+        ggx, ggg, grad_output, input, grid, *ctx.options, want, *ctx.extras)
+    return ((_wanted(d_gout, want[0]), _wanted(d_x, want[1]), _wanted(d_grid, want[2]))
+            + (None,) * (_OPTIONS + 1 + _EXTRAS))
 
 
 torch.library.register_autograd("gridsample::grid_sample", _forward_derivative,
@@ -201,8 +240,83 @@ torch.library.register_autograd("gridsample::grid_sample_backward", _backward_de
                                 setup_context=_setup_backward)
 
 
+# Push: the adjoint of sampling in the input.  Its derivatives are the
+# sampler's own operators: d<push(v), U>/dv = sample(U) (the linear part: no
+# fill) and d/dgrid = the grid gradient of <v, sample(U)>, which is the
+# backward with grad_output = v and input = U.  Higher derivatives follow
+# from theirs.
+
+@torch.library.custom_op(
+    "gridsample::grid_push", mutates_args=(),
+    schema="(Tensor values, Tensor grid, SymInt[] shape, int mode, int padding_mode, "
+           "bool align_corners, bool channel_last, int[] paddings=[], float cubic_a=-0.75, "
+           "bool pixels=False, bool displacement=False) -> Tensor")
+def _grid_push_op(values, grid, shape, mode, padding_mode, align_corners, channel_last,
+                  paddings=(), cubic_a=-0.75, pixels=False, displacement=False):
+    out = _grid_push_numpy(
+        _to_numpy("values", values), _to_numpy("grid", grid), tuple(shape), mode,
+        tuple(paddings) if len(paddings) else padding_mode, align_corners,
+        channel_last=channel_last, cubic_a=cubic_a,
+        grid_units="pixels" if pixels else "normalized", displacement=displacement)
+    return _to_torch(out)
+
+
+@_grid_push_op.register_fake
+def _(values, grid, shape, mode, padding_mode, align_corners, channel_last, paddings=(),
+      cubic_a=-0.75, pixels=False, displacement=False):
+    return values.new_empty(tuple(shape))
+
+
+def _setup_push(ctx, inputs, output):
+    values, grid, _shape, mode, padding_mode, align_corners, channel_last, *extras = inputs
+    ctx.save_for_backward(values, grid)
+    ctx.options = (mode, padding_mode, align_corners, channel_last)
+    paddings, cubic_a, pixels, displacement = extras
+    ctx.extras = (paddings, [], cubic_a, pixels, displacement)  # no fill: the linear part
+
+
+def _push_derivative(ctx, grad_output):
+    values, grid = ctx.saved_tensors
+    want_values, want_grid = ctx.needs_input_grad[:2]
+    grad_values = grad_grid = None
+    if want_values:
+        grad_values = torch.ops.gridsample.grid_sample(grad_output, grid, *ctx.options,
+                                                       *ctx.extras)
+    if want_grid:
+        grad_grid = torch.ops.gridsample.grid_sample_backward(
+            values, grad_output, grid, *ctx.options, [False, True], *ctx.extras)[1]
+    return (grad_values, grad_grid) + (None,) * 9
+
+
+torch.library.register_autograd("gridsample::grid_push", _push_derivative,
+                                setup_context=_setup_push)
+
+
+def _fill_list(fill_value) -> list:
+    """``fill_value`` as the operators' list of floats (empty for the default 0)."""
+    if isinstance(fill_value, int) and not isinstance(fill_value, bool) and fill_value == 0:
+        return []
+    values = fill_value.tolist() if isinstance(fill_value, torch.Tensor) else fill_value
+    values = [values] if not isinstance(values, (list, tuple)) else list(values)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise GridSampleTypeError(
+            f"fill_value={describe(fill_value)} must be a real number or a sequence of them "
+            f"(one per channel)")
+    return [float(v) for v in values]
+
+
+def _extras(rank: int, mode: int, padding_mode, fill_value, cubic_a, grid_units,
+            displacement) -> tuple:
+    """The operators' padding code, per-axis codes and extras, parsed from the wrapper's names."""
+    pads = parse_paddings(padding_mode, rank)
+    per_axis = [] if len(set(pads)) == 1 else list(pads)
+    return (pads[0], per_axis, _fill_list(fill_value), parse_cubic_a(cubic_a, mode),
+            parse_grid_units(grid_units), parse_flag("displacement", displacement))
+
+
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None, *,
-                channel_last=False):
+                channel_last=False, fill_value=0, cubic_a=-0.75, grid_units="normalized",
+                displacement=False):
     """``torch.nn.functional.grid_sample`` on gridsample's kernels, with autograd.
 
     Parameters
@@ -219,11 +333,17 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         ``"linear"``, ``"trilinear"``, ``"cubic"``, ``"tricubic"`` and the
         codes 0, 1, 2.  ``"bilinear"`` means linear on every axis (trilinear
         for 5-D input), as in PyTorch; bicubic works for every rank.
-    padding_mode : {"zeros", "border", "reflection"} or {0, 1, 2}, default "zeros"
+    padding_mode : str or int, or a tuple of them (one per grid component), default "zeros"
+        PyTorch's ``"zeros"``, ``"border"``, ``"reflection"``, and
+        gridsample's ``"constant"``, ``"mirror"``, ``"symmetric"``,
+        ``"wrap"`` (see :func:`gridsample.grid_sample`).
     align_corners : bool or None, default None
         None means False, with PyTorch's warning about the changed default.
     channel_last : bool, default False
         ``input`` is ``(N, d1, ..., dr, C)`` and so is the output.
+    fill_value, cubic_a, grid_units, displacement
+        As in :func:`gridsample.grid_sample` (``fill_value`` real: a number
+        or one per channel); gradients, second ones included, follow them.
 
     Returns
     -------
@@ -258,6 +378,62 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         align_corners = False
     for name, t in (("input", input), ("grid", grid)):
         _check_device(name, t)
+    mode = parse_mode(mode)
+    padding, paddings, fill, cubic_a, pixels, displacement = _extras(
+        input.dim() - 2, mode, padding_mode, fill_value, cubic_a, grid_units, displacement)
     return torch.ops.gridsample.grid_sample(
-        input, grid, parse_mode(mode), parse_padding(padding_mode),
-        parse_align_corners(align_corners), parse_flag("channel_last", channel_last))
+        input, grid, mode, padding, parse_align_corners(align_corners),
+        parse_flag("channel_last", channel_last), paddings, fill, cubic_a, pixels, displacement)
+
+
+def grid_push(values, grid, shape, mode="bilinear", padding_mode="zeros", align_corners=False, *,
+              channel_last=False, cubic_a=-0.75, grid_units="normalized", displacement=False):
+    """:func:`gridsample.grid_push` on tensors, with autograd (w.r.t. ``values`` and ``grid``).
+
+    Parameters
+    ----------
+    values : Tensor, shape (N, C, D1, ..., Dr), or (N, D1, ..., Dr, C) with ``channel_last``
+    grid : Tensor, shape (N, D1, ..., Dr, r) or (1, D1, ..., Dr, r)
+    shape : sequence of int
+        The result's shape in its layout, or its spatial part ``(d1, ..., dr)``.
+    mode, padding_mode, align_corners, channel_last, cubic_a, grid_units, displacement
+        As in :func:`grid_sample` (``align_corners`` defaults to False here,
+        without a warning).
+
+    Returns
+    -------
+    Tensor of ``shape``, dtype of ``values``
+        The adjoint of :func:`grid_sample` in ``input``: splatting.
+    """
+    for name, t in (("values", values), ("grid", grid)):
+        _check_device(name, t)
+    mode = parse_mode(mode)
+    padding, paddings, _, cubic_a, pixels, displacement = _extras(
+        values.dim() - 2, mode, padding_mode, 0, cubic_a, grid_units, displacement)
+    channel_last = parse_flag("channel_last", channel_last)
+    full = parse_push_shape(shape, tuple(values.shape), values.dim() - 2, channel_last)
+    return torch.ops.gridsample.grid_push(
+        values, grid, list(full), mode, padding, parse_align_corners(align_corners),
+        channel_last, paddings, cubic_a, pixels, displacement)
+
+
+def grid_count(grid, shape, mode="bilinear", padding_mode="zeros", align_corners=False, *,
+               channel_last=False, cubic_a=-0.75, grid_units="normalized", displacement=False):
+    """:func:`gridsample.grid_count` on tensors: the push of ones, differentiable w.r.t. ``grid``.
+
+    Returns
+    -------
+    Tensor, shape (N, 1, d1, ..., dr), or (N, d1, ..., dr, 1) with ``channel_last``
+        In the grid's dtype.
+    """
+    _check_device("grid", grid)
+    if grid.dim() < 3:
+        raise GridSampleError(f"grid has shape {tuple(grid.shape)}; it must be "
+                              f"(N, D1, ..., Dr, r)")
+    out = tuple(grid.shape[1:-1])
+    ones_shape = (grid.shape[0], *out, 1) if channel_last else (grid.shape[0], 1, *out)
+    wide = grid.dtype in (torch.float32, torch.float64)
+    ones = torch.ones((), dtype=grid.dtype if wide else torch.float32).expand(ones_shape)
+    return grid_push(ones, grid, shape, mode, padding_mode, align_corners,
+                     channel_last=channel_last, cubic_a=cubic_a, grid_units=grid_units,
+                     displacement=displacement)

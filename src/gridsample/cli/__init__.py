@@ -136,8 +136,13 @@ def _add_warp(sub) -> None:
                    help="input pixels (default) or normalized [-1, 1] units")
     s = w.add_argument_group("sampling")
     s.add_argument("--mode", choices=_MODES, default="linear", help="interpolation (linear)")
-    s.add_argument("--padding", choices=_PADDINGS, default="zeros",
-                   help="what points outside the input read (zeros)")
+    s.add_argument("--padding", nargs="+", choices=_PADDINGS, default=["zeros"],
+                   metavar="PADDING",
+                   help="what points outside the input read: zeros (default), border, "
+                        "reflection, constant (--fill-value), mirror, symmetric, wrap; or one "
+                        "per axis, x first (e.g. --padding wrap border)")
+    s.add_argument("--fill-value", nargs="+", type=float, metavar="V",
+                   help="what --padding constant reads outside: one value, or one per channel")
     s.add_argument("--align-corners", action="store_true",
                    help="-1 and 1 are the centres of the corner pixels, not their outer edges")
     o = w.add_argument_group("input and output")

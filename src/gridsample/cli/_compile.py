@@ -13,6 +13,7 @@ import time
 
 from .._errors import GridSampleError
 from .._options import MODE_NAMES, PADDING_NAMES
+from .._registry import DEFAULT_PADDINGS
 from ._errors import USAGE, CLIError
 from ._progress import progress_bar
 
@@ -28,7 +29,8 @@ def add_compile_parser(sub) -> None:
         "compile", help="compile kernels ahead of use (e.g. at container build time)",
         description="Compile the kernels of the given element types, ranks, modes and paddings "
                     "into the disk cache, so that later processes start without compiling. "
-                    "Default: float32 x and grid, ranks 2 and 3, every mode and padding, "
+                    "Default: float32 x and grid, ranks 2 and 3, every mode, the paddings "
+                    "with kernels of their own (mirror and symmetric share wrap's), "
                     "forward only.")
     c.add_argument("--dtype", nargs="+", default=["float32"], metavar="DTYPE",
                    help="element types of x (default float32; e.g. float64 float16 bfloat16 "
@@ -40,7 +42,8 @@ def add_compile_parser(sub) -> None:
     c.add_argument("--mode", nargs="+", choices=list(MODE_NAMES.values()),
                    default=list(MODE_NAMES.values()), help="interpolation modes (default all)")
     c.add_argument("--padding", nargs="+", choices=list(PADDING_NAMES.values()),
-                   default=list(PADDING_NAMES.values()), help="paddings (default all)")
+                   default=list(DEFAULT_PADDINGS),
+                   help=f"paddings (default {' '.join(DEFAULT_PADDINGS)})")
     c.add_argument("--channel-last", action="store_true",
                    help="also the channel-last kernels (x of shape (N, ..., C))")
     c.add_argument("--backward", action="store_true",

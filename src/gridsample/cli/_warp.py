@@ -60,8 +60,9 @@ _AFFINE_FIELDS = ("rotate", "rotate_x", "rotate_y", "rotate_z", "scale", "scale_
                   "scale_z", "shear_x", "shear_y", "translate", "translate_z")
 
 
-def warp_array(x: np.ndarray, spatial_dims: int, source, mode: str, padding: str,
-               align_corners: bool, *, slab_points: int = SLAB_POINTS, bar=None) -> np.ndarray:
+def warp_array(x: np.ndarray, spatial_dims: int, source, mode: str, padding,
+               align_corners: bool, *, fill_value=0, slab_points: int = SLAB_POINTS,
+               bar=None) -> np.ndarray:
     """Sample ``x`` (channels last) on the grid of ``source``, slab by slab.
 
     Parameters
@@ -71,7 +72,7 @@ def warp_array(x: np.ndarray, spatial_dims: int, source, mode: str, padding: str
         2 or 3.
     source : AffineSource or FlowSource
         Has ``out_spatial`` and ``rows(start, stop, dtype)``.
-    mode, padding, align_corners
+    mode, padding, align_corners, fill_value
         As for :func:`gridsample.grid_sample`.
     slab_points : int
         Output points per slab (at least one row of the first axis).
@@ -95,7 +96,7 @@ def warp_array(x: np.ndarray, spatial_dims: int, source, mode: str, padding: str
         stop = min(out_spatial[0], start + step)
         grid = source.rows(start, stop, gdtype)
         out[:, start:stop] = grid_sample(x_in, grid, mode, padding, align_corners,
-                                         channel_last=True)
+                                         channel_last=True, fill_value=fill_value)
         if bar is not None:
             bar.update(1)
     return out.reshape(*out_spatial, *extra)
@@ -306,6 +307,24 @@ def _source(args, kind, raster: Raster, loaded, world):
     return AffineSource(theta, out_spatial, align)
 
 
+def _sampling(args, raster: Raster) -> tuple:
+    """``(padding, fill_value)`` for ``grid_sample`` from ``--padding`` and ``--fill-value``."""
+    pads = list(args.padding)
+    if len(pads) not in (1, raster.spatial_dims):
+        raise CLIError(f"--padding {' '.join(pads)}: give one padding, or one per axis (x first; "
+                       f"{raster.spatial_dims} for this {raster.describe()})", USAGE)
+    fill = args.fill_value
+    if fill is not None and "constant" not in pads:
+        raise CLIError(f"--fill-value applies to --padding constant (the padding is "
+                       f"{' '.join(pads)})", USAGE)
+    channels = raster.channels or 1
+    if fill is not None and len(fill) not in (1, channels):
+        raise CLIError(f"--fill-value {' '.join(map(str, fill))}: give one value, or one per "
+                       f"channel ({channels} in this {raster.describe()})", USAGE)
+    padding = pads[0] if len(pads) == 1 else tuple(pads)
+    return padding, 0 if fill is None else (fill[0] if len(fill) == 1 else list(fill))
+
+
 def run_warp(args) -> int:
     """Run ``gridsample warp`` on parsed arguments; returns the exit status."""
     kind = _transform_kind(args)
@@ -326,6 +345,7 @@ def run_warp(args) -> int:
         for inp, dst in zip(inputs, outputs):
             raster = read_raster(inp, args.spatial_dims, args.key)
             _source(args, kind, raster, loaded, _world_grid(args, kind, raster))
+            _sampling(args, raster)
             check_writable(dst, raster.array.dtype, raster.spatial_dims, raster.channels)
             del raster
     with progress_bar(len(inputs), "warp", "file", progress_mode) as files_bar:
@@ -333,12 +353,13 @@ def run_warp(args) -> int:
             raster = read_raster(inp, args.spatial_dims, args.key)
             world = _world_grid(args, kind, raster)
             source = _source(args, kind, raster, loaded, world)
+            padding, fill = _sampling(args, raster)
             check_writable(dst, raster.array.dtype, raster.spatial_dims, raster.channels)
             t0 = time.perf_counter()
             slabs = 1 if many else slab_count(source.out_spatial)
             with progress_bar(slabs, inp.name, "slab", progress_mode) as slab_bar:
                 result = warp_array(raster.array, raster.spatial_dims, source, args.mode,
-                                    args.padding, args.align_corners, bar=slab_bar)
+                                    padding, args.align_corners, fill_value=fill, bar=slab_bar)
             seconds = time.perf_counter() - t0
             out = Raster(result, raster.spatial_dims,
                          _output_meta(args, raster, source.out_spatial, world))
@@ -346,7 +367,8 @@ def run_warp(args) -> int:
             write_raster(dst, out)
             files_bar.update(1)
             if not args.quiet:
-                files_bar.write(f"{inp} -> {dst}: {out.describe()}, {args.mode} / {args.padding}"
+                files_bar.write(f"{inp} -> {dst}: {out.describe()}, {args.mode} / "
+                                f"{' '.join(args.padding)}"
                                 f"{', align_corners' if args.align_corners else ''}, "
                                 f"{seconds * 1e3:.1f} ms")
     return 0

@@ -37,7 +37,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from .._affine import _compute_dtype, base_coordinates, parse_affine_args
 from .._dtypes import is_string
 from .._errors import GridSampleError, GridSampleTypeError
-from .._options import parse_align_corners, parse_flag, parse_mode, parse_padding
+from .._options import parse_align_corners, parse_flag, parse_mode
 from .._plan import plan_forward
 from .._taps import AXIS_MUL, AXIS_SCALE, AXIS_SUB, axis_constants
 from ._block import (
@@ -45,6 +45,7 @@ from ._block import (
     BlockSpec,
     Layout,
     RegionSpec,
+    absolute_block,
     affine_block,
     decode_window,
     footprint_block,
@@ -133,23 +134,30 @@ def _chunk_starts(chunks):
     return _bounds(chunks)
 
 
-def _validate_common(x, mode, padding_mode, align_corners, channel_last):
+def _validate_common(x, mode, align_corners, channel_last):
     mode_code = parse_mode(mode)
-    pad_code = parse_padding(padding_mode)
     align = parse_align_corners(align_corners)
     chan_last = parse_flag("channel_last", channel_last)
     if is_string(np.dtype(x.dtype)):
         raise GridSampleTypeError(
             f"x has dtype {x.dtype}; gridsample.dask samples numeric and bool arrays only "
             f"(string arrays: use gridsample.grid_sample on NumPy arrays)")
-    return mode_code, pad_code, align, chan_last
+    return mode_code, align, chan_last
 
 
-def _sample_options(plan, mode, pad, align, channel_last, threads):
+def _sample_options(plan, threads):
     """The :class:`SampleOptions` fields of every task of one call, as keywords."""
-    return dict(mode=mode, pad=pad, align=align, channel_last=channel_last,
-                in_spatial=plan.in_spatial, coord_dtype=plan.coord_dtype, dtype=plan.out_dtype,
-                threads=threads)
+    return dict(mode=plan.mode, pad=plan.axis_paddings, align=plan.align_corners,
+                channel_last=plan.channel_last, in_spatial=plan.in_spatial,
+                coord_dtype=plan.coord_dtype, dtype=plan.out_dtype, threads=threads,
+                fill=() if plan.fill is None else tuple(plan.fill.tolist()),
+                cubic_a=plan.cubic_a, pixels=plan.pixels)
+
+
+def _channel_options(options, start, stop):
+    """``options`` for the tasks of channels ``start .. stop - 1`` (their part of the fill)."""
+    fill = options["fill"]
+    return dict(options, fill=fill[start:stop]) if fill else options
 
 
 def _threads_arg(kernel_threads):
@@ -164,7 +172,8 @@ def _threads_arg(kernel_threads):
 
 
 def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=False, *,
-                channel_last=False, chunks=None, kernel_threads=1):
+                channel_last=False, fill_value=0, cubic_a=-0.75, grid_units="normalized",
+                displacement=False, chunks=None, kernel_threads=1):
     """:func:`gridsample.grid_sample` for Dask arrays, lazily and out of core.
 
     Parameters
@@ -175,8 +184,9 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     grid : dask.array.Array or array_like, shape (N or 1, D1, ..., Dr, r)
         Normalized sampling positions, as for :func:`gridsample.grid_sample`.
         Its last axis is made one chunk.
-    mode, padding_mode, align_corners, channel_last
-        As :func:`gridsample.grid_sample`.
+    mode, padding_mode, align_corners, channel_last, fill_value, cubic_a, grid_units, displacement
+        As :func:`gridsample.grid_sample` (per-axis paddings included; wrap's
+        footprint near an edge spans its axis, since it reads the far side).
     chunks : optional
         Spatial chunks ``(D1 chunks, ..., Dr chunks)`` for the grid (and the
         output): a NumPy grid is wrapped with them, a Dask grid rechunked to them.
@@ -220,8 +230,7 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     * A NumPy grid: footprints come from its values when the graph is built
       (no Dask computation).
     """
-    mode_code, pad_code, align, chan_last = _validate_common(
-        x, mode, padding_mode, align_corners, channel_last)
+    mode_code, align, chan_last = _validate_common(x, mode, align_corners, channel_last)
     threads = _threads_arg(kernel_threads)
     xd = _as_dask(x)
     if isinstance(grid, da.Array):
@@ -235,7 +244,8 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
                                   g.dtype) if g.ndim >= 2 else ()
         gd = da.from_array(g, chunks=(1, *spatial, -1) if g.ndim >= 2 else -1)
     plan, _, _ = plan_forward(_dummy(xd.shape, xd.dtype), _dummy(gd.shape, gd.dtype),
-                              mode_code, pad_code, align, chan_last)
+                              mode_code, padding_mode, align, chan_last, fill_value=fill_value,
+                              cubic_a=cubic_a, grid_units=grid_units, displacement=displacement)
     if len(gd.chunks[-1]) > 1:
         gd = gd.rechunk({gd.ndim - 1: -1})
     if plan.is_empty:
@@ -244,7 +254,10 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     layout = Layout(plan.rank, chan_last)
     r = plan.rank
     ct = plan.coord_dtype
-    options = _sample_options(plan, mode_code, pad_code, align, chan_last, threads)
+    if plan.displacement:  # absolute positions, block by block, as the in-memory operator
+        gd = gd.map_blocks(absolute_block, plan.out_spatial, align, plan.pixels, ct, dtype=ct)
+    options = _sample_options(plan, threads)
+    pad_code = plan.axis_paddings
     broadcast = plan.grid_batch != plan.batch
     batch_chunks = xd.chunks[0] if broadcast else gd.chunks[0]
     channel_chunks = xd.chunks[layout.channel_axis]
@@ -256,14 +269,16 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     if source is not None:
         # Fully lazy: each task reads the window its own grid block needs.
         src_key, src_layers = source
-        token = tokenize(src_key, xd.chunks, gd, mode_code, pad_code, align, chan_last, threads)
+        token = tokenize(src_key, xd.chunks, gd, options)
         name = f"gridsample-grid-sample-{token}"
         dsk = {}
         for ib in range(len(batch_chunks)):
             gb = 0 if broadcast else ib
             for ic in range(len(channel_chunks)):
-                spec = RegionSpec(**options, batch_range=(int(bb[ib]), int(bb[ib + 1])),
-                                  channel_range=(int(cb[ic]), int(cb[ic + 1])))
+                c0, c1 = int(cb[ic]), int(cb[ic + 1])
+                spec = RegionSpec(**_channel_options(options, c0, c1),
+                                  batch_range=(int(bb[ib]), int(bb[ib + 1])),
+                                  channel_range=(c0, c1))
                 for isp in itertools.product(*(range(len(c)) for c in spatial_chunks)):
                     dsk[(name, *layout.arrange(ib, ic, isp))] = (
                         region_block, src_key, (gd.name, gb, *isp, 0), spec)
@@ -278,10 +293,10 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     # The one eager step: per grid block, its exact footprint (a few integers).
     fp_chunks = tuple((1,) * len(c) for c in gd.chunks[:-1]) + ((1 + 2 * r,),)
     fp = gd.map_blocks(footprint_block, plan.in_spatial, mode_code, pad_code, align, ct,
-                       chunks=fp_chunks, dtype=np.int64)
+                       plan.pixels, chunks=fp_chunks, dtype=np.int64)
     fp = fp.compute(scheduler="sync") if not isinstance(grid, da.Array) else fp.compute()
 
-    token = tokenize(xd, gd, mode_code, pad_code, align, chan_last, threads)
+    token = tokenize(xd, gd, options)
     name = f"gridsample-grid-sample-{token}"
     dsk = {}
     for ib in range(len(batch_chunks)):
@@ -292,7 +307,8 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
                 ranges, shape = input_box(layout, window, (int(bb[ib]), int(bb[ib + 1])),
                                            (int(cb[ic]), int(cb[ic + 1])))
                 keys, pieces = _pieces(xd, ranges) if window is not None else ([], ())
-                spec = BlockSpec(**options, window=window, window_shape=shape, pieces=pieces)
+                spec = BlockSpec(**_channel_options(options, int(cb[ic]), int(cb[ic + 1])),
+                                 window=window, window_shape=shape, pieces=pieces)
                 out_key = (name, *layout.arrange(ib, ic, isp))
                 dsk[out_key] = (sample_block, (gd.name, gb, *isp, 0), keys, spec)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[xd, gd])
@@ -335,8 +351,11 @@ def _affine_corner_interval(theta, start, stop, out_spatial, align, k):
     return lo, hi
 
 
-def _affine_window(theta, start, stop, out_spatial, in_spatial, mode, pad, align, ct):
-    """Footprint of one affine block (per x spatial axis), built from its corners."""
+def _affine_window(theta, start, stop, out_spatial, in_spatial, mode, pads, align, ct):
+    """Footprint of one affine block (per x spatial axis), built from its corners.
+
+    ``pads`` has one padding code per grid component.
+    """
     r = len(in_spatial)
     window = [None] * r
     for k in range(r):
@@ -351,7 +370,7 @@ def _affine_window(theta, start, stop, out_spatial, in_spatial, mode, pad, align
         ax = axis_constants(size, align, ct).astype(np.float64)
         u = [((g + 1.0) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE] for g in (g_lo, g_hi)]
         slack = 4.0 * float(np.finfo(ct).eps) * (max(abs(u[0]), abs(u[1])) + size + 1.0)
-        rng = interval_window(u[0] - slack, u[1] + slack, size, mode, pad, align)
+        rng = interval_window(u[0] - slack, u[1] + slack, size, mode, pads[k], align)
         if rng is None:
             return None
         window[axis] = rng
@@ -359,7 +378,8 @@ def _affine_window(theta, start, stop, out_spatial, in_spatial, mode, pad, align
 
 
 def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
-                align_corners=False, *, channel_last=False, chunks=None, kernel_threads=1):
+                align_corners=False, *, channel_last=False, fill_value=0, cubic_a=-0.75,
+                chunks=None, kernel_threads=1):
     """Warp ``x`` by affine maps without materializing the sampling grid.
 
     Equal, bit for bit, to ``gridsample.grid_sample(x, gridsample.affine_grid(theta,
@@ -378,8 +398,8 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
     chunks : optional
         Output spatial chunks; default ``x``'s spatial chunks when
         ``out_shape`` equals ``x``'s spatial shape, else ``"auto"``.
-    mode, padding_mode, align_corners, channel_last, kernel_threads
-        As :func:`grid_sample`.
+    mode, padding_mode, align_corners, channel_last, fill_value, cubic_a, kernel_threads
+        As :func:`grid_sample` (the grid of an affine map is normalized and absolute).
 
     Returns
     -------
@@ -393,8 +413,7 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
     for rounding; each task builds its own grid with ``affine_grid``'s kernel
     and checks that its exact footprint lies inside the planned one.
     """
-    mode_code, pad_code, align, chan_last = _validate_common(
-        x, mode, padding_mode, align_corners, channel_last)
+    mode_code, align, chan_last = _validate_common(x, mode, align_corners, channel_last)
     threads = _threads_arg(kernel_threads)
     xd = _as_dask(x)
     layout_rank = xd.ndim - 2
@@ -413,7 +432,9 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
             f"{theta.shape} ({r} spatial axes); they must agree")
     grid_shape = (theta.shape[0], *out_spatial, r)
     plan, _, _ = plan_forward(_dummy(xd.shape, xd.dtype), _dummy(grid_shape, theta.dtype),
-                              mode_code, pad_code, align, chan_last)
+                              mode_code, padding_mode, align, chan_last, fill_value=fill_value,
+                              cubic_a=cubic_a)
+    pad_code = plan.axis_paddings
     if plan.is_empty:
         return da.zeros(plan.out_shape, dtype=plan.out_dtype)
     layout = Layout(r, chan_last)
@@ -422,14 +443,13 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
         chunks = x_spatial_chunks if out_spatial == plan.in_spatial else "auto"
     spatial_chunks = _spatial_chunks(chunks, out_spatial, xd.dtype)
     ct = plan.coord_dtype
-    options = _sample_options(plan, mode_code, pad_code, align, chan_last, threads)
+    options = _sample_options(plan, threads)
     theta_c = np.ascontiguousarray(theta, dtype=_compute_dtype(theta.dtype))
     broadcast = theta.shape[0] != plan.batch
     batch_chunks = xd.chunks[0]
     channel_chunks = xd.chunks[layout.channel_axis]
     out_chunks = layout.arrange(batch_chunks, channel_chunks, spatial_chunks)
-    token = tokenize(xd, theta, out_spatial, spatial_chunks, mode_code, pad_code, align,
-                     chan_last, threads)
+    token = tokenize(xd, theta, out_spatial, spatial_chunks, options)
     name = f"gridsample-affine-warp-{token}"
     bb, cb = _chunk_starts(batch_chunks), _chunk_starts(channel_chunks)
     sb = [_chunk_starts(c) for c in spatial_chunks]
@@ -448,7 +468,8 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
                 ranges, shape = input_box(layout, window, (int(bb[ib]), int(bb[ib + 1])),
                                            (int(cb[ic]), int(cb[ic + 1])))
                 keys, pieces = _pieces(xd, ranges) if window is not None else ([], ())
-                spec = BlockSpec(**options, window=window, window_shape=shape, pieces=pieces)
+                spec = BlockSpec(**_channel_options(options, int(cb[ic]), int(cb[ic + 1])),
+                                 window=window, window_shape=shape, pieces=pieces)
                 dsk[(name, *layout.arrange(ib, ic, isp))] = (affine_block, keys, spec, aspec)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[xd])
     meta = np.empty((0,) * len(out_chunks), plan.out_dtype)

@@ -43,10 +43,11 @@ import numpy as np
 
 from .._affine import affine_window
 from .._api import grid_sample as _grid_sample
+from .._engine import identity_axis
 from ._footprint import points_window
 
 __all__ = ["SampleOptions", "BlockSpec", "RegionSpec", "AffineSpec", "Layout", "sample_block",
-           "affine_block",
+           "affine_block", "absolute_block",
            "region_block", "footprint_block", "MARGIN", "encode_window", "decode_window",
            "widen", "input_box"]
 
@@ -97,13 +98,16 @@ class SampleOptions:
     """The sampling options and the full input geometry every task needs."""
 
     mode: int
-    pad: int
+    pad: tuple  # one padding code per grid component
     align: bool
     channel_last: bool
     in_spatial: tuple  # x's full spatial shape (d1 … dr)
     coord_dtype: np.dtype
     dtype: np.dtype  # x's (and the output's) dtype
     threads: int | None  # Numba threads per task (None: Numba's setting)
+    fill: tuple = ()  # the fill per channel under "constant" (empty: none)
+    cubic_a: float = -0.75
+    pixels: bool = False
 
 
 @dataclass(frozen=True)
@@ -172,10 +176,10 @@ def decode_window(row):
     return tuple((int(row[1 + 2 * a]), int(row[2 + 2 * a])) for a in range(r))
 
 
-def footprint_block(grid_block, in_spatial, mode, pad, align, coord_dtype):
+def footprint_block(grid_block, in_spatial, mode, pad, align, coord_dtype, pixels=False):
     """Map-blocks function: the exact footprint of one grid block, shape (1, …, 1, 1 + 2r)."""
     r = len(in_spatial)
-    w = points_window(np.asarray(grid_block), in_spatial, mode, pad, align, coord_dtype)
+    w = points_window(np.asarray(grid_block), in_spatial, mode, pad, align, coord_dtype, pixels)
     return encode_window(w, r).reshape((1,) * (grid_block.ndim - 1) + (1 + 2 * r,))
 
 
@@ -270,13 +274,16 @@ def _kernel(win, window, grid_block, spec) -> np.ndarray:
     x = _virtual(_anchored(win, window, spec), window, spec)
     with kernel_threads(spec.threads):
         return _grid_sample(x, grid_block, spec.mode, spec.pad, spec.align,
-                            channel_last=spec.channel_last)
+                            channel_last=spec.channel_last,
+                            fill_value=list(spec.fill) if spec.fill else 0,
+                            cubic_a=spec.cubic_a,
+                            grid_units="pixels" if spec.pixels else "normalized")
 
 
 def _need(grid_block, spec):
     """The exact footprint of a grid block (the kernel's tap arithmetic in NumPy)."""
     return points_window(grid_block, spec.in_spatial, spec.mode, spec.pad, spec.align,
-                         spec.coord_dtype)
+                         spec.coord_dtype, spec.pixels)
 
 
 def _sample(grid_block: np.ndarray, chunks, spec: BlockSpec) -> np.ndarray:
@@ -292,6 +299,26 @@ def _sample(grid_block: np.ndarray, chunks, spec: BlockSpec) -> np.ndarray:
     else:
         win = _assemble(chunks, spec)
     return _kernel(win, spec.window, grid_block, spec)
+
+
+def absolute_block(grid_block, out_spatial, align, pixels, dtype, block_info=None):
+    """Map-blocks function: displacements to absolute positions, as the in-memory operator.
+
+    Adds each point's identity (:func:`gridsample._engine.identity_axis`) to
+    the block's displacements, in the coordinate ``dtype``: bit for bit the
+    coordinates :func:`gridsample._engine.coordinates` forms for those points.
+    """
+    out = np.asarray(grid_block).astype(dtype)
+    location = block_info[0]["array-location"]
+    r = len(out_spatial)
+    for k in range(r):
+        axis = r - 1 - k  # grid[..., k] addresses spatial axis r-1-k
+        start, stop = location[1 + axis]
+        base = identity_axis(out_spatial[axis], align, pixels, dtype)[start:stop]
+        shape = [1] * r
+        shape[axis] = stop - start
+        out[..., k] += base.reshape(1, *shape)
+    return out
 
 
 def sample_block(grid_block, chunks, spec: BlockSpec) -> np.ndarray:

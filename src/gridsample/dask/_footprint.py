@@ -36,12 +36,23 @@ per-axis taps).  It is derived from docs/semantics.md §2-§4 exactly as the ker
   which is not monotone, so every point's four folded taps are evaluated and
   the min / max taken.
 
+* the index paddings (mirror, symmetric, wrap; docs/semantics.md §3.3) keep
+  the coordinate for every mode and pad each tap ``t_k = anchor(u) + k``
+  (not monotone: every point's padded taps are evaluated, as for cubic's
+  reflection); ``+-inf`` and NaN read nothing.  Wrap near one edge reads
+  the far edge too, so such a footprint spans the axis.  ``"constant"``
+  reads what ``"zeros"`` reads.
+
+Each axis has its own padding (``pad`` may be one code per grid component).
+
 For an *interval* of coordinates (the affine path, where only the corners of a
 block are known when the graph is built) :func:`interval_window` gives a
 superset of the same range: border is monotone, and the image of an interval
 under reflection is the image of its two ends plus every fold point inside it
 (each fold lands on ``low`` or ``low + span``), or the whole axis once the
-interval is a full period ``2 span`` long.
+interval is a full period ``2 span`` long; an index padding maps the
+interval's integer taps one by one (or gives the whole axis once they span
+a period).
 """
 
 from __future__ import annotations
@@ -50,8 +61,8 @@ import math
 
 import numpy as np
 
-from .._options import PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
-from .._registry import mode_of
+from .._axis_numpy import pad_indices
+from .._registry import PAD_BORDER, PAD_CONSTANT, PAD_REFLECTION, PAD_ZEROS, mode_of, padding_of
 from .._taps import (
     AXIS_HIGH,
     AXIS_MUL,
@@ -59,6 +70,7 @@ from .._taps import (
     AXIS_REFLECT_LOW,
     AXIS_REFLECT_SPAN,
     AXIS_SCALE,
+    AXIS_SHIFT,
     AXIS_SUB,
     axis_constants,
 )
@@ -66,11 +78,22 @@ from .._taps import (
 __all__ = ["points_window", "interval_window", "unnormalize", "reflect_clip"]
 
 
+def _index_padding(pad: int) -> bool:
+    """Mirror, symmetric or wrap: every mode pads its tap indices (constant reads as zeros)."""
+    return padding_of(pad).index and pad != PAD_CONSTANT
+
+
+def _period(pad: int, size: int) -> int:
+    """The period of an index padding's pattern (mirror 2(S-1), symmetric 2S, wrap S)."""
+    name = padding_of(pad).name
+    return {"mirror": max(2 * (size - 1), 1), "symmetric": 2 * size}.get(name, size)
+
+
 def unnormalize(g: np.ndarray, ax: np.ndarray) -> np.ndarray:
-    """``((g + 1) * a - b) * c`` in ``ax``'s dtype; ``+-inf`` stays put (as
+    """``((g + shift) * a - b) * c`` in ``ax``'s dtype; ``+-inf`` stays put (as
     ``_taps.unnormalize``)."""
     with np.errstate(all="ignore"):
-        u = ((g + ax[AXIS_ONE]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE]
+        u = ((g + ax[AXIS_SHIFT]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE]
     return np.where(np.isinf(g), g, u)
 
 
@@ -99,14 +122,24 @@ def _anchor(m, v: float) -> float:
     return math.floor(v) if m.anchor == "floor" else float(np.rint(v))
 
 
-def _axis_points(g: np.ndarray, size: int, mode: int, pad: int, align: bool, ct):
+def _axis_points(g: np.ndarray, size: int, mode: int, pad: int, align: bool, ct,
+                 pixels: bool = False):
     """Exact footprint ``(lo, hi)`` or ``None`` of one axis for the grid values ``g``."""
     m = mode_of(mode)
     k0, k1 = m.reach
-    ax = axis_constants(size, align, ct)
+    ax = axis_constants(size, align, ct, pixels=pixels)
     u = unnormalize(g.astype(ct, copy=False), ax)
     high = float(ax[AXIS_HIGH])
+    pad = PAD_ZEROS if pad == PAD_CONSTANT else pad
     with np.errstate(all="ignore"):
+        if _index_padding(pad):
+            finite = u[np.isfinite(u)]
+            if finite.size == 0:
+                return None
+            f = np.floor(finite) if m.anchor == "floor" else np.rint(finite)
+            taps = [pad_indices(f + ax[AXIS_ONE] * k, size, pad) for k in range(k0, k1 + 1)]
+            return _clip_range(min(float(t.min()) for t in taps),
+                               max(float(t.max()) for t in taps), size)
         if m.pads == "coordinate":
             if pad == PAD_BORDER:
                 p = np.clip(u, ax[AXIS_HIGH] - ax[AXIS_HIGH], ax[AXIS_HIGH])
@@ -152,18 +185,21 @@ def _axis_points(g: np.ndarray, size: int, mode: int, pad: int, align: bool, ct)
         return _clip_range(lo, hi, size)
 
 
-def points_window(grid: np.ndarray, in_spatial: tuple, mode: int, pad: int, align: bool, ct):
+def points_window(grid: np.ndarray, in_spatial: tuple, mode: int, pad, align: bool, ct,
+                  pixels: bool = False):
     """Exact per-axis footprint of a grid block (any leading shape, last axis ``r``).
 
-    Returns a tuple over the *spatial axes of x* (d1 … dr order) of
-    ``(lo, hi)`` inclusive, or ``None`` when no point of the block reads
-    anything.
+    ``pad`` is one padding code, or one per grid component.  Returns a tuple
+    over the *spatial axes of x* (d1 … dr order) of ``(lo, hi)`` inclusive,
+    or ``None`` when no point of the block reads anything.
     """
     r = len(in_spatial)
+    pads = tuple(pad) if isinstance(pad, (tuple, list)) else (pad,) * r
     out = [None] * r
     for a in range(r):
         axis = r - 1 - a  # grid[..., a] indexes spatial axis r-1-a
-        rng = _axis_points(grid[..., a], int(in_spatial[axis]), mode, pad, align, ct)
+        rng = _axis_points(grid[..., a], int(in_spatial[axis]), mode, pads[a], align, ct,
+                           pixels)
         if rng is None:
             return None
         out[axis] = rng
@@ -206,6 +242,16 @@ def interval_window(u_lo: float, u_hi: float, size: int, mode: int, pad: int, al
     m = mode_of(mode)
     k0, k1 = m.reach
     high = size - 1.0
+    pad = PAD_ZEROS if pad == PAD_CONSTANT else pad
+    if _index_padding(pad):
+        if not (math.isfinite(u_lo) and math.isfinite(u_hi)):
+            return 0, size - 1  # an unbounded interval covers every period
+        top = math.floor(u_hi) if m.anchor == "floor" else math.ceil(u_hi)  # rint's ties too
+        t_lo, t_hi = math.floor(u_lo) + k0, top + k1
+        if t_hi - t_lo + 1 >= _period(pad, size):
+            return 0, size - 1
+        taps = pad_indices(np.arange(t_lo, t_hi + 1, dtype=np.float64), size, pad)
+        return _clip_range(float(taps.min()), float(taps.max()), size)
     if m.pads == "coordinate":
         if pad == PAD_BORDER:
             p_lo, p_hi = min(max(u_lo, 0.0), high), min(max(u_hi, 0.0), high)

@@ -21,6 +21,7 @@ from onnx.reference.op_run import OpRun
 from .._affine import affine_grid
 from .._api import grid_sample
 from .._errors import GridSampleError
+from .._options import parse_onnx_padding
 from .._registry import MODES
 
 __all__ = ["GridSample", "AffineGrid", "OPS", "gridsample_version"]
@@ -82,7 +83,8 @@ class GridSample(OpRun):
                 f"GridSample node {self.onnx_node.name!r}: bfloat16 inputs need opset 22 or "
                 f"later (this model runs GridSample-{version})"
             )
-        return (grid_sample(X, grid, mode, padding_mode, int(align)),)
+        padding = parse_onnx_padding(padding_mode, f"ONNX GridSample-{version}")
+        return (grid_sample(X, grid, mode, padding, int(align)),)
 
 
 class AffineGrid(OpRun):
