@@ -258,9 +258,11 @@ def test_fill_is_cast_like_results_and_never_leaks_inside(rng):
     assert mixed[0, 0, 0, 0] == 7.0
     # x = 4.2 with align_corners: tap 4 (weight 0.8) inside, tap 5 (0.2) reads the fill
     np.testing.assert_allclose(mixed[0, 0, 0, 2], 7.0 * 0.8 + 1e6 * 0.2, rtol=1e-9)
-    # inf fill: the points that read nothing outside stay finite.
-    inf = gridsample.grid_sample(xf, grid, "cubic", "constant", True, fill_value=np.inf)
-    assert inf[0, 0, 0, 0] == 7.0 and inf[0, 0, 0, 1] == np.inf
+    # A non-finite fill (NaN marks what lies outside): the points whose taps are all inside
+    # stay exact; every point with a tap outside is non-finite (docs/semantics.md §3.4).
+    for fill in (np.inf, np.nan):
+        got = gridsample.grid_sample(xf, grid, "cubic", "constant", True, fill_value=fill)
+        assert got[0, 0, 0, 0] == 7.0 and not np.isfinite(got[0, 0, 0, 1:]).any()
 
 
 def test_strings_take_fill_and_the_new_paddings():
@@ -336,3 +338,78 @@ def test_onnx_and_cann_keep_their_specifications_options():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
     with pytest.raises(GridSampleError, match="not defined by ONNX GridSample-22"):
         ReferenceEvaluator(model, new_ops=OPS).run(None, {"X": x, "G": grid})
+
+
+def test_readme_examples_run_as_written():
+    """The README's API blocks (the first defines ``x`` and ``np`` for the extras' block) run,
+    and the extras' block gives what its comments say."""
+    import pathlib
+    import re
+
+    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    api = readme.split("## API", 1)[1].split("## AffineGrid", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", api, re.S)
+    assert len(blocks) == 2
+    scope = {}
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), scope)
+    assert scope["y"].shape == scope["z"].shape == (2, 3, 64, 360)
+    assert scope["splat"].shape == (2, 3, 64, 360) and scope["density"].shape == (2, 1, 64, 360)
+    # The density is the push of ones: the weight every element receives, 32 x 180 points.
+    np.testing.assert_allclose(scope["density"].sum(axis=(1, 2, 3)), 32 * 180, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(padding_mode="wrap"),
+    dict(padding_mode=("wrap", "symmetric"), mode="cubic", cubic_a=-0.5),
+    dict(padding_mode="constant", fill_value=[1, 2, 3]),
+    dict(padding_mode="mirror", mode="nearest"),
+    dict(padding_mode="border", grid_units="pixels"),
+    dict(padding_mode="wrap", displacement=True),
+    dict(padding_mode=("wrap", "constant"), fill_value=-1.0, grid_units="pixels",
+         displacement=True),
+], ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
+def test_dask_equals_in_memory_bit_for_bit(rng, kw):
+    da = pytest.importorskip("dask.array")
+    import gridsample.dask as gdask
+
+    x = rng.standard_normal((2, 3, 20, 17)).astype(np.float32)
+    g = rng.uniform(-1.5, 1.5, (2, 9, 11, 2)).astype(np.float32)
+    g[0, 0, 0], g[0, 0, 1], g[1, 2, 3] = [np.inf, 0.3], [1e30, np.nan], [-1e30, 2e8]
+    if kw.get("grid_units") == "pixels":
+        g = g * 10
+    want = gridsample.grid_sample(x, g, **kw)
+    xd = da.from_array(x, chunks=(1, 2, 7, 6))
+    for grid in (g, da.from_array(g, chunks=(1, 4, 5, 2))):  # footprints planned, then read
+        got = gdask.grid_sample(xd, grid, **kw).compute(scheduler="sync")
+        np.testing.assert_array_equal(got, want)
+    got = gdask.grid_sample(x, da.from_array(g, chunks=(1, 4, 5, 2)), **kw)  # region reads
+    np.testing.assert_array_equal(got.compute(scheduler="sync"), want)
+
+
+def test_dask_affine_warp_takes_paddings_and_fill(rng):
+    da = pytest.importorskip("dask.array")
+    import gridsample.dask as gdask
+
+    x = rng.standard_normal((2, 3, 20, 17)).astype(np.float32)
+    theta = np.array([[[0.9, 0.3, 0.1], [-0.2, 1.1, 0.4]]] * 2, np.float32)
+    xd = da.from_array(x, chunks=(1, 2, 7, 6))
+    for kw in (dict(padding_mode="wrap"), dict(padding_mode=("mirror", "constant"),
+                                               fill_value=5, mode="cubic", cubic_a=-0.5)):
+        want = gridsample.grid_sample(x, gridsample.affine_grid(theta, (2, 3, 15, 13)), **kw)
+        got = gdask.affine_warp(xd, theta, (15, 13), **kw).compute(scheduler="sync")
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("channels", [2, 6])  # planar and interleaved channel-last sweeps
+def test_channel_last_equals_channel_first(rng, channels):
+    x = rng.standard_normal((2, channels, 9, 8))
+    grid = rng.uniform(-1.6, 1.6, (2, 5, 7, 2))
+    xl = np.ascontiguousarray(np.moveaxis(x, 1, -1))
+    fill = np.linspace(-1, 1, channels).tolist()
+    for mode in ("linear", "nearest", "cubic"):
+        for padding, kw in (("wrap", {}), (("symmetric", "mirror"), {}),
+                            ("constant", {"fill_value": fill})):
+            first = gridsample.grid_sample(x, grid, mode, padding, **kw)
+            last = gridsample.grid_sample(xl, grid, mode, padding, channel_last=True, **kw)
+            np.testing.assert_array_equal(np.moveaxis(last, -1, 1), first)

@@ -319,6 +319,37 @@ def test_flow_relative_pixels(tmp_path):
         assert np.array_equal(np.asarray(im), expected(a, 2, grid))
 
 
+def test_padding_per_axis_and_fill_value(tmp_path, capsys):
+    a = random_array((18, 22, 3), np.uint8, 21)
+    Image.fromarray(a).save(tmp_path / "in.png")
+    theta = theta_rotate_scale_translate(25, 0.7, (4, -3), (18, 22), False)
+    grid = gridsample.affine_grid(theta[None], (1, 1, 18, 22), False)
+    xin = a.reshape(1, 18, 22, 3)
+    check_ok(run("warp", tmp_path / "in.png", tmp_path / "wrap.png", "--rotate", 25, "--scale",
+                 0.7, "--translate", 4, -3, "--padding", "wrap", "border"))
+    want = gridsample.grid_sample(xin, grid.astype(np.float32), "linear", ("wrap", "border"),
+                                  channel_last=True)[0]
+    with Image.open(tmp_path / "wrap.png") as im:
+        assert np.array_equal(np.asarray(im), want)
+    check_ok(run("warp", tmp_path / "in.png", tmp_path / "fill.png", "--rotate", 25, "--scale",
+                 0.7, "--translate", 4, -3, "--padding", "constant", "--fill-value", 255, 0,
+                 300))
+    want = gridsample.grid_sample(xin, grid.astype(np.float32), "linear", "constant",
+                                  channel_last=True, fill_value=[255, 0, 300])[0]
+    with Image.open(tmp_path / "fill.png") as im:
+        got = np.asarray(im)
+    assert np.array_equal(got, want) and (got[0, 0] == [255, 0, 255]).all()  # 300 saturates
+    for argv, message in (
+            (["--padding", "wrap", "wrap", "wrap"], "give one padding, or one per axis"),
+            (["--padding", "wrap", "--fill-value", "1"], "--fill-value applies to --padding "
+                                                          "constant"),
+            (["--padding", "constant", "--fill-value", "1", "2"], "one per channel (3")):
+        assert main(["warp", str(tmp_path / "in.png"), str(tmp_path / "bad.png"), "--rotate",
+                     "5", *argv]) == 2
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "bad.png").exists()
+
+
 def test_flow_absolute_normalized_sets_output_size(tmp_path):
     a = random_array((16, 20), np.uint8, 12)
     Image.fromarray(a).save(tmp_path / "in.png")

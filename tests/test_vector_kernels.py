@@ -15,8 +15,21 @@ import numpy as np
 import pytest
 
 import gridsample
-from conftest import ALIGNS, PADDINGS
+from conftest import ALIGNS
 from gridsample import _engine, _vector, reference
+from gridsample._registry import PADDINGS as _REGISTRY_PADDINGS
+
+#: Every padding the vector kernels plan (the ONNX three and the index paddings).
+PADDINGS = tuple(p.name for p in _REGISTRY_PADDINGS if p.vector)
+ONNX_PADDINGS = ("zeros", "border", "reflection")
+_FLOATS = (np.float32, np.float64)
+_PAIRS = list(itertools.product(_FLOATS, repeat=2))
+#: (padding, x dtype, grid dtype): the ONNX paddings with every float pair; the index
+#: paddings share one code path (a compile-time branch picks the fold), so wrap takes the
+#: pure pairs and mirror and symmetric float32 -- every pair compiles its own variants.
+PAD_DTYPES = ([(p, xd, gd) for p in ONNX_PADDINGS for xd, gd in _PAIRS]
+              + [("wrap", t, t) for t in _FLOATS]
+              + [(p, np.float32, np.float32) for p in ("mirror", "symmetric")])
 
 VECTOR_MODES = ("linear", "nearest", "cubic")
 
@@ -39,9 +52,7 @@ def nasty_grid(rng, shape, dtype):
 
 
 @pytest.mark.parametrize("mode", ("linear", "nearest"))
-@pytest.mark.parametrize("pad", PADDINGS)
-@pytest.mark.parametrize("x_dtype,grid_dtype", list(itertools.product([np.float32, np.float64],
-                                                                      repeat=2)))
+@pytest.mark.parametrize("pad,x_dtype,grid_dtype", PAD_DTYPES)
 def test_3d_equal_to_the_general_kernels(rng, monkeypatch, mode, pad, x_dtype, grid_dtype):
     x = rng.standard_normal((2, 2, 5, 6, 7)).astype(x_dtype)
     x[0, 1, 2, 3, 4] = np.inf
@@ -79,9 +90,7 @@ def test_the_engine_uses_them(monkeypatch):
 
 
 @pytest.mark.parametrize("mode", VECTOR_MODES)
-@pytest.mark.parametrize("pad", PADDINGS)
-@pytest.mark.parametrize("x_dtype,grid_dtype", list(itertools.product([np.float32, np.float64],
-                                                                      repeat=2)))
+@pytest.mark.parametrize("pad,x_dtype,grid_dtype", PAD_DTYPES)
 def test_equal_to_the_general_kernels(rng, monkeypatch, mode, pad, x_dtype, grid_dtype):
     x = rng.standard_normal((2, 3, 7, 9)).astype(x_dtype)
     x[0, 0, 3, 4] = np.inf  # a tap outside must never turn 0 * inf into NaN
@@ -107,7 +116,7 @@ def test_layouts_types_strides_and_sizes(rng, monkeypatch, mode):
     base = rng.uniform(0, 200, (1, 2, 8, 9))
     for dtype in (np.uint8, np.float16, ml_dtypes.bfloat16):
         x = base.astype(dtype)
-        for p in PADDINGS:
+        for p in ONNX_PADDINGS + ("symmetric",):  # one index padding: they share the code
             got = gridsample.grid_sample(x, grid, mode, p)
             want = general(monkeypatch, x, grid, mode, p)
             assert got.dtype == want.dtype == x.dtype
@@ -176,9 +185,7 @@ def test_int32_offsets_guard(rng, monkeypatch):
 
 # --- the backward's vector-planned kernels (gridsample._grad_vector) -----------------------
 
-@pytest.mark.parametrize("pad", PADDINGS)
-@pytest.mark.parametrize("x_dtype,grid_dtype", list(itertools.product([np.float32, np.float64],
-                                                                      repeat=2)))
+@pytest.mark.parametrize("pad,x_dtype,grid_dtype", PAD_DTYPES)
 @pytest.mark.parametrize("rank, mode", [(2, "linear"), (3, "linear"), (2, "nearest"),
                                         (3, "nearest"), (2, "cubic")])
 def test_gradients_equal_to_the_general_kernels(rng, rank, mode, pad, x_dtype, grid_dtype):
@@ -224,3 +231,19 @@ def test_the_backward_uses_them(monkeypatch):
     with _engine.use_kernels("general"):
         gridsample.grid_sample_backward(gout, x, grid)
     assert grids == [(2, 0, 1)] and set(inputs) == {(2, 2, 0)}
+
+
+@pytest.mark.parametrize("dtype", _FLOATS)
+@pytest.mark.parametrize("rank, mode", [(2, "linear"), (2, "nearest"), (2, "cubic"),
+                                        (3, "linear"), (3, "nearest")])
+def test_constant_fill_equal_to_the_general_kernels(rng, monkeypatch, rank, mode, dtype):
+    """The vector sweeps read the fill for a tap outside; the general fill kernel keeps its
+    taps outside in the plan and reads the fill there: the same sums, bit for bit."""
+    x = rng.standard_normal((2, 3) + (7, 9, 5)[:rank]).astype(dtype)
+    x[(0, 0) + (3, 4, 2)[:rank]] = np.inf
+    grid = nasty_grid(rng, (2,) + (11, 13, 4)[:rank] + (rank,), dtype)
+    for fill, align, a in ((2.5, False, -0.75), ([1.0, -3.0, 7.5], True, -0.6)):
+        kw = dict(fill_value=fill, cubic_a=a if mode == "cubic" else -0.75)
+        want = general(monkeypatch, x, grid, mode, "constant", align, **kw)
+        got = gridsample.grid_sample(x, grid, mode, "constant", align, **kw)
+        np.testing.assert_array_equal(got, want)

@@ -47,6 +47,11 @@ _ENTRY_ARGS = ("first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, o
                "os_c, os_p, C, block, wconst, kind, azero")
 
 
+def _import_block(module: str, names) -> list:
+    """``from module import (...)`` lines, one name per line, sorted (ruff's isort style)."""
+    return [f"from {module} import ("] + [f"    {n}," for n in sorted(names)] + [")"]
+
+
 def _wrap(text: str, indent: str, width: int = 99) -> str:
     """Break a call or signature at commas so that no line passes ``width``."""
     lines, line = [], ""
@@ -97,9 +102,8 @@ def render() -> str:
         "",
         "from ._convert import KIND_BF16, KIND_F16",
         "from ._jit import function",
-        "from ._registry import " + ", ".join(sorted(
-            {f"MODE_{m.name.upper()}" for m, _ in kernels}
-            | {f"PAD_{p.name.upper()}" for p in paddings})),
+        *_import_block("._registry", {f"MODE_{m.name.upper()}" for m, _ in kernels}
+                       | {f"PAD_{p.name.upper()}" for p in paddings}),
         "from ._vector import (",
     ]
     out += [f"    {name}," for name in sorted(templates + ["run_blocks"])]
@@ -171,10 +175,10 @@ def render_grad() -> str:
     ]
     out += [f"    {name}," for name in sorted(templates + ["run_grid_grad_blocks",
                                                          "run_scatter_blocks"])]
-    out += [")", "from ._jit import function", "from ._registry import " + ", ".join(sorted(
-        {f"MODE_{m.name.upper()}" for m, _ in kernels + scatters}
-        | {f"PAD_{p.name.upper()}" for p in paddings})),
-        "from ._vector_entries import ("]
+    out += [")", "from ._jit import function",
+            *_import_block("._registry", {f"MODE_{m.name.upper()}" for m, _ in kernels + scatters}
+                           | {f"PAD_{p.name.upper()}" for p in paddings}),
+            "from ._vector_entries import ("]
     out += [f"    {name}," for name in sorted(f"plan_{m.name}_{r}d_{p.name}"
                                             for m, r in scatters for p in paddings)]
     out += [")", "", '__all__ = ["GRID_GRAD_ENTRIES", "INPUT_GRAD_ENTRIES"]', ""]

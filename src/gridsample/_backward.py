@@ -155,7 +155,7 @@ def _fill_mass_gradient(plan: ForwardPlan, gout, x, grid, dt):
     h = np.sum(gout.astype(dt, copy=False) * fill, axis=axis, keepdims=True)
     one_channel = list(x.shape)
     one_channel[axis] = 1
-    pads = plan.kernel_paddings
+    pads = plan.linear_paddings
     sub = dataclasses.replace(plan, channels=1, fill=None, paddings=pads,
                               padding=pads[0] if len(set(pads)) == 1 else PAD_MIXED)
     return _gradients(sub, h, np.ones(one_channel, dt), grid, False, True)[1]

@@ -33,7 +33,7 @@ from ._errors import GridSampleError
 from ._jit import read_only
 from ._options import MODE_CUBIC, MODE_LINEAR
 from ._plan import ForwardPlan
-from ._registry import MODES, kernel_name, padding_of, taps_per_point
+from ._registry import MODES, PAD_CONSTANT, PAD_ZEROS, kernel_name, padding_of, taps_per_point
 from ._taps import axis_constants, cubic_constants
 from ._threads import num_threads, run_shared
 from ._vector import fits_int32
@@ -105,12 +105,17 @@ def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kin
     entry = VECTOR_ENTRIES.get((rank, mode, pad, family))
     if entry is None or not fits_int32(sizes, strides):
         return None
+    if padding_of(pad).index and max(sizes) > _MAX_INDEX_PAD_SIZE:
+        return None  # the vector folds of the index paddings are exact below this size
     per_axis_weights = mode == MODE_CUBIC or (rank == 3 and mode == MODE_LINEAR)
     if per_axis_weights and np.dtype(coord_dtype).itemsize > np.dtype(weight_dtype).itemsize:
         return None
     return entry
 
 
+# The vector kernels fold tap indices of the index paddings in floating point
+# (gridsample._vector._fold): exact for periods below 2**22 (float32).
+_MAX_INDEX_PAD_SIZE = 1 << 20
 # Target number of (offset, weight) pairs planned per block: ~4096 pairs
 # (48-64 KiB of scratch) stays in L2 while the channels are swept.
 _PAIRS_PER_BLOCK = 4096
@@ -160,7 +165,7 @@ def kernel_constants(plan: ForwardPlan, coord_dtype, weight_dtype) -> tuple:
     sizes = plan.in_spatial[::-1]
     axc = np.stack([axis_constants(int(s), plan.align_corners, coord_dtype, pad=p,
                                    pixels=plan.pixels)
-                    for s, p in zip(sizes, plan.kernel_paddings)])
+                    for s, p in zip(sizes, plan.axis_paddings)])
     return axc, np.array(cubic_constants(plan.cubic_a), weight_dtype)
 
 
@@ -217,19 +222,23 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
     axc, kc = kernel_constants(plan, plan.coord_dtype, plan.weight_dtype)
     wconst = np.array([0.0, 1.0, np.nan], plan.weight_dtype)
     azero = np.zeros(1, conv.accumulator)
+    fillv = None if plan.fill is None else plan.fill.astype(conv.accumulator)
     # Sweep channels innermost when they are many and the closest in memory.
     interleaved = plan.channels > PLANAR_MAX_CHANNELS and xs_c <= min(strides)
     K = taps_per_point(plan.mode, r)
     threads = num_threads()
     family = kernel_family()
     vector = None
+    # The vector planners of zeros serve constant: their sweeps read ``outside[c]`` (the
+    # fill of channel c, or 0) for a tap outside.
+    vector_pad = PAD_ZEROS if plan.padding == PAD_CONSTANT else plan.padding
+    outside = np.zeros(plan.channels, conv.accumulator) if fillv is None else fillv
     vector_ok = (dtype_name(plan.out_dtype) in VECTOR_DTYPES and not interleaved
-                 and plan.padding >= 0 and padding_of(plan.padding).vector and plan.fill is None)
+                 and vector_pad >= 0 and padding_of(vector_pad).vector)
     if vector_ok and family in ("auto", "vector"):
-        vector = vector_entry(r, plan.mode, plan.padding, plan.coord_dtype, plan.weight_dtype,
+        vector = vector_entry(r, plan.mode, vector_pad, plan.coord_dtype, plan.weight_dtype,
                               sizes, strides, conv.kind)
     general = kern.task_nd if family == "nd" else GENERAL_KERNELS.get((r, plan.mode), kern.task_nd)
-    fillv = None if plan.fill is None else plan.fill.astype(conv.accumulator)
 
     def launch(grid3, xflat, outflat, batch):
         grid3 = read_only(grid3)
@@ -238,7 +247,7 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
         tasks = batch * (-(-points // block))
         if vector is not None:
             args = (xflat, xs_n, xs_c, sizes, strides, axc, kc, grid3, outflat, os_n, os_c, os_p,
-                    plan.channels, block, wconst, conv.kind, azero)
+                    plan.channels, block, wconst, conv.kind, outside)
             run_shared(vector, tasks, args, threads)
         else:
             args = (xflat, xs_n, xs_c, sizes, strides, axc, kc, grid3, outflat, os_n, os_c, os_p,
@@ -291,7 +300,7 @@ def _run_strings(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarr
     sub = ForwardPlan(**{**plan.__dict__, "batch": plan.grid_batch, "channels": 1,
                          "channel_last": False, "out_dtype": np.dtype(np.int64),
                          "weight_dtype": np.dtype(np.float64), "fill": None,
-                         "paddings": plan.kernel_paddings})
+                         "paddings": plan.linear_paddings})
     picked = run_forward(sub, index, grid).reshape(plan.grid_batch, 1, -1)  # (Ng, 1, P)
     picked = np.broadcast_to(picked, (plan.batch, 1, picked.shape[-1]))
     xc = np.moveaxis(x, -1, 1) if plan.channel_last else x

@@ -45,7 +45,7 @@ import numpy as np
 
 from ._dtypes import KIND_NATIVE
 from ._jit import skeleton
-from ._options import PAD_BORDER, PAD_REFLECTION
+from ._registry import PAD_BORDER, PAD_MIRROR, PAD_REFLECTION
 from ._taps import (
     AXIS_HIGH,
     AXIS_MUL,
@@ -112,9 +112,11 @@ def plan_grad_linear_2d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dw
     s0, s1 = np.int32(sizes[0]), np.int32(sizes[1])
     st0, st1 = np.int32(strides[0]), np.int32(strides[1])
     one = ax0[AXIS_ONE]
+    distant = 0
     for j in range(nb):
-        o0, o1, o2, o3, dx, dy = linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad, ax0, ax1,
-                                                s0, s1, st0, st1)
+        o0, o1, o2, o3, dx, dy, far = linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad, ax0,
+                                                     ax1, s0, s1, st0, st1, False)
+        distant += far
         off[0, j] = o0
         off[1, j] = o1
         off[2, j] = o2
@@ -131,6 +133,15 @@ def plan_grad_linear_2d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dw
         dws[7, j] = dx
         chain[0, j] = _chain(grid[2 * j], pad, ax0)
         chain[1, j] = _chain(grid[2 * j + 1], pad, ax1)
+    if pad >= PAD_MIRROR and distant > 0:  # the exact pass for points far outside
+        for j in range(nb):
+            o0, o1, o2, o3, dx, dy, far = linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad,
+                                                         ax0, ax1, s0, s1, st0, st1, True)
+            if far:  # only the offsets differ from the first pass
+                off[0, j] = o0
+                off[1, j] = o1
+                off[2, j] = o2
+                off[3, j] = o3
 
 
 @skeleton

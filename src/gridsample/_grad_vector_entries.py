@@ -21,22 +21,47 @@ from ._grad_vector import (
     sweep_grad_linear_3d,
 )
 from ._jit import function
-from ._registry import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
+from ._registry import (
+    MODE_CUBIC,
+    MODE_LINEAR,
+    MODE_NEAREST,
+    PAD_BORDER,
+    PAD_MIRROR,
+    PAD_REFLECTION,
+    PAD_SYMMETRIC,
+    PAD_WRAP,
+    PAD_ZEROS,
+)
 from ._vector_entries import (
     plan_cubic_2d_border,
+    plan_cubic_2d_mirror,
     plan_cubic_2d_reflection,
+    plan_cubic_2d_symmetric,
+    plan_cubic_2d_wrap,
     plan_cubic_2d_zeros,
     plan_linear_2d_border,
+    plan_linear_2d_mirror,
     plan_linear_2d_reflection,
+    plan_linear_2d_symmetric,
+    plan_linear_2d_wrap,
     plan_linear_2d_zeros,
     plan_linear_3d_border,
+    plan_linear_3d_mirror,
     plan_linear_3d_reflection,
+    plan_linear_3d_symmetric,
+    plan_linear_3d_wrap,
     plan_linear_3d_zeros,
     plan_nearest_2d_border,
+    plan_nearest_2d_mirror,
     plan_nearest_2d_reflection,
+    plan_nearest_2d_symmetric,
+    plan_nearest_2d_wrap,
     plan_nearest_2d_zeros,
     plan_nearest_3d_border,
+    plan_nearest_3d_mirror,
     plan_nearest_3d_reflection,
+    plan_nearest_3d_symmetric,
+    plan_nearest_3d_wrap,
     plan_nearest_3d_zeros,
 )
 
@@ -59,6 +84,21 @@ def plan_grad_linear_2d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, 
 def plan_grad_linear_2d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
     plan_grad_linear_2d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws,
                         chain)
+
+
+@function
+def plan_grad_linear_2d_mirror(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_2d(grid, nb, PAD_MIRROR, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def plan_grad_linear_2d_symmetric(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_2d(grid, nb, PAD_SYMMETRIC, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def plan_grad_linear_2d_wrap(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_2d(grid, nb, PAD_WRAP, axc, kc, dk, sizes, strides, off, wts, dws, chain)
 
 
 @function
@@ -90,6 +130,30 @@ def grid_grad_linear_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, stride
                          sweep_grad_linear_2d_native)
 
 
+@function
+def grid_grad_linear_2d_mirror(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                               gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_mirror,
+                         sweep_grad_linear_2d_native)
+
+
+@function
+def grid_grad_linear_2d_symmetric(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                                  gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_symmetric,
+                         sweep_grad_linear_2d_native)
+
+
+@function
+def grid_grad_linear_2d_wrap(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                             gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_wrap,
+                         sweep_grad_linear_2d_native)
+
+
 # linear_3d
 
 @function
@@ -106,6 +170,21 @@ def plan_grad_linear_3d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, 
 def plan_grad_linear_3d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
     plan_grad_linear_3d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws,
                         chain)
+
+
+@function
+def plan_grad_linear_3d_mirror(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_3d(grid, nb, PAD_MIRROR, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def plan_grad_linear_3d_symmetric(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_3d(grid, nb, PAD_SYMMETRIC, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def plan_grad_linear_3d_wrap(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_3d(grid, nb, PAD_WRAP, axc, kc, dk, sizes, strides, off, wts, dws, chain)
 
 
 @function
@@ -137,6 +216,30 @@ def grid_grad_linear_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, stride
                          sweep_grad_linear_3d_native)
 
 
+@function
+def grid_grad_linear_3d_mirror(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                               gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_mirror,
+                         sweep_grad_linear_3d_native)
+
+
+@function
+def grid_grad_linear_3d_symmetric(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                                  gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_symmetric,
+                         sweep_grad_linear_3d_native)
+
+
+@function
+def grid_grad_linear_3d_wrap(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                             gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_wrap,
+                         sweep_grad_linear_3d_native)
+
+
 # cubic_2d
 
 @function
@@ -152,6 +255,21 @@ def plan_grad_cubic_2d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, d
 @function
 def plan_grad_cubic_2d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
     plan_grad_cubic_2d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def plan_grad_cubic_2d_mirror(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_cubic_2d(grid, nb, PAD_MIRROR, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def plan_grad_cubic_2d_symmetric(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_cubic_2d(grid, nb, PAD_SYMMETRIC, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def plan_grad_cubic_2d_wrap(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_cubic_2d(grid, nb, PAD_WRAP, axc, kc, dk, sizes, strides, off, wts, dws, chain)
 
 
 @function
@@ -180,6 +298,30 @@ def grid_grad_cubic_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_reflection,
+                         sweep_grad_cubic_2d_native)
+
+
+@function
+def grid_grad_cubic_2d_mirror(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                              gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_mirror,
+                         sweep_grad_cubic_2d_native)
+
+
+@function
+def grid_grad_cubic_2d_symmetric(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                                 gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_symmetric,
+                         sweep_grad_cubic_2d_native)
+
+
+@function
+def grid_grad_cubic_2d_wrap(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                            gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_wrap,
                          sweep_grad_cubic_2d_native)
 
 
@@ -214,6 +356,30 @@ def input_grad_linear_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes
                        scatter_linear_2d_native)
 
 
+@function
+def input_grad_linear_2d_mirror(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_mirror,
+                       scatter_linear_2d_native)
+
+
+@function
+def input_grad_linear_2d_symmetric(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_symmetric,
+                       scatter_linear_2d_native)
+
+
+@function
+def input_grad_linear_2d_wrap(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                              gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_wrap,
+                       scatter_linear_2d_native)
+
+
 # input gradient, linear_3d
 
 @function
@@ -242,6 +408,30 @@ def input_grad_linear_3d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes
                                     grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
                        gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_reflection,
+                       scatter_linear_3d_native)
+
+
+@function
+def input_grad_linear_3d_mirror(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_mirror,
+                       scatter_linear_3d_native)
+
+
+@function
+def input_grad_linear_3d_symmetric(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_symmetric,
+                       scatter_linear_3d_native)
+
+
+@function
+def input_grad_linear_3d_wrap(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                              gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_wrap,
                        scatter_linear_3d_native)
 
 
@@ -276,6 +466,30 @@ def input_grad_nearest_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, size
                        scatter_nearest_2d_native)
 
 
+@function
+def input_grad_nearest_2d_mirror(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_mirror,
+                       scatter_nearest_2d_native)
+
+
+@function
+def input_grad_nearest_2d_symmetric(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_symmetric,
+                       scatter_nearest_2d_native)
+
+
+@function
+def input_grad_nearest_2d_wrap(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_wrap,
+                       scatter_nearest_2d_native)
+
+
 # input gradient, nearest_3d
 
 @function
@@ -304,6 +518,30 @@ def input_grad_nearest_3d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, size
                                      grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
                        gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_reflection,
+                       scatter_nearest_3d_native)
+
+
+@function
+def input_grad_nearest_3d_mirror(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_mirror,
+                       scatter_nearest_3d_native)
+
+
+@function
+def input_grad_nearest_3d_symmetric(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_symmetric,
+                       scatter_nearest_3d_native)
+
+
+@function
+def input_grad_nearest_3d_wrap(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_wrap,
                        scatter_nearest_3d_native)
 
 
@@ -338,17 +576,50 @@ def input_grad_cubic_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes,
                        scatter_cubic_2d_native)
 
 
+@function
+def input_grad_cubic_2d_mirror(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_mirror,
+                       scatter_cubic_2d_native)
+
+
+@function
+def input_grad_cubic_2d_symmetric(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                  grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_symmetric,
+                       scatter_cubic_2d_native)
+
+
+@function
+def input_grad_cubic_2d_wrap(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_wrap,
+                       scatter_cubic_2d_native)
+
+
 #: Grid-gradient entry of each (rank, mode code, padding code).
 GRID_GRAD_ENTRIES = {
     (2, MODE_LINEAR, PAD_ZEROS): grid_grad_linear_2d_zeros,
     (2, MODE_LINEAR, PAD_BORDER): grid_grad_linear_2d_border,
     (2, MODE_LINEAR, PAD_REFLECTION): grid_grad_linear_2d_reflection,
+    (2, MODE_LINEAR, PAD_MIRROR): grid_grad_linear_2d_mirror,
+    (2, MODE_LINEAR, PAD_SYMMETRIC): grid_grad_linear_2d_symmetric,
+    (2, MODE_LINEAR, PAD_WRAP): grid_grad_linear_2d_wrap,
     (3, MODE_LINEAR, PAD_ZEROS): grid_grad_linear_3d_zeros,
     (3, MODE_LINEAR, PAD_BORDER): grid_grad_linear_3d_border,
     (3, MODE_LINEAR, PAD_REFLECTION): grid_grad_linear_3d_reflection,
+    (3, MODE_LINEAR, PAD_MIRROR): grid_grad_linear_3d_mirror,
+    (3, MODE_LINEAR, PAD_SYMMETRIC): grid_grad_linear_3d_symmetric,
+    (3, MODE_LINEAR, PAD_WRAP): grid_grad_linear_3d_wrap,
     (2, MODE_CUBIC, PAD_ZEROS): grid_grad_cubic_2d_zeros,
     (2, MODE_CUBIC, PAD_BORDER): grid_grad_cubic_2d_border,
     (2, MODE_CUBIC, PAD_REFLECTION): grid_grad_cubic_2d_reflection,
+    (2, MODE_CUBIC, PAD_MIRROR): grid_grad_cubic_2d_mirror,
+    (2, MODE_CUBIC, PAD_SYMMETRIC): grid_grad_cubic_2d_symmetric,
+    (2, MODE_CUBIC, PAD_WRAP): grid_grad_cubic_2d_wrap,
 }
 
 #: Input-gradient entry of each (rank, mode code, padding code).
@@ -356,16 +627,31 @@ INPUT_GRAD_ENTRIES = {
     (2, MODE_LINEAR, PAD_ZEROS): input_grad_linear_2d_zeros,
     (2, MODE_LINEAR, PAD_BORDER): input_grad_linear_2d_border,
     (2, MODE_LINEAR, PAD_REFLECTION): input_grad_linear_2d_reflection,
+    (2, MODE_LINEAR, PAD_MIRROR): input_grad_linear_2d_mirror,
+    (2, MODE_LINEAR, PAD_SYMMETRIC): input_grad_linear_2d_symmetric,
+    (2, MODE_LINEAR, PAD_WRAP): input_grad_linear_2d_wrap,
     (3, MODE_LINEAR, PAD_ZEROS): input_grad_linear_3d_zeros,
     (3, MODE_LINEAR, PAD_BORDER): input_grad_linear_3d_border,
     (3, MODE_LINEAR, PAD_REFLECTION): input_grad_linear_3d_reflection,
+    (3, MODE_LINEAR, PAD_MIRROR): input_grad_linear_3d_mirror,
+    (3, MODE_LINEAR, PAD_SYMMETRIC): input_grad_linear_3d_symmetric,
+    (3, MODE_LINEAR, PAD_WRAP): input_grad_linear_3d_wrap,
     (2, MODE_NEAREST, PAD_ZEROS): input_grad_nearest_2d_zeros,
     (2, MODE_NEAREST, PAD_BORDER): input_grad_nearest_2d_border,
     (2, MODE_NEAREST, PAD_REFLECTION): input_grad_nearest_2d_reflection,
+    (2, MODE_NEAREST, PAD_MIRROR): input_grad_nearest_2d_mirror,
+    (2, MODE_NEAREST, PAD_SYMMETRIC): input_grad_nearest_2d_symmetric,
+    (2, MODE_NEAREST, PAD_WRAP): input_grad_nearest_2d_wrap,
     (3, MODE_NEAREST, PAD_ZEROS): input_grad_nearest_3d_zeros,
     (3, MODE_NEAREST, PAD_BORDER): input_grad_nearest_3d_border,
     (3, MODE_NEAREST, PAD_REFLECTION): input_grad_nearest_3d_reflection,
+    (3, MODE_NEAREST, PAD_MIRROR): input_grad_nearest_3d_mirror,
+    (3, MODE_NEAREST, PAD_SYMMETRIC): input_grad_nearest_3d_symmetric,
+    (3, MODE_NEAREST, PAD_WRAP): input_grad_nearest_3d_wrap,
     (2, MODE_CUBIC, PAD_ZEROS): input_grad_cubic_2d_zeros,
     (2, MODE_CUBIC, PAD_BORDER): input_grad_cubic_2d_border,
     (2, MODE_CUBIC, PAD_REFLECTION): input_grad_cubic_2d_reflection,
+    (2, MODE_CUBIC, PAD_MIRROR): input_grad_cubic_2d_mirror,
+    (2, MODE_CUBIC, PAD_SYMMETRIC): input_grad_cubic_2d_symmetric,
+    (2, MODE_CUBIC, PAD_WRAP): input_grad_cubic_2d_wrap,
 }

@@ -132,7 +132,7 @@ def task_fill(first, stop, args, fillv):
         plan_general(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                      ax_off, ax_w, ax_n, wconst)
         sweep_fill(xflat, n * xs_n, xs_c, off, wts, cnt, nb, K, C, outflat,
-                   n * os_n + p0 * os_p, os_c, os_p, kind, azero[0], wconst[1], fillv)
+                   n * os_n + p0 * os_p, os_c, os_p, kind, azero[0], fillv)
 
 
 @function

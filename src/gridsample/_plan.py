@@ -90,8 +90,8 @@ class ForwardPlan:
         return self.paddings or (self.padding,) * self.rank
 
     @property
-    def kernel_paddings(self) -> tuple:
-        """The codes the kernels see per grid component: constant is zeros plus a fill."""
+    def linear_paddings(self) -> tuple:
+        """The paddings of the sampler's linear part (constant as zeros: no fill)."""
         return tuple(PAD_ZEROS if p == PAD_CONSTANT else p for p in self.axis_paddings)
 
     @property

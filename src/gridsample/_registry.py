@@ -149,11 +149,11 @@ PADDINGS = (
             opencv="BORDER_CONSTANT", numpy="constant", interpol="zero (fill 0 only)",
             vector=False),
     Padding(PAD_MIRROR, "mirror", onnx=False, index=True, scipy="mirror",
-            opencv="BORDER_REFLECT_101", numpy="reflect", interpol="dct1", vector=False),
+            opencv="BORDER_REFLECT_101", numpy="reflect", interpol="dct1"),
     Padding(PAD_SYMMETRIC, "symmetric", onnx=False, index=True, scipy="reflect",
-            opencv="BORDER_REFLECT", numpy="symmetric", interpol="dct2", vector=False),
+            opencv="BORDER_REFLECT", numpy="symmetric", interpol="dct2"),
     Padding(PAD_WRAP, "wrap", ("periodic", "circular"), onnx=False, index=True, far_side=True,
-            scipy="grid-wrap", opencv="BORDER_WRAP", numpy="wrap", interpol="dft", vector=False),
+            scipy="grid-wrap", opencv="BORDER_WRAP", numpy="wrap", interpol="dft"),
 )
 
 #: The paddings with compiled code of their own, which ``gridsample compile``

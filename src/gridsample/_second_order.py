@@ -113,7 +113,7 @@ def _direction_terms(plan, gout, x, grid, q, want_gout, want_x, want_grid):
             per_axis.append([(idx, w, dw, ddw, ok, stride)
                              for (idx, w, dw, ok), ddw in zip(taps, curv)])
             nan |= axis_nan
-            if plan.kernel_paddings[a] == PAD_ZEROS:
+            if plan.linear_paddings[a] == PAD_ZEROS:
                 far |= np.isinf(coord)  # reads the fill only: no derivative terms
     dead = nan | far  # points without derivative terms
     base = (np.arange(n) * m)[:, None]
@@ -253,7 +253,7 @@ def grid_sample_double_backward(grad_grad_x, grad_grad_grid, grad_output, x, gri
     ggg = _optional_like("grad_grad_grid", grad_grad_grid, grid, "grid")
     # The P terms involve dL/dx, which the fill does not touch: the sampler's
     # linear part (constant axes as zeros, no fill).
-    options = dict(mode=plan.mode, padding_mode=plan.kernel_paddings,
+    options = dict(mode=plan.mode, padding_mode=plan.linear_paddings,
                    align_corners=plan.align_corners, channel_last=plan.channel_last,
                    cubic_a=plan.cubic_a, grid_units="pixels" if plan.pixels else "normalized",
                    displacement=plan.displacement)

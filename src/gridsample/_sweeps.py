@@ -107,31 +107,25 @@ def sweep(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_
 
 @function
 def sweep_fill(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p,
-               kind, zero, one, fillv):
-    """Apply a planned block with a fill value for the taps outside (padding ``"constant"``).
+               kind, zero, fillv):
+    """Apply a planned block whose taps outside read a fill (padding ``"constant"``).
 
-    A point whose plan lists fewer than ``K`` taps lost the others past an
-    edge of a constant axis; they read ``fillv[c]``, so the point is
-    ``sum_k w_k x[o_k] + (1 - sum_k w_k) fillv[c]`` (the weights of all
-    ``K`` taps sum to 1).  A point with all ``K`` taps gets no fill term at
-    all, so values inside stay exact whatever the fill.  Either layout
-    (``xs_c``, ``os_c`` are the channel strides); a NaN point (one tap of
-    weight NaN) stays NaN.
+    The plan keeps a constant axis's taps outside at a negative offset
+    (:data:`gridsample._taps.OUTSIDE`); they read ``fillv[c]``.  The sum
+    ``sum_k w_k v_k`` runs in plan order, as the vector sweeps form it (their
+    taps outside read the fill too), so both give the same bits.  A point
+    whose taps all lie inside has no fill term; a NaN point (one tap of
+    weight NaN) stays NaN.  Either layout (``xs_c``, ``os_c`` are the
+    channel strides).
     """
     for j in range(nb):
         o = j * K
         m = cnt[j]
-        outside = one - one
-        if m < K:
-            inside = one - one
-            for k in range(m):
-                inside += wts[o + k]
-            outside = one - inside
         for c in range(C):
             acc = zero
             xc = xbase + c * xs_c
             for k in range(m):
-                acc += wts[o + k] * load(xflat, kind, xc + off[o + k])
-            if outside != 0:
-                acc += outside * fillv[c]
+                q = off[o + k]
+                v = load(xflat, kind, xc + q) if q >= 0 else fillv[c]
+                acc += wts[o + k] * v
             store(outflat, obase + c * os_c + j * os_p, acc, kind)

@@ -21,9 +21,10 @@ one normalized grid value ``g`` into the axis's taps, already padded:
   coordinate, then take 2 or 1 taps; cubic keeps the coordinate, takes 4
   taps ``floor(x)-1 … floor(x)+2`` and pads each integer tap index on its
   own (docs/semantics.md §4);
-* under the index paddings (mirror, symmetric, wrap; constant reaches the
-  kernels as zeros, its fill added by the sweep) every mode keeps the
-  coordinate and pads each tap index (docs/semantics.md §3.3).
+* under the index paddings (mirror, symmetric, wrap) every mode keeps the
+  coordinate and pads each tap index (docs/semantics.md §3.3); constant
+  reads like zeros, except that the N-D planner keeps its taps outside
+  (offset :data:`OUTSIDE`) for the fill sweep to read the fill there.
 
 Each axis carries its own padding code (``AXIS_PAD``), so a call may pad
 every axis differently.
@@ -52,6 +53,7 @@ from ._registry import (
     MODE_LINEAR,
     MODE_NEAREST,
     PAD_BORDER,
+    PAD_CONSTANT,
     PAD_MIRROR,
     PAD_REFLECTION,
     PAD_SYMMETRIC,
@@ -64,7 +66,11 @@ __all__ = ["axis_row", "cubic_row", "axis_taps", "reflect_clip", "unnormalize", 
            "nearest_axis", "cubic_axis", "AXIS_MUL", "AXIS_SUB", "AXIS_SCALE", "AXIS_HIGH",
            "AXIS_ONE", "AXIS_SHIFT", "AXIS_PAD", "AXIS_SIZE",
            "AXIS_REFLECT_LOW", "AXIS_REFLECT_SPAN", "AXIS_FIELDS", "CUBIC_FIELDS",
-           "axis_constants", "cubic_constants", "CUBIC_A"]
+           "axis_constants", "cubic_constants", "CUBIC_A", "OUTSIDE"]
+
+#: Offset of a tap outside under constant padding (N-D planner, fill kernel): any sum of it
+#: with the offsets of up to 2**16 taps inside an array stays negative.
+OUTSIDE = -(1 << 56)
 
 
 # Layout of the per-axis constant row (in the coordinate dtype).
@@ -275,9 +281,10 @@ def linear_axis(g, pad, ax, one, size):
     x = pad_continuous(unnormalize(g, ax), pad, ax)
     if x != x:
         return 0, 0, one, one, False, False, True
-    # Outside (-2, S+1) both taps are outside: skip the cast (x may be huge).
+    # Outside (-2, S+1) both taps are outside: skip the cast (x may be huge).  Their
+    # weights are those of a far point at -3, (1, 0), for the taps constant keeps.
     if not (x > -2 and x < ax[AXIS_HIGH] + 2):
-        return 0, 0, one, one, False, False, False
+        return 0, 0, one, one - one, False, False, False
     f = np.floor(x)
     d = x - f
     i0 = int(f)
@@ -323,14 +330,18 @@ def cubic_axis(g, pad, ax, kc, size):
     x = unnormalize(g, ax)
     high = ax[AXIS_HIGH]
     zero = high - high
-    if x != x or (math.isinf(x) and pad != PAD_ZEROS and pad != PAD_BORDER):
+    drops = pad == PAD_ZEROS or pad == PAD_CONSTANT  # taps outside read nothing (or the fill)
+    if x != x or (math.isinf(x) and not drops and pad != PAD_BORDER):
         return 0, 0, 0, 0, one, one, one, one, False, False, False, False, True
-    if math.isinf(x):
-        # Infinitely far out: zeros reads nothing; border reads the edge (all
-        # taps clip to it, weights (0, 1, 0, 0)).
+    if math.isinf(x) and pad == PAD_BORDER:
+        # Infinitely far out: border reads the edge (all taps clip to it, weights (0, 1, 0, 0)).
         edge = size - 1 if x > zero else 0
-        border = pad == PAD_BORDER
-        return edge, edge, edge, edge, zero, one, zero, zero, False, border, False, False, False
+        return edge, edge, edge, edge, zero, one, zero, zero, False, True, False, False, False
+    cone = ax[AXIS_ONE]
+    if drops and not (x > -3 and x < high + 3):
+        # No tap inside (also +-inf): the weights of a far point at -5, which constant's
+        # taps read the fill with (as the vector planners do).
+        x = zero - (cone + cone + cone + cone + cone)
     f = np.floor(x)
     t = x - f
     u = one - t
@@ -338,16 +349,13 @@ def cubic_axis(g, pad, ax, kc, size):
     w1 = _cubic_near(t, kc)
     w2 = _cubic_near(u, kc)
     w3 = _cubic_far(u + one, kc)
-    if pad == PAD_ZEROS:
-        if not (x > -3 and x < high + 3):
-            return 0, 0, 0, 0, w0, w1, w2, w3, False, False, False, False, False
+    if drops:
         i0 = int(f) - 1
         return (i0, i0 + 1, i0 + 2, i0 + 3, w0, w1, w2, w3, i0 >= 0 and i0 < size,
                 i0 >= -1 and i0 + 1 < size, i0 >= -2 and i0 + 2 < size,
                 i0 >= -3 and i0 + 3 < size, False)
     # f + (k - 1), each formed from f directly: past 2**24 (float32) f +- 1
     # rounds, and a running sum would round differently.
-    cone = ax[AXIS_ONE]
     t0, t1, t2, t3 = f - cone, f, f + cone, f + (cone + cone)
     if pad == PAD_BORDER:
         t0 = min(max(t0, zero), high)
@@ -397,17 +405,18 @@ def axis_taps(g, mode, pad, ax, kc, size, stride, off, wts, base):
         Number of taps written, or -1 for a NaN point.
     """
     one = kc[0]
+    keep = pad == PAD_CONSTANT  # taps outside stay, at OUTSIDE, to read the fill
     if mode == MODE_LINEAR:
         i0, i1, w0, w1, ok0, ok1, nan = linear_axis(g, pad, ax, one, size)
         if nan:
             return -1
         n = 0
-        if ok0:
-            off[base] = i0 * stride
+        if ok0 or keep:
+            off[base] = i0 * stride if ok0 else OUTSIDE
             wts[base] = w0
             n = 1
-        if ok1:
-            off[base + n] = i1 * stride
+        if ok1 or keep:
+            off[base + n] = i1 * stride if ok1 else OUTSIDE
             wts[base + n] = w1
             n += 1
         return n
@@ -415,8 +424,8 @@ def axis_taps(g, mode, pad, ax, kc, size, stride, off, wts, base):
         i, ok, nan = nearest_axis(g, pad, ax, size)
         if nan:
             return -1
-        if ok:
-            off[base] = i * stride
+        if ok or keep:
+            off[base] = i * stride if ok else OUTSIDE
             wts[base] = one
             return 1
         return 0
@@ -430,8 +439,8 @@ def axis_taps(g, mode, pad, ax, kc, size, stride, off, wts, base):
     ok = (ok0, ok1, ok2, ok3)
     n = 0
     for k in range(4):
-        if ok[k]:
-            off[base + n] = idx[k] * stride
+        if ok[k] or keep:
+            off[base + n] = idx[k] * stride if ok[k] else OUTSIDE
             wts[base + n] = wk[k]
             n += 1
     return n

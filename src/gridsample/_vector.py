@@ -44,7 +44,14 @@ import numpy as np
 
 from ._convert import load, store
 from ._jit import helper, skeleton
-from ._options import PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
+from ._registry import (
+    PAD_BORDER,
+    PAD_MIRROR,
+    PAD_REFLECTION,
+    PAD_SYMMETRIC,
+    PAD_WRAP,
+    PAD_ZEROS,
+)
 from ._taps import (
     AXIS_HIGH,
     AXIS_MUL,
@@ -53,6 +60,7 @@ from ._taps import (
     AXIS_REFLECT_SPAN,
     AXIS_SCALE,
     AXIS_SHIFT,
+    AXIS_SIZE,
     AXIS_SUB,
     axis_row,
     cubic_row,
@@ -138,6 +146,83 @@ def _reflect_taps(t0, t1, t2, t3, ax, zero):
     return y0, y1, y2, y3
 
 
+# --- The index paddings (mirror, symmetric, wrap; docs/semantics.md §3.3) ---------------
+#
+# Each tap index t is padded by its floor modulo q = t mod P (period P: S for wrap, 2(S-1)
+# for mirror, 2S for symmetric), then folded (mirror: P - q past S - 1; symmetric:
+# P - 1 - q).  For |t| < 2**22 the modulo is q - P floor(q / P) with the quotient taken
+# from the reciprocal and the remainder corrected once either way: exact in float32 (every
+# product stays below 2**24) and vectorized.  A point farther
+# out (rare: far outside the input) is planned again in a second pass, where the taps
+# t_k = f + k differ from f by e_k = t_k - f, small and exact (what float rounding made of
+# k for huge f), so q_k = (fmod(f, P) + e_k) mod P: one exact fmod (a libm call, which does
+# not vectorize) per axis and point.  Either way the result is _taps.pad_index's, bit for
+# bit.  An axis of size 1 under mirror (P = 0) maps to 0.
+
+#: Coordinates below this magnitude take the vectorized modulo (see above).
+_NEAR = np.float32(1 << 22)
+
+@skeleton
+def _period(pad, ax):
+    """The period of an index padding's pattern (coordinate dtype)."""
+    if pad == PAD_WRAP:
+        return ax[AXIS_SIZE]
+    if pad == PAD_MIRROR:
+        return ax[AXIS_HIGH] + ax[AXIS_HIGH]
+    return ax[AXIS_SIZE] + ax[AXIS_SIZE]
+
+
+@skeleton
+def _fold(q, pad, ax, period, zero):
+    """Padded index of ``q`` (an integer-valued float, ``|q| < P + 5``), in ``[0, S-1]``."""
+    high = ax[AXIS_HIGH]
+    # q mod P: the quotient from the reciprocal (hoisted out of the loop) may be off by one
+    # either way; one correction each way makes the remainder exact.
+    q = q - period * np.floor(q * (ax[AXIS_ONE] / period))
+    q = q - period if q >= period else q
+    q = q + period if q < zero else q
+    if pad == PAD_MIRROR:
+        q = period - q if q > high else q
+    elif pad == PAD_SYMMETRIC:
+        q = (period - ax[AXIS_ONE]) - q if q >= ax[AXIS_SIZE] else q
+    # The clip only guards the cast for a far point in the first pass (replanned after).
+    q = zero if zero > q else (high if q > high else q)
+    return q if period > zero else zero
+
+
+@skeleton
+def _residue(t, period, exact):
+    """``t`` reduced for :func:`_fold`: ``fmod(t, P)`` in the exact pass, ``t`` itself in the
+    vectorized one (where ``|t| < 2**22``)."""
+    return np.fmod(t, period) if exact else t
+
+
+@skeleton
+def _distant(x, ax):
+    """Whether the coordinate ``x`` needs the exact pass (``|x| >= 2**22``)."""
+    return abs(x) >= ax[AXIS_ONE] * _NEAR
+
+
+@skeleton
+def _index_coordinate(g, ax, zero):
+    """The unpadded coordinate of ``g`` (0 for a NaN point) and whether it is one: under an
+    index padding a NaN or infinite coordinate is a NaN point (it has no image)."""
+    u = _unnormalize(g, ax)
+    nan = (u != u) | math.isinf(u)
+    return (zero if nan else u), nan
+
+
+@skeleton
+def _index_pair(x, pad, ax, zero, exact):
+    """Linear's two padded taps ``floor(x)``, ``floor(x) + 1`` (int32) and ``floor(x)``."""
+    f = np.floor(x)
+    period = _period(pad, ax)
+    r = _residue(f, period, exact)
+    e1 = (f + ax[AXIS_ONE]) - f
+    return (np.int32(_fold(r, pad, ax, period, zero)),
+            np.int32(_fold(r + e1, pad, ax, period, zero)), f)
+
+
 @helper
 def _clip(u, high, zero):
     """Clip to ``[0, high]``; NaN stays NaN (the comparisons are false)."""
@@ -166,15 +251,27 @@ def _coordinate(g, pad, ax):
 
 
 @skeleton
-def linear_2d_taps(g0, g1, pad, ax0, ax1, s0, s1, st0, st1):
-    """One point's 2-D linear taps: four int32 offsets (``-1`` outside) and the fractions
-    ``dx, dy`` (NaN for a NaN point), in the coordinate dtype."""
+def linear_2d_taps(g0, g1, pad, ax0, ax1, s0, s1, st0, st1, exact):
+    """One point's 2-D linear taps: four int32 offsets (``-1`` outside), the fractions
+    ``dx, dy`` (NaN for a NaN point), in the coordinate dtype, and whether an index padding
+    needs the exact pass for this point (``exact``: this is that pass)."""
     # Constants in the coordinate dtype: a Python int literal would turn
     # float32 math into float64 (half the vector width).
     zero, c1 = ax0[AXIS_HIGH] - ax0[AXIS_HIGH], ax0[AXIS_ONE]
     c2 = c1 + c1
     lo, far = zero - c2, zero - c2 - c1  # far: a coordinate with no tap inside
     cnan = zero / zero  # NaN in the coordinate dtype (error_model="numpy")
+    if pad >= PAD_MIRROR:  # an index padding: every tap inside, padded on its own
+        x, nanx = _index_coordinate(g0, ax0, zero)
+        y, nany = _index_coordinate(g1, ax1, zero)
+        ix0, ix1, fx = _index_pair(x, pad, ax0, zero, exact)
+        iy0, iy1, fy = _index_pair(y, pad, ax1, zero, exact)
+        nan = nanx | nany
+        y0, y1 = np.int32(iy0 * st1), np.int32(iy1 * st1)
+        x0, x1 = np.int32(ix0 * st0), np.int32(ix1 * st0)
+        return (np.int32(y0 + x0), np.int32(y0 + x1), np.int32(y1 + x0), np.int32(y1 + x1),
+                cnan if nan else x - fx, cnan if nan else y - fy,
+                _distant(x, ax0) | _distant(y, ax1))
     x, nanx = _coordinate(g0, pad, ax0)
     y, nany = _coordinate(g1, pad, ax1)
     # Outside (-2, S+1) both taps are outside: move such x (and NaN) to -3
@@ -195,7 +292,7 @@ def linear_2d_taps(g0, g1, pad, ax0, ax1, s0, s1, st0, st1):
     b = np.int32(iy * st1 + ix * st0)
     return (b if x0 & y0 else np.int32(-1), np.int32(b + st0) if x1 & y0 else np.int32(-1),
             np.int32(b + st1) if x0 & y1 else np.int32(-1),
-            np.int32(b + st1 + st0) if x1 & y1 else np.int32(-1), dx, dy)
+            np.int32(b + st1 + st0) if x1 & y1 else np.int32(-1), dx, dy, False)
 
 
 @skeleton
@@ -209,21 +306,84 @@ def plan_linear_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
     ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
     s0, s1 = np.int32(sizes[0]), np.int32(sizes[1])
     st0, st1 = np.int32(strides[0]), np.int32(strides[1])
+    distant = 0
     for j in range(nb):
-        o0, o1, o2, o3, dx, dy = linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad, ax0, ax1,
-                                                s0, s1, st0, st1)
-        off[0, j] = o0
-        off[1, j] = o1
-        off[2, j] = o2
-        off[3, j] = o3
-        # Weights in the weight dtype (docs/semantics.md §6.2): ``one * d`` is exact and only
-        # widens ``d`` when weights are wider than coordinates.
-        wx1, wy1 = one * dx, one * dy
-        wx0, wy0 = one - dx, one - dy
-        wts[0, j] = wx0 * wy0
-        wts[1, j] = wx1 * wy0
-        wts[2, j] = wx0 * wy1
-        wts[3, j] = wx1 * wy1
+        o0, o1, o2, o3, dx, dy, far = linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad, ax0,
+                                                     ax1, s0, s1, st0, st1, False)
+        _store_linear_2d(off, wts, j, o0, o1, o2, o3, dx, dy, one)
+        distant += far
+    if pad >= PAD_MIRROR and distant > 0:  # the exact pass for points far outside
+        for j in range(nb):
+            o0, o1, o2, o3, dx, dy, far = linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad,
+                                                         ax0, ax1, s0, s1, st0, st1, True)
+            if far:
+                _store_linear_2d(off, wts, j, o0, o1, o2, o3, dx, dy, one)
+
+
+@skeleton
+def _store_linear_2d(off, wts, j, o0, o1, o2, o3, dx, dy, one):
+    """Point ``j``'s row of a 2-D linear plan."""
+    off[0, j] = o0
+    off[1, j] = o1
+    off[2, j] = o2
+    off[3, j] = o3
+    # Weights in the weight dtype (docs/semantics.md §6.2): ``one * d`` is exact and only
+    # widens ``d`` when weights are wider than coordinates.
+    wx1, wy1 = one * dx, one * dy
+    wx0, wy0 = one - dx, one - dy
+    wts[0, j] = wx0 * wy0
+    wts[1, j] = wx1 * wy0
+    wts[2, j] = wx0 * wy1
+    wts[3, j] = wx1 * wy1
+
+
+@skeleton
+def _index_nearest(g, pad, ax, zero, exact):
+    """Nearest's padded index ``rint(x)`` (int32) under an index padding, the NaN flag and
+    whether the point needs the exact pass."""
+    x, nan = _index_coordinate(g, ax, zero)
+    period = _period(pad, ax)
+    i = _fold(_residue(np.rint(x), period, exact), pad, ax, period, zero)
+    return np.int32(i), nan, _distant(x, ax)
+
+
+@skeleton
+def _nearest_index_point(grid, j, pad, rank, ax0, ax1, ax2, st0, st1, st2, zero, exact):
+    """Point ``j``'s offset under an index padding (2-D or 3-D: ``rank``), its NaN flag and
+    whether it needs the exact pass."""
+    ix, nanx, farx = _index_nearest(grid[rank * j], pad, ax0, zero, exact)
+    iy, nany, fary = _index_nearest(grid[rank * j + 1], pad, ax1, zero, exact)
+    o = np.int32(iy * st1 + ix * st0)
+    nan, far = nanx | nany, farx | fary
+    if rank == 3:
+        iz, nanz, farz = _index_nearest(grid[rank * j + 2], pad, ax2, zero, exact)
+        o = np.int32(o + iz * st2)
+        nan, far = nan | nanz, far | farz
+    return o, nan, far
+
+
+@skeleton
+def _nearest_index_plan(grid, nb, pad, rank, axc, strides, one, nanw, off, wts):
+    """A nearest block (2-D or 3-D) under an index padding: the rounded index of each axis
+    padded, always inside; a second, exact pass for points far outside."""
+    ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
+    ax2 = axis_row(axc, 2) if rank == 3 else ax0
+    st0, st1 = np.int32(strides[0]), np.int32(strides[1])
+    st2 = np.int32(strides[2]) if rank == 3 else st0
+    zero = ax0[AXIS_HIGH] - ax0[AXIS_HIGH]
+    distant = 0
+    for j in range(nb):
+        o, nan, far = _nearest_index_point(grid, j, pad, rank, ax0, ax1, ax2, st0, st1, st2,
+                                           zero, False)
+        off[0, j] = o
+        wts[0, j] = nanw if nan else one
+        distant += far
+    if distant > 0:
+        for j in range(nb):
+            o, nan, far = _nearest_index_point(grid, j, pad, rank, ax0, ax1, ax2, st0, st1,
+                                               st2, zero, True)
+            if far:
+                off[0, j] = o
 
 
 @skeleton
@@ -235,6 +395,9 @@ def plan_nearest_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts)
     zero, c1 = ax0[AXIS_HIGH] - ax0[AXIS_HIGH], ax0[AXIS_ONE]
     lo, far = zero - c1, zero - c1 - c1 - c1
     hi0, hi1 = ax0[AXIS_HIGH] + c1, ax1[AXIS_HIGH] + c1
+    if pad >= PAD_MIRROR:
+        _nearest_index_plan(grid, nb, pad, 2, axc, strides, one, nanw, off, wts)
+        return
     for j in range(nb):
         x, nanx = _coordinate(grid[2 * j], pad, ax0)
         y, nany = _coordinate(grid[2 * j + 1], pad, ax1)
@@ -247,7 +410,7 @@ def plan_nearest_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts)
 
 
 @skeleton
-def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan):
+def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, exact):
     """``_taps.cubic_axis`` with selects: four int32 tap indices, weights, inside flags.
 
     The coordinate is not padded (docs/semantics.md §4); each tap ``floor(x) - 1 + k`` is.
@@ -260,7 +423,7 @@ def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan):
     high = ax[AXIS_HIGH]
     u = _unnormalize(g, ax)
     inf = math.isinf(u)
-    nan = (u != u) | (inf & (pad == PAD_REFLECTION))
+    nan = (u != u) | (inf & (pad != PAD_ZEROS) & (pad != PAD_BORDER))
     if pad == PAD_ZEROS:
         x = u if (u > zero - 3) & (u < high + 3) else far  # NaN and ±inf too
     else:
@@ -291,8 +454,15 @@ def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan):
     if pad == PAD_BORDER:
         t0, t1 = _clip(t0, high, zero), _clip(t1, high, zero)
         t2, t3 = _clip(t2, high, zero), _clip(t3, high, zero)
-    else:
+    elif pad == PAD_REFLECTION:
         t0, t1, t2, t3 = _reflect_taps(t0, t1, t2, t3, ax, zero)
+    else:  # an index padding: each tap folded from its exact offset to f
+        period = _period(pad, ax)
+        r = _residue(f, period, exact)
+        t0 = _fold(r + (t0 - f), pad, ax, period, zero)
+        t1 = _fold(r, pad, ax, period, zero)
+        t2 = _fold(r + (t2 - f), pad, ax, period, zero)
+        t3 = _fold(r + (t3 - f), pad, ax, period, zero)
     last = np.int32(size - 1)
     i0, i1, i2, i3 = np.int32(t0), np.int32(t1), np.int32(t2), np.int32(t3)
     # ±inf under border reads only its weight-1 tap (an inf at the edge stays
@@ -300,6 +470,20 @@ def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan):
     keep = not edge
     return (min(i0, last), min(i1, last), min(i2, last), min(i3, last), w0, w1, w2, w3,
             keep, True, keep, keep)
+
+
+@skeleton
+def _store_cubic_axis(off, wts, r, j, st, out, i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2,
+                      ok3):
+    """Point ``j``'s rows ``r … r + 3`` of a cubic plan."""
+    off[r, j] = i0 * st if ok0 else out
+    off[r + 1, j] = i1 * st if ok1 else out
+    off[r + 2, j] = i2 * st if ok2 else out
+    off[r + 3, j] = i3 * st if ok3 else out
+    wts[r, j] = w0
+    wts[r + 1, j] = w1
+    wts[r + 2, j] = w2
+    wts[r + 3, j] = w3
 
 
 @skeleton
@@ -316,17 +500,23 @@ def _plan_cubic_axis(grid, nb, pad, axis, ax, kt, size, stride, off, wts):
     cnan = zero / zero
     out = np.int32(-2 ** 31)
     r = 4 * axis
+    distant = 0
     for j in range(nb):
+        g = grid[2 * j + axis]
         (i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2,
-         ok3) = _cubic_taps(grid[2 * j + axis], pad, ax, kt, size, zero, far, cnan)
-        off[r, j] = i0 * st if ok0 else out
-        off[r + 1, j] = i1 * st if ok1 else out
-        off[r + 2, j] = i2 * st if ok2 else out
-        off[r + 3, j] = i3 * st if ok3 else out
-        wts[r, j] = w0
-        wts[r + 1, j] = w1
-        wts[r + 2, j] = w2
-        wts[r + 3, j] = w3
+         ok3) = _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, False)
+        _store_cubic_axis(off, wts, r, j, st, out, i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1,
+                          ok2, ok3)
+        if pad >= PAD_MIRROR:
+            distant += _distant(_index_coordinate(g, ax, zero)[0], ax)
+    if pad >= PAD_MIRROR and distant > 0:  # the exact pass for points far outside
+        for j in range(nb):
+            g = grid[2 * j + axis]
+            if _distant(_index_coordinate(g, ax, zero)[0], ax):
+                (i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2,
+                 ok3) = _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, True)
+                _store_cubic_axis(off, wts, r, j, st, out, i0, i1, i2, i3, w0, w1, w2, w3,
+                                  ok0, ok1, ok2, ok3)
 
 
 @skeleton
@@ -359,6 +549,25 @@ def _plan_linear_axis(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts
     cnan = zero / zero
     out = np.int32(-2 ** 31)
     r = 2 * axis
+    if pad >= PAD_MIRROR:  # an index padding: both taps inside, padded on their own
+        distant = 0
+        for j in range(nb):
+            x, nan = _index_coordinate(grid[rank * j + axis], ax, zero)
+            i0, i1, f = _index_pair(x, pad, ax, zero, False)
+            d = cnan if nan else x - f
+            off[r, j] = np.int32(i0 * st)
+            off[r + 1, j] = np.int32(i1 * st)
+            wts[r, j] = one - d
+            wts[r + 1, j] = one * d
+            distant += _distant(x, ax)
+        if distant > 0:  # the exact pass for points far outside (their weights stand)
+            for j in range(nb):
+                x, nan = _index_coordinate(grid[rank * j + axis], ax, zero)
+                if _distant(x, ax):
+                    i0, i1, f = _index_pair(x, pad, ax, zero, True)
+                    off[r, j] = np.int32(i0 * st)
+                    off[r + 1, j] = np.int32(i1 * st)
+        return
     for j in range(nb):
         x, nan = _coordinate(grid[rank * j + axis], pad, ax)
         x = x if (x > lo) & (x < hi) else far
@@ -389,6 +598,9 @@ def plan_nearest_3d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts)
     zero, c1 = ax0[AXIS_HIGH] - ax0[AXIS_HIGH], ax0[AXIS_ONE]
     lo, far = zero - c1, zero - c1 - c1 - c1
     hi0, hi1, hi2 = ax0[AXIS_HIGH] + c1, ax1[AXIS_HIGH] + c1, ax2[AXIS_HIGH] + c1
+    if pad >= PAD_MIRROR:
+        _nearest_index_plan(grid, nb, pad, 3, axc, strides, one, nanw, off, wts)
+        return
     for j in range(nb):
         x, nanx = _coordinate(grid[3 * j], pad, ax0)
         y, nany = _coordinate(grid[3 * j + 1], pad, ax1)
@@ -432,8 +644,11 @@ def _linear_sum(xc, kind, off, wts, j, zero):
 
 @skeleton
 def sweep_linear_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    """All channels of a planned linear block: ``y = w0 v0 + w1 v1 + w2 v2 + w3 v3``."""
-    zero = azero[0]
+    """All channels of a planned linear block: ``y = w0 v0 + w1 v1 + w2 v2 + w3 v3``.
+
+    ``azero[c]`` is what a tap outside reads in channel ``c`` (0, or the fill of
+    ``"constant"``); so in every sweep here.
+    """
     c0 = 0
     if os_p == 1:
         # Two channels per pass share the loads of offsets and weights.
@@ -442,11 +657,13 @@ def sweep_linear_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, aze
             xb = xflat[(c0 + 1) * xs_c:]
             oa = outflat[c0 * os_c:]
             ob = outflat[(c0 + 1) * os_c:]
+            za, zb = azero[c0], azero[c0 + 1]
             for j in range(nb):
-                store(oa, j, _linear_sum(xa, kind, off, wts, j, zero), kind)
-                store(ob, j, _linear_sum(xb, kind, off, wts, j, zero), kind)
+                store(oa, j, _linear_sum(xa, kind, off, wts, j, za), kind)
+                store(ob, j, _linear_sum(xb, kind, off, wts, j, zb), kind)
         c0 = C - C % 2
     for c in range(c0, C):
+        zero = azero[c]
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
         if os_p == 1:  # channel-first output: contiguous stores (a loop of its own)
@@ -481,8 +698,8 @@ def _cubic_sum(xc, kind, off, wts, j, zero):
 @skeleton
 def sweep_cubic_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """All channels of a planned cubic block: the 16 taps summed in plan order."""
-    zero = azero[0]
     for c in range(C):
+        zero = azero[c]
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
         if os_p == 1:
@@ -521,8 +738,8 @@ def _linear_3d_sum(xc, kind, off, wts, j, zero):
 @skeleton
 def sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """All channels of a planned 3-D linear block."""
-    zero = azero[0]
     for c in range(C):
+        zero = azero[c]
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
         if os_p == 1:
@@ -539,8 +756,8 @@ def sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, aze
 @skeleton
 def sweep_nearest_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """All channels of a planned nearest block: ``y = w0 v0``."""
-    zero = azero[0]
     for c in range(C):
+        zero = azero[c]
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
         if os_p == 1:

@@ -8,7 +8,17 @@ Each entry runs blocks ``first .. stop - 1`` with
 
 from ._convert import KIND_BF16, KIND_F16
 from ._jit import function
-from ._registry import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST, PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
+from ._registry import (
+    MODE_CUBIC,
+    MODE_LINEAR,
+    MODE_NEAREST,
+    PAD_BORDER,
+    PAD_MIRROR,
+    PAD_REFLECTION,
+    PAD_SYMMETRIC,
+    PAD_WRAP,
+    PAD_ZEROS,
+)
 from ._vector import (
     plan_cubic_2d,
     plan_linear_2d,
@@ -41,6 +51,21 @@ def plan_linear_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts
 @function
 def plan_linear_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     plan_linear_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_linear_2d_mirror(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_linear_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_linear_2d_symmetric(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_linear_2d(grid, nb, PAD_SYMMETRIC, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_linear_2d_wrap(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_linear_2d(grid, nb, PAD_WRAP, axc, kc, sizes, strides, one, nanw, off, wts)
 
 
 @function
@@ -130,6 +155,77 @@ def linear_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                sweep_linear_2d_bf16)
 
 
+@function
+def linear_2d_mirror(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                     os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 4, 2, plan_linear_2d_mirror,
+               sweep_linear_2d_native)
+
+
+@function
+def linear_2d_mirror_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 4, 2, plan_linear_2d_mirror,
+               sweep_linear_2d_f16)
+
+
+@function
+def linear_2d_mirror_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 4, 2, plan_linear_2d_mirror,
+               sweep_linear_2d_bf16)
+
+
+@function
+def linear_2d_symmetric(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 4, 2, plan_linear_2d_symmetric,
+               sweep_linear_2d_native)
+
+
+@function
+def linear_2d_symmetric_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 4, 2, plan_linear_2d_symmetric,
+               sweep_linear_2d_f16)
+
+
+@function
+def linear_2d_symmetric_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 4, 2, plan_linear_2d_symmetric,
+               sweep_linear_2d_bf16)
+
+
+@function
+def linear_2d_wrap(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                   os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 4, 2, plan_linear_2d_wrap,
+               sweep_linear_2d_native)
+
+
+@function
+def linear_2d_wrap_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 4, 2, plan_linear_2d_wrap, sweep_linear_2d_f16)
+
+
+@function
+def linear_2d_wrap_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 4, 2, plan_linear_2d_wrap,
+               sweep_linear_2d_bf16)
+
+
 # linear_3d
 
 @function
@@ -145,6 +241,21 @@ def plan_linear_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts
 @function
 def plan_linear_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     plan_linear_3d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_linear_3d_mirror(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_linear_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_linear_3d_symmetric(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_linear_3d(grid, nb, PAD_SYMMETRIC, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_linear_3d_wrap(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_linear_3d(grid, nb, PAD_WRAP, axc, kc, sizes, strides, one, nanw, off, wts)
 
 
 @function
@@ -234,6 +345,77 @@ def linear_3d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                sweep_linear_3d_bf16)
 
 
+@function
+def linear_3d_mirror(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                     os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 6, 3, plan_linear_3d_mirror,
+               sweep_linear_3d_native)
+
+
+@function
+def linear_3d_mirror_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 6, 3, plan_linear_3d_mirror,
+               sweep_linear_3d_f16)
+
+
+@function
+def linear_3d_mirror_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 6, 3, plan_linear_3d_mirror,
+               sweep_linear_3d_bf16)
+
+
+@function
+def linear_3d_symmetric(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 6, 3, plan_linear_3d_symmetric,
+               sweep_linear_3d_native)
+
+
+@function
+def linear_3d_symmetric_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 6, 3, plan_linear_3d_symmetric,
+               sweep_linear_3d_f16)
+
+
+@function
+def linear_3d_symmetric_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 6, 3, plan_linear_3d_symmetric,
+               sweep_linear_3d_bf16)
+
+
+@function
+def linear_3d_wrap(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                   os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 6, 3, plan_linear_3d_wrap,
+               sweep_linear_3d_native)
+
+
+@function
+def linear_3d_wrap_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 6, 3, plan_linear_3d_wrap, sweep_linear_3d_f16)
+
+
+@function
+def linear_3d_wrap_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 6, 3, plan_linear_3d_wrap,
+               sweep_linear_3d_bf16)
+
+
 # nearest_2d
 
 @function
@@ -249,6 +431,21 @@ def plan_nearest_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wt
 @function
 def plan_nearest_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     plan_nearest_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_nearest_2d_mirror(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_nearest_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_nearest_2d_symmetric(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_nearest_2d(grid, nb, PAD_SYMMETRIC, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_nearest_2d_wrap(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_nearest_2d(grid, nb, PAD_WRAP, axc, kc, sizes, strides, one, nanw, off, wts)
 
 
 @function
@@ -338,6 +535,78 @@ def nearest_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                sweep_nearest_2d_bf16)
 
 
+@function
+def nearest_2d_mirror(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                      os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 2, plan_nearest_2d_mirror,
+               sweep_nearest_2d_native)
+
+
+@function
+def nearest_2d_mirror_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 2, plan_nearest_2d_mirror,
+               sweep_nearest_2d_f16)
+
+
+@function
+def nearest_2d_mirror_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 2, plan_nearest_2d_mirror,
+               sweep_nearest_2d_bf16)
+
+
+@function
+def nearest_2d_symmetric(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 2, plan_nearest_2d_symmetric,
+               sweep_nearest_2d_native)
+
+
+@function
+def nearest_2d_symmetric_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 2, plan_nearest_2d_symmetric,
+               sweep_nearest_2d_f16)
+
+
+@function
+def nearest_2d_symmetric_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 2, plan_nearest_2d_symmetric,
+               sweep_nearest_2d_bf16)
+
+
+@function
+def nearest_2d_wrap(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                    os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 2, plan_nearest_2d_wrap,
+               sweep_nearest_2d_native)
+
+
+@function
+def nearest_2d_wrap_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 2, plan_nearest_2d_wrap,
+               sweep_nearest_2d_f16)
+
+
+@function
+def nearest_2d_wrap_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 2, plan_nearest_2d_wrap,
+               sweep_nearest_2d_bf16)
+
+
 # nearest_3d
 
 @function
@@ -353,6 +622,21 @@ def plan_nearest_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wt
 @function
 def plan_nearest_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     plan_nearest_3d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_nearest_3d_mirror(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_nearest_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_nearest_3d_symmetric(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_nearest_3d(grid, nb, PAD_SYMMETRIC, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_nearest_3d_wrap(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_nearest_3d(grid, nb, PAD_WRAP, axc, kc, sizes, strides, one, nanw, off, wts)
 
 
 @function
@@ -442,6 +726,78 @@ def nearest_3d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                sweep_nearest_3d_bf16)
 
 
+@function
+def nearest_3d_mirror(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                      os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 3, plan_nearest_3d_mirror,
+               sweep_nearest_3d_native)
+
+
+@function
+def nearest_3d_mirror_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 3, plan_nearest_3d_mirror,
+               sweep_nearest_3d_f16)
+
+
+@function
+def nearest_3d_mirror_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 3, plan_nearest_3d_mirror,
+               sweep_nearest_3d_bf16)
+
+
+@function
+def nearest_3d_symmetric(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 3, plan_nearest_3d_symmetric,
+               sweep_nearest_3d_native)
+
+
+@function
+def nearest_3d_symmetric_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 3, plan_nearest_3d_symmetric,
+               sweep_nearest_3d_f16)
+
+
+@function
+def nearest_3d_symmetric_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 3, plan_nearest_3d_symmetric,
+               sweep_nearest_3d_bf16)
+
+
+@function
+def nearest_3d_wrap(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                    os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 3, plan_nearest_3d_wrap,
+               sweep_nearest_3d_native)
+
+
+@function
+def nearest_3d_wrap_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 3, plan_nearest_3d_wrap,
+               sweep_nearest_3d_f16)
+
+
+@function
+def nearest_3d_wrap_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 1, 3, plan_nearest_3d_wrap,
+               sweep_nearest_3d_bf16)
+
+
 # cubic_2d
 
 @function
@@ -457,6 +813,21 @@ def plan_cubic_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts)
 @function
 def plan_cubic_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
     plan_cubic_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_cubic_2d_mirror(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_cubic_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_cubic_2d_symmetric(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_cubic_2d(grid, nb, PAD_SYMMETRIC, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_cubic_2d_wrap(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_cubic_2d(grid, nb, PAD_WRAP, axc, kc, sizes, strides, one, nanw, off, wts)
 
 
 @function
@@ -543,6 +914,75 @@ def cubic_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                sweep_cubic_2d_bf16)
 
 
+@function
+def cubic_2d_mirror(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                    os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 8, 2, plan_cubic_2d_mirror,
+               sweep_cubic_2d_native)
+
+
+@function
+def cubic_2d_mirror_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 8, 2, plan_cubic_2d_mirror, sweep_cubic_2d_f16)
+
+
+@function
+def cubic_2d_mirror_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 8, 2, plan_cubic_2d_mirror,
+               sweep_cubic_2d_bf16)
+
+
+@function
+def cubic_2d_symmetric(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 8, 2, plan_cubic_2d_symmetric,
+               sweep_cubic_2d_native)
+
+
+@function
+def cubic_2d_symmetric_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 8, 2, plan_cubic_2d_symmetric,
+               sweep_cubic_2d_f16)
+
+
+@function
+def cubic_2d_symmetric_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 8, 2, plan_cubic_2d_symmetric,
+               sweep_cubic_2d_bf16)
+
+
+@function
+def cubic_2d_wrap(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                  os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 8, 2, plan_cubic_2d_wrap,
+               sweep_cubic_2d_native)
+
+
+@function
+def cubic_2d_wrap_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                      os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 8, 2, plan_cubic_2d_wrap, sweep_cubic_2d_f16)
+
+
+@function
+def cubic_2d_wrap_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, 8, 2, plan_cubic_2d_wrap, sweep_cubic_2d_bf16)
+
+
 #: Entry of each (rank, mode code, padding code, element family).
 ENTRIES = {
     (2, MODE_LINEAR, PAD_ZEROS, 'native'): linear_2d_zeros,
@@ -554,6 +994,15 @@ ENTRIES = {
     (2, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_2d_reflection,
     (2, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_2d_reflection_f16,
     (2, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_2d_reflection_bf16,
+    (2, MODE_LINEAR, PAD_MIRROR, 'native'): linear_2d_mirror,
+    (2, MODE_LINEAR, PAD_MIRROR, 'f16'): linear_2d_mirror_f16,
+    (2, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_2d_mirror_bf16,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_2d_symmetric,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'f16'): linear_2d_symmetric_f16,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_2d_symmetric_bf16,
+    (2, MODE_LINEAR, PAD_WRAP, 'native'): linear_2d_wrap,
+    (2, MODE_LINEAR, PAD_WRAP, 'f16'): linear_2d_wrap_f16,
+    (2, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_2d_wrap_bf16,
     (3, MODE_LINEAR, PAD_ZEROS, 'native'): linear_3d_zeros,
     (3, MODE_LINEAR, PAD_ZEROS, 'f16'): linear_3d_zeros_f16,
     (3, MODE_LINEAR, PAD_ZEROS, 'bf16'): linear_3d_zeros_bf16,
@@ -563,6 +1012,15 @@ ENTRIES = {
     (3, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_3d_reflection,
     (3, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_3d_reflection_f16,
     (3, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_3d_reflection_bf16,
+    (3, MODE_LINEAR, PAD_MIRROR, 'native'): linear_3d_mirror,
+    (3, MODE_LINEAR, PAD_MIRROR, 'f16'): linear_3d_mirror_f16,
+    (3, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_3d_mirror_bf16,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_3d_symmetric,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'f16'): linear_3d_symmetric_f16,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_3d_symmetric_bf16,
+    (3, MODE_LINEAR, PAD_WRAP, 'native'): linear_3d_wrap,
+    (3, MODE_LINEAR, PAD_WRAP, 'f16'): linear_3d_wrap_f16,
+    (3, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_3d_wrap_bf16,
     (2, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_2d_zeros,
     (2, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_2d_zeros_f16,
     (2, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_2d_zeros_bf16,
@@ -572,6 +1030,15 @@ ENTRIES = {
     (2, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_2d_reflection,
     (2, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_2d_reflection_f16,
     (2, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_2d_reflection_bf16,
+    (2, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_2d_mirror,
+    (2, MODE_NEAREST, PAD_MIRROR, 'f16'): nearest_2d_mirror_f16,
+    (2, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_2d_mirror_bf16,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_2d_symmetric,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'f16'): nearest_2d_symmetric_f16,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_2d_symmetric_bf16,
+    (2, MODE_NEAREST, PAD_WRAP, 'native'): nearest_2d_wrap,
+    (2, MODE_NEAREST, PAD_WRAP, 'f16'): nearest_2d_wrap_f16,
+    (2, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_2d_wrap_bf16,
     (3, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_3d_zeros,
     (3, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_3d_zeros_f16,
     (3, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_3d_zeros_bf16,
@@ -581,6 +1048,15 @@ ENTRIES = {
     (3, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_3d_reflection,
     (3, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_3d_reflection_f16,
     (3, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_3d_reflection_bf16,
+    (3, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_3d_mirror,
+    (3, MODE_NEAREST, PAD_MIRROR, 'f16'): nearest_3d_mirror_f16,
+    (3, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_3d_mirror_bf16,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_3d_symmetric,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'f16'): nearest_3d_symmetric_f16,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_3d_symmetric_bf16,
+    (3, MODE_NEAREST, PAD_WRAP, 'native'): nearest_3d_wrap,
+    (3, MODE_NEAREST, PAD_WRAP, 'f16'): nearest_3d_wrap_f16,
+    (3, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_3d_wrap_bf16,
     (2, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_2d_zeros,
     (2, MODE_CUBIC, PAD_ZEROS, 'f16'): cubic_2d_zeros_f16,
     (2, MODE_CUBIC, PAD_ZEROS, 'bf16'): cubic_2d_zeros_bf16,
@@ -590,4 +1066,13 @@ ENTRIES = {
     (2, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_2d_reflection,
     (2, MODE_CUBIC, PAD_REFLECTION, 'f16'): cubic_2d_reflection_f16,
     (2, MODE_CUBIC, PAD_REFLECTION, 'bf16'): cubic_2d_reflection_bf16,
+    (2, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_2d_mirror,
+    (2, MODE_CUBIC, PAD_MIRROR, 'f16'): cubic_2d_mirror_f16,
+    (2, MODE_CUBIC, PAD_MIRROR, 'bf16'): cubic_2d_mirror_bf16,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_2d_symmetric,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'f16'): cubic_2d_symmetric_f16,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'bf16'): cubic_2d_symmetric_bf16,
+    (2, MODE_CUBIC, PAD_WRAP, 'native'): cubic_2d_wrap,
+    (2, MODE_CUBIC, PAD_WRAP, 'f16'): cubic_2d_wrap_f16,
+    (2, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_2d_wrap_bf16,
 }

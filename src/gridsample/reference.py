@@ -100,17 +100,18 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     with np.errstate(invalid="ignore", over="ignore"):
         per_axis = []
         nan = np.zeros((n,) + out_spatial, bool)
-        far = np.zeros((n,) + out_spatial, bool)  # infinitely far out on a zeros/constant axis
         for k in range(r):
             # grid[..., k] indexes spatial axis r-1-k (grid[..., 0] is the width).
             axis = r - 1 - k
             size = in_spatial[axis]
             coord = unnormalize(grid[..., k], size, align_corners, pixels)
+            if paddings[k] in (PAD_ZEROS, PAD_CONSTANT):
+                # +-inf is infinitely far out: every tap outside, with the weights of a far
+                # integer stand-in (fraction 0), with which they read the fill.
+                coord = np.where(np.isinf(coord), -(size + 8.0), coord).astype(coord.dtype)
             taps, axis_nan = axis_taps(coord, size, mode, paddings[k], align_corners, keys_a)
             per_axis.append((axis, taps))
             nan |= axis_nan
-            if paddings[k] in (PAD_ZEROS, PAD_CONSTANT):
-                far |= np.isinf(coord)
 
         # A tap outside X reads the fill: "" or 0, or fill_value under "constant".
         if fill is None:
@@ -133,10 +134,8 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
             if strings:  # nearest: one tap; a NaN point reads nothing
                 out = np.where((valid & ~nan)[..., None], values, out)
             else:
-                out += np.where(far[..., None], 0, weight[..., None]
-                                * np.where(valid[..., None], values, fill))
+                out += weight[..., None] * np.where(valid[..., None], values, fill)
         if not strings:
-            out[far] = fill  # every tap outside: the fill (0 under zeros)
             out[nan] = complex(np.nan, np.nan) if work is np.complex128 else np.nan
 
     out = np.moveaxis(out, -1, 1)  # (N, C, *out_spatial)
