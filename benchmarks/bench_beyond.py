@@ -5,7 +5,7 @@ Run:  python -m benchmarks.bench_beyond [--repeats 9] [--case SUBSTRING] [--mark
 Two tables, every runner of a case timed interleaved in one process (medians):
 
 * paddings: the forward benchmark's image and volume shapes (float32, a smooth
-  random warp reaching past the edges) with ``"border"`` and with each padding
+  or a random warp reaching past the edges) with ``"border"`` and with each padding
   gridsample adds (``"constant"`` with a fill of 1, so the fill path runs);
   the ratio is the time ÷ border's.
 * push: ``gridsample.grid_push`` against torch-interpol's ``grid_push`` (CPU,
@@ -25,18 +25,23 @@ from benchmarks.timing import interleaved_medians, machine_line, report
 PADDINGS = ("border", "zeros", "constant", "mirror", "symmetric", "wrap", "reflection")
 
 SHAPES = {
-    "image 1x3x1024² linear": ((1, 3, 1024, 1024), "linear"),
-    "image 1x3x1024² nearest": ((1, 3, 1024, 1024), "nearest"),
-    "image 1x3x512² cubic": ((1, 3, 512, 512), "cubic"),
-    "volume 1x1x128³ linear": ((1, 1, 128, 128, 128), "linear"),
+    "image 1x3x1024² linear": ((1, 3, 1024, 1024), "linear", "smooth"),
+    "image 1x3x1024² nearest": ((1, 3, 1024, 1024), "nearest", "smooth"),
+    "image 1x3x1024² nearest random": ((1, 3, 1024, 1024), "nearest", "random"),
+    "image 1x3x512² cubic": ((1, 3, 512, 512), "cubic", "smooth"),
+    "image 1x3x512² cubic random": ((1, 3, 512, 512), "cubic", "random"),
+    "volume 1x1x128³ linear": ((1, 1, 128, 128, 128), "linear", "smooth"),
 }
 
 
-def _case(shape, seed=0):
-    """float32 x and a smooth random warp of the same size that reaches 10% past each edge."""
+def _case(shape, seed=0, kind="smooth"):
+    """float32 x and a warp of the same size that reaches 10% past each edge: smooth (the
+    identity plus small noise) or random (uniform positions: random memory access)."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(shape).astype(np.float32)
     spatial = shape[2:]
+    if kind == "random":
+        return x, rng.uniform(-1.1, 1.1, (1, *spatial, len(spatial))).astype(np.float32)
     axes = [np.linspace(-1.1, 1.1, s, dtype=np.float32) for s in spatial]
     mesh = np.meshgrid(*axes, indexing="ij")
     grid = np.stack(mesh[::-1], -1)[None]
@@ -47,8 +52,8 @@ def _case(shape, seed=0):
 def padding_runners(name):
     import gridsample
 
-    shape, mode = SHAPES[name]
-    x, grid = _case(shape)
+    shape, mode, kind = SHAPES[name]
+    x, grid = _case(shape, kind=kind)
 
     def runner(padding):
         kw = {"fill_value": 1.0} if padding == "constant" else {}
