@@ -41,7 +41,6 @@ from ._registry import (
     PAD_CONSTANT,
     PAD_ZEROS,
     mode_of,
-    padding_of,
     taps_per_point,
 )
 
@@ -93,12 +92,6 @@ class ForwardPlan:
     def linear_paddings(self) -> tuple:
         """The paddings of the sampler's linear part (constant as zeros: no fill)."""
         return tuple(PAD_ZEROS if p == PAD_CONSTANT else p for p in self.axis_paddings)
-
-    @property
-    def extended(self) -> bool:
-        """Whether the plan uses an option beyond ONNX GridSample."""
-        return (self.padding < 0 or not padding_of(self.padding).onnx or self.fill is not None
-                or self.cubic_a != CUBIC_A or self.pixels or self.displacement)
 
     @property
     def out_shape(self) -> tuple:
