@@ -1,9 +1,37 @@
-"""Shared helpers for the tests: option lists, random inputs, tolerances."""
+"""Shared helpers for the tests: option lists, random inputs, tolerances.
+
+The tests run on the general kernels unless they ask for another family.
+The oracles (PyTorch, onnxruntime, SciPy, the reference twin) pin the
+general kernels; ``test_vector_kernels.py`` pins the vector kernels to the
+general ones bit for bit, every (mode, padding) variant once, so the
+oracles' verdicts carry over without compiling every vector variant for
+every dtype pair the other tests use (each costs seconds of compile time
+on a cold cache).  ``GRIDSAMPLE_KERNELS=auto pytest`` runs every test on the
+kernels a user gets.
+"""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
+
+os.environ.setdefault("GRIDSAMPLE_KERNELS", "general")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Keep each mode's vector-kernel tests on one xdist worker (``--dist loadgroup``).
+
+    Two workers that both need a vector variant both compile it; grouped by
+    mode, each variant compiles once per test run.
+    """
+    for item in items:
+        if item.path.name != "test_vector_kernels.py":
+            continue
+        params = getattr(item, "callspec", None)
+        mode = params.params.get("mode", "linear") if params else "linear"
+        item.add_marker(pytest.mark.xdist_group(f"vector-{mode}"))
 
 MODES = ("linear", "nearest", "cubic")
 PADDINGS = ("zeros", "border", "reflection")

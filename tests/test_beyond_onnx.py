@@ -15,11 +15,12 @@ import pytest
 
 import gridsample
 from gridsample import GridSampleError, _engine, reference
-from gridsample._registry import MODES, PADDINGS
+from gridsample._options import parse_mode
+from gridsample._registry import MODES, PADDINGS, mode_of, taps_per_point
 
 NEW = ("constant", "mirror", "symmetric", "wrap")
 ALL = tuple(p.name for p in PADDINGS)
-FAMILIES = ("auto", "general", "nd")
+FAMILIES = ("general", "nd")  # the vector kernels: test_vector_kernels.py
 #: scipy.ndimage's name of each padding that it has exactly (docs/semantics.md §3.3).
 SCIPY = {"constant": "grid-constant", "zeros": "grid-constant", "border": "nearest",
          "mirror": "mirror", "symmetric": "reflect", "wrap": "grid-wrap"}
@@ -78,8 +79,11 @@ def _paddings(rank):
 @pytest.mark.parametrize("mode", [m.name for m in MODES])
 @pytest.mark.parametrize("rank", [1, 2, 3, 4])
 def test_forward_backward_and_push_match_the_twin(rng, mode, rank):
-    if mode == "cubic" and rank == 4:
-        rank = 3
+    if taps_per_point(parse_mode(mode), rank) > 64:
+        rank = 3  # the twin loops over every tap combination: 3-D covers the same paths
+    # A B-spline's twin solves for its coefficients densely where the kernels filter
+    # recursively (gain up to ~20): round-off 1e-12 relative becomes ~1e-11 absolute.
+    tol = 1e-10 if mode_of(parse_mode(mode)).spline else 1e-12
     x, grid = _twin_case(rng, rank, mode)
     for padding in _paddings(rank):
         for align in (False, True):
@@ -89,7 +93,7 @@ def test_forward_backward_and_push_match_the_twin(rng, mode, rank):
             for family in FAMILIES:
                 with _engine.use_kernels(family):
                     got = gridsample.grid_sample(x, grid, mode, padding, align, **kw)
-                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12,
+                np.testing.assert_allclose(got, want, rtol=tol, atol=tol,
                                            err_msg=f"{padding} {family}")
             gout = rng.standard_normal(want.shape)
             gx, gg = gridsample.grid_sample_backward(gout, x, grid, mode, padding, align, **kw)
@@ -106,11 +110,10 @@ def test_forward_backward_and_push_match_the_twin(rng, mode, rank):
 @pytest.mark.parametrize("mode", [m.name for m in MODES])
 @pytest.mark.parametrize("rank", [1, 2, 3, 4])
 def test_push_is_the_adjoint_of_sampling(rng, padding, mode, rank):
+    if taps_per_point(parse_mode(mode), rank) > 64:
+        rank = 3
     if isinstance(padding, tuple):
         padding = (padding * rank)[:rank]
-    if mode == "cubic" and rank == 4:
-        rank = 3
-        padding = padding[:3] if isinstance(padding, tuple) else padding
     spatial = (6, 5, 4, 3)[:rank]
     out = (5, 4, 3, 2)[:rank]
     x = rng.standard_normal((2, 3) + spatial)
@@ -119,7 +122,8 @@ def test_push_is_the_adjoint_of_sampling(rng, padding, mode, rank):
     sampled = gridsample.grid_sample(x, grid, mode, padding)  # a fill of 0: the linear part
     pushed = gridsample.grid_push(v, grid, x.shape, mode, padding)
     lhs, rhs = np.vdot(pushed, x), np.vdot(v, sampled)
-    assert abs(lhs - rhs) <= 1e-12 * max(1.0, abs(rhs))
+    tol = 1e-10 if mode_of(parse_mode(mode)).spline else 1e-12  # the prefilter's round-off
+    assert abs(lhs - rhs) <= tol * max(1.0, abs(rhs))
     count = gridsample.grid_count(grid, spatial, mode, padding)
     ones = gridsample.grid_push(np.ones((2, 1) + out), grid, (2, 1) + spatial, mode, padding)
     np.testing.assert_array_equal(count, ones)
@@ -347,7 +351,7 @@ def test_readme_examples_run_as_written():
     import re
 
     readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
-    api = readme.split("## API", 1)[1].split("## AffineGrid", 1)[0]
+    api = readme.split("## API", 1)[1].split("## B-splines", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", api, re.S)
     assert len(blocks) == 2
     scope = {}

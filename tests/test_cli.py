@@ -454,6 +454,21 @@ def test_slabs_equal_one_call():
     assert np.array_equal(whole, affine_expected(x, 3, theta, (5, 9, 13), padding="border"))
 
 
+@pytest.mark.parametrize("padding", ["border", "wrap"])
+def test_bspline_slabs_equal_one_call(padding):
+    """A B-spline prefilters the volume once for all slabs: the same as one call."""
+    from gridsample.cli._transforms import AffineSource
+    from gridsample.cli._warp import warp_array
+
+    x = random_array((7, 9, 11, 2), np.float32, 15)
+    theta = np.array([[0.9, 0.1, 0.0, 0.05], [-0.1, 1.1, 0.2, 0.0], [0.0, 0.1, 0.8, -0.1]])
+    source = AffineSource(theta, (5, 9, 13), False)
+    slabs = warp_array(x, 3, source, "bspline3", padding, False, slab_points=100)
+    grid = source.rows(0, 5, np.float32)
+    whole = gridsample.grid_sample(x[None], grid, "bspline3", padding, channel_last=True)[0]
+    np.testing.assert_array_equal(slabs, whole)
+
+
 @pytest.mark.parametrize("align", [False, True])
 def test_affine_rows_equal_affine_grid_bit_for_bit(align):
     from gridsample.cli._transforms import AffineSource

@@ -12,6 +12,12 @@ from gridsample.cli import main
 from gridsample.cli._info import info_lines
 
 
+@pytest.fixture(autouse=True)
+def _user_kernels(monkeypatch):
+    """``gridsample compile`` compiles what users run (conftest picks the general kernels)."""
+    monkeypatch.setenv("GRIDSAMPLE_KERNELS", "auto")
+
+
 def test_compile_then_info_lists_the_entries(capsys):
     assert main(["compile", "--rank", "2", "--mode", "nearest", "--padding", "border",
                  "--dtype", "float32", "uint8", "--backward", "-q"]) == 0

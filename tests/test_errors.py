@@ -16,7 +16,7 @@ GRID = np.zeros((1, 3, 3, 2))
 
 @pytest.mark.parametrize("kwargs,exc,words", [
     (dict(mode="bilinar"), GridSampleError, ["mode", "'bilinar'", "'linear'"]),
-    (dict(mode=3), GridSampleError, ["mode", "3", "2 (cubic)"]),
+    (dict(mode=9), GridSampleError, ["mode", "9", "2 (cubic)", "8 (bspline7)"]),
     (dict(mode=True), GridSampleTypeError, ["mode", "True"]),
     (dict(mode=1.0), GridSampleTypeError, ["mode", "float"]),
     (dict(padding_mode="warp"), GridSampleError, ["padding_mode", "'warp'", "'wrap'"]),

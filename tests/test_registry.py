@@ -35,7 +35,7 @@ def test_codes_and_names_are_unique():
         assert len(set(codes)) == len(codes) and len(set(names)) == len(names)
     for m in MODES:
         assert m.reach[1] - m.reach[0] + 1 == m.taps
-        assert m.anchor in ("floor", "rint") and m.pads in ("coordinate", "taps")
+        assert m.anchor in ("floor", "rint", "round") and m.pads in ("coordinate", "taps")
         assert set(m.vector_ranks) <= set(m.specialised_ranks)
 
 
@@ -64,10 +64,11 @@ def test_forward_and_backward_on_every_path(rng, m, p, rank):
         rank = 3  # keep 4-D cubic small: 3-D covers the same paths
     x, grid = _case(rng, rank)
     want = reference.grid_sample(x, grid, m.name, p.name, True)
-    for family in ("auto", "general", "nd"):
+    tol = 1e-10 if m.spline else 1e-12  # a B-spline's prefilter: dense solve vs recursion
+    for family in ("general", "nd"):  # the vector family: test_vector_kernels.py
         with _engine.use_kernels(family):
             got = gridsample.grid_sample(x, grid, m.code, p.code, True)
-        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=family)
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=family)
     gout = rng.standard_normal(want.shape)
     gx, gg = gridsample.grid_sample_backward(gout, x, grid, m.name, p.name, True)
     rx, rg = reference.grid_sample_backward(gout, x, grid, m.name, p.name, True)

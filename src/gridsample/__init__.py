@@ -10,9 +10,10 @@ from ._backward import grid_sample_backward
 from ._errors import GridSampleError, GridSampleTypeError
 from ._push import grid_count, grid_push
 from ._second_order import grid_sample_double_backward
+from ._splines import spline_coefficients
 
 __version__ = "0.1.0"
 
 __all__ = ["grid_sample", "grid_sample_backward", "grid_sample_double_backward", "grid_push",
-           "grid_count", "affine_grid",
+           "grid_count", "affine_grid", "spline_coefficients",
            "GridSampleError", "GridSampleTypeError", "__version__"]

@@ -6,13 +6,14 @@ import numpy as np
 
 from ._engine import run_forward
 from ._plan import plan_forward
+from ._splines import cast_result, coefficient_plan
 
 __all__ = ["grid_sample"]
 
 
 def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=False, *,
                 channel_last=False, fill_value=0, cubic_a=-0.75, grid_units="normalized",
-                displacement=False) -> np.ndarray:
+                displacement=False, prefilter=True) -> np.ndarray:
     """Sample ``x`` at the normalized positions held in ``grid``.
 
     Parameters
@@ -97,5 +98,8 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     """
     plan, x, grid = plan_forward(x, grid, mode, padding_mode, align_corners, channel_last,
                                  fill_value=fill_value, cubic_a=cubic_a, grid_units=grid_units,
-                                 displacement=displacement)
+                                 displacement=displacement, prefilter=prefilter)
+    if plan.prefilter:
+        c, cplan = coefficient_plan(plan, x)
+        return cast_result(run_forward(cplan, c, grid), plan.out_dtype)
     return run_forward(plan, x, grid)

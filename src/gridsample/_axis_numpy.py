@@ -11,6 +11,8 @@ None of it shares arithmetic with the compiled kernels.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._registry import (
@@ -23,10 +25,13 @@ from ._registry import (
     PAD_REFLECTION,
     PAD_SYMMETRIC,
     PAD_WRAP,
+    PAD_ZEROS,
+    mode_of,
     padding_of,
 )
 
 __all__ = ["A", "unnormalize", "reflect", "keys", "pad_indices", "identity_grid", "axis_taps",
+           "bspline", "bspline_slope", "bspline_curvature", "spline_distances",
            "unnormalize_slope",
            "pad_slope", "keys_slope", "axis_grad_taps", "keys_curvature",
            "axis_curvature"]
@@ -111,6 +116,78 @@ def _index_axis_taps(x, size, mode, padding, a):
     return taps, nan
 
 
+def bspline(t, degree):
+    """The centred B-spline ``B_n(t)`` of degree ``n`` (float64), from truncated powers.
+
+    ``B_n(t) = 1/n! sum_{j=0}^{n+1} (-1)^j C(n+1, j) (t + (n+1)/2 - j)_+^n``
+    (``(s)_+^0`` is 1 for ``s > 0``).  Cancellation costs a few ulps of
+    ``((n+1)/2)^n / n!`` (below 1e-13 for ``n <= 7``): a reference, not a kernel.
+    """
+    t = np.asarray(t, np.float64)
+    total = np.zeros(t.shape)
+    for j in range(degree + 2):
+        s = t + (degree + 1) / 2 - j
+        power = np.where(s > 0, np.maximum(s, 0.0) ** degree, 0.0) if degree else (s > 0) * 1.0
+        total += (-1) ** j * math.comb(degree + 1, j) * power
+    return total / math.factorial(degree)
+
+
+def bspline_slope(t, degree):
+    """``B_n'(t) = B_{n-1}(t + 1/2) - B_{n-1}(t - 1/2)``."""
+    return bspline(np.asarray(t) + 0.5, degree - 1) - bspline(np.asarray(t) - 0.5, degree - 1)
+
+
+def bspline_curvature(t, degree):
+    """``B_n''(t) = B_{n-2}(t + 1) - 2 B_{n-2}(t) + B_{n-2}(t - 1)``."""
+    t = np.asarray(t)
+    return bspline(t + 1, degree - 2) - 2 * bspline(t, degree - 2) + bspline(t - 1, degree - 2)
+
+
+def spline_distances(x, degree):
+    """First tap and the distances ``x - tap`` of the ``n + 1`` taps of a B-spline of degree ``n``.
+
+    Taps ``s … s + n``: ``s = floor(x) - (n-1)/2`` (odd ``n``) or
+    ``floor(x + 1/2) - n/2`` (even ``n``).  Distances from the exact
+    fraction, so huge coordinates keep exact weights.
+    """
+    h = degree // 2
+    anchor = np.floor(x) if degree % 2 else np.floor(x + np.asarray(0.5, x.dtype))
+    frac = (x - anchor).astype(np.float64)
+    return anchor - h, [frac + h - k for k in range(degree + 1)]
+
+
+def _spline_axis_taps(x, size, degree, padding, align_corners):
+    """:func:`axis_taps` of a B-spline mode: every tap index padded, the coordinate kept.
+
+    zeros/constant drop (or fill) a tap outside; border clips it and, for a
+    point infinitely far out, reads the edge alone; reflection reflects it
+    (then clips); the index paddings fold it.  ``±inf`` under the others is a
+    NaN point, as NaN is.
+    """
+    drops = padding in (PAD_ZEROS, PAD_CONSTANT)
+    far = np.isinf(x) & (padding == PAD_BORDER)
+    nan = np.isnan(x) | (np.isinf(x) & (not drops and padding != PAD_BORDER))
+    x = np.where(np.isfinite(x), x, np.copysign(size + 8.0, np.where(np.isnan(x), 1.0, x)))
+    x = x.astype(np.result_type(x.dtype, np.float32))
+    start, dist = spline_distances(x, degree)
+    taps = []
+    for k, d in enumerate(dist):
+        idx = start + k
+        w = bspline(d, degree)
+        if padding == PAD_BORDER:
+            idx = np.clip(idx, 0, size - 1)
+            w = np.where(far, 1.0 if k == degree // 2 else 0.0, w)
+        elif padding == PAD_REFLECTION:
+            idx = reflect(idx, size, align_corners)
+        elif padding_of(padding).index and padding != PAD_CONSTANT:
+            idx = pad_indices(idx, size, padding)
+        valid = (idx >= 0) & (idx <= size - 1)
+        if k != degree // 2:
+            valid = valid & ~far
+        taps.append((idx, w, valid))
+    return taps, nan
+
+
 def axis_taps(x, size, mode, padding, align_corners, a=A):
     """Taps of one axis: list of (float index, weight, valid) and the NaN mask.
 
@@ -121,6 +198,8 @@ def axis_taps(x, size, mode, padding, align_corners, a=A):
     ``"constant"`` is ``"zeros"`` here (the caller reads its fill where a
     tap is not valid); ``a`` is Keys' coefficient.
     """
+    if mode_of(mode).spline:
+        return _spline_axis_taps(x, size, mode_of(mode).spline, padding, align_corners)
     if padding_of(padding).index and padding != PAD_CONSTANT:
         return _index_axis_taps(x, size, mode, padding, a)
     if mode == MODE_CUBIC:
@@ -226,7 +305,7 @@ def keys_slope(s, a=A):
     return np.sign(s) * np.where(t <= 1, near, np.where(t < 2, far, 0.0))
 
 
-def axis_grad_taps(x, size, mode, padding, align_corners, a=A, pixels=False):
+def axis_grad_taps(x, size, mode, padding, align_corners, a=A, pixels=False, unpadded=None):
     """:func:`axis_taps` plus each tap's weight slope ``dw/dg`` (float64).
 
     Returns ``[(index, w, dw/dg, valid), ...]`` and the NaN mask.  ``x`` is
@@ -243,11 +322,17 @@ def axis_grad_taps(x, size, mode, padding, align_corners, a=A, pixels=False):
       for the taps at distances ``t+1, t, 1-t, 2-t``.
 
     A coordinate at ``±inf`` is infinitely far out: its value is locally
-    constant, slope 0 (its weights are not differentiable there).
+    constant, slope 0 (its weights are not differentiable there).  ``size``
+    is the sampled array's axis; ``unpadded`` the axis the grid normalizes
+    to where they differ (pre-padded B-spline coefficients).
     """
     taps, nan = axis_taps(x, size, mode, padding, align_corners, a)
-    scale = 1.0 if pixels else unnormalize_slope(size, align_corners)
-    if mode == MODE_NEAREST:
+    scale = 1.0 if pixels else unnormalize_slope(unpadded or size, align_corners)
+    degree = mode_of(mode).spline
+    if degree:  # the coordinate is not padded: dw_k/dx = B_n'(x - tap_k)
+        finite = np.where(np.isfinite(x), x, 0.0).astype(x.dtype)
+        slopes = [scale * bspline_slope(d, degree) for d in spline_distances(finite, degree)[1]]
+    elif mode == MODE_NEAREST:
         slopes = [np.zeros(x.shape)]
     elif mode == MODE_CUBIC:
         t = (x - np.floor(x)).astype(np.float64)  # exact, as in axis_taps
@@ -292,8 +377,16 @@ def axis_curvature(x, size, mode, align_corners, a=A, pixels=False):
     * nearest: 0.
     * cubic: ``d^2 w_k / dg^2 = u'(g)^2 K''(t - k)``.
 
-    A coordinate at ``±inf`` gets 0, as its slope does.
+    A coordinate at ``±inf`` gets 0, as its slope does.  A B-spline of degree
+    ``n``: ``u'(g)^2 B_n''(x - tap_k)``.
     """
+    degree = mode_of(mode).spline
+    if degree:
+        scale = 1.0 if pixels else unnormalize_slope(size, align_corners)
+        finite = np.where(np.isfinite(x), x, 0.0).astype(x.dtype)
+        far = np.isinf(x)
+        return [np.where(far, 0.0, scale * scale * bspline_curvature(d, degree))
+                for d in spline_distances(finite, degree)[1]]
     if mode != MODE_CUBIC:
         zero = np.zeros(x.shape)
         return [zero] * (1 if mode == MODE_NEAREST else 2)

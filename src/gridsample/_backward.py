@@ -33,12 +33,13 @@ from ._engine import (
     split_channels,
 )
 from ._errors import GridSampleError, GridSampleTypeError, describe
-from ._grad_taps import cubic_slope_constants
+from ._grad_taps import slope_constants
 from ._grad_vector_entries import GRID_GRAD_ENTRIES, INPUT_GRAD_ENTRIES
 from ._jit import read_only
 from ._options import MODE_NEAREST
 from ._plan import PAD_MIXED, ForwardPlan, as_array, plan_forward
 from ._registry import taps_per_point
+from ._splines import coefficient_plan, input_gradient
 from ._threads import num_threads, run_shared
 from ._vector import fits_int32
 
@@ -133,6 +134,11 @@ def work_split(plan: ForwardPlan, buffer_bytes: int, threads: int) -> tuple:
 
 def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
     """Compute the requested gradients for a validated plan, in their arguments' dtypes."""
+    if plan.prefilter:  # through the B-spline coefficients (gridsample._splines)
+        c, cplan = coefficient_plan(plan, x)
+        grad_c, grad_grid = run_backward(cplan, gout, c, grid, want_x, want_grid)
+        grad_x = None if grad_c is None else input_gradient(plan, cplan, grad_c)
+        return _finish(grad_x, x.dtype), grad_grid
     grad_x, grad_grid = _gradients(plan, gout, x, grid, want_x, want_grid)
     if grad_grid is not None and plan.fill is not None and plan.mode != MODE_NEAREST:
         grad_grid -= _fill_mass_gradient(plan, gout, x, grid, grad_grid.dtype)
@@ -172,7 +178,7 @@ def _gradients(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
         grad_x = np.zeros(x.shape, dt) if want_x else None
         grad_grid = np.zeros(grid.shape, dt) if want_grid else None
         return grad_x, grad_grid
-    K = taps_per_point(plan.mode, r)
+    K = taps_per_point(plan.kernel_mode, r)
     # x contiguous in its own layout, so that x and its gradient share the
     # tap offsets (a copy only for strided x).
     xw = np.ascontiguousarray(x, dt)
@@ -190,7 +196,7 @@ def _gradients(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
 
     sizes = np.array(plan.in_spatial[::-1], np.int64)
     axc, kc = kernel_constants(plan, dt, dt)
-    dk = np.array(cubic_slope_constants(plan.cubic_a), dt)
+    dk = np.array(slope_constants(tuple(kc)), dt)
     threads = num_threads()
     interleaved = _interleaved(plan)
     ggrid = np.zeros((plan.batch, plan.out_points, r) if grid_in_kernel else (1, 1, r), dt)
@@ -200,9 +206,9 @@ def _gradients(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
         block = block_size(-(-plan.out_points // Q), plan.batch, K, threads)
         block = max(1, min(block, _MAX_SLOPES_PER_BLOCK // (K * r)))
         args = (G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid3, gflat, gs_n, gs_c,
-                gs_p, gxbuf, xw.size, rows, plan.channels, K, plan.mode,
+                gs_p, gxbuf, xw.size, rows, plan.channels, K, plan.kernel_mode,
                 plan.padding, block, interleaved, with_x, with_grid)
-        entry = gk.BACKWARD_ENTRIES.get((r, plan.mode), gk.backward_nd)
+        entry = gk.BACKWARD_ENTRIES.get((r, plan.kernel_mode), gk.backward_nd)
         run_shared(entry, plan.batch * G * Q, (args,), threads)
 
     # One fused pass (plan once, gather and scatter) for a single channel;
@@ -277,7 +283,7 @@ def _vector_entry(table: dict, plan: ForwardPlan, sizes, strides):
     """
     if _interleaved(plan) or kernel_family() not in ("auto", "vector"):
         return None
-    entry = table.get((plan.rank, plan.mode, plan.padding))
+    entry = table.get((plan.rank, plan.kernel_mode, plan.padding))
     if entry is None or not fits_int32(sizes, strides):
         return None
     return entry
@@ -303,7 +309,7 @@ def _finish(grad, dtype):
 def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zeros",
                          align_corners=False, *, channel_last=False, output_mask=(True, True),
                          fill_value=0, cubic_a=-0.75, grid_units="normalized",
-                         displacement=False):
+                         displacement=False, prefilter=True):
     """Gradients of :func:`gridsample.grid_sample` w.r.t. ``x`` and ``grid``.
 
     Parameters
@@ -373,5 +379,6 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
     """
     plan, gout, x, grid, (want_x, want_grid) = plan_backward(
         grad_output, x, grid, mode, padding_mode, align_corners, channel_last, output_mask,
-        fill_value=fill_value, cubic_a=cubic_a, grid_units=grid_units, displacement=displacement)
+        fill_value=fill_value, cubic_a=cubic_a, grid_units=grid_units, displacement=displacement,
+        prefilter=prefilter)
     return run_backward(plan, gout, x, grid, want_x, want_grid)

@@ -34,7 +34,7 @@ from ._jit import read_only
 from ._options import MODE_CUBIC, MODE_LINEAR
 from ._plan import ForwardPlan
 from ._registry import MODES, PAD_CONSTANT, PAD_ZEROS, kernel_name, padding_of, taps_per_point
-from ._taps import axis_constants, cubic_constants
+from ._taps import axis_constants, weight_constants
 from ._threads import num_threads, run_shared
 from ._vector import fits_int32
 from ._vector_entries import ENTRIES as VECTOR_ENTRIES
@@ -161,12 +161,19 @@ def split_channels(strides, channel_last):
 
 
 def kernel_constants(plan: ForwardPlan, coord_dtype, weight_dtype) -> tuple:
-    """The per-axis constants ``axc`` (grid order) and Keys' constants ``kc`` of a plan."""
+    """The per-axis constants ``axc`` (grid order) and the weight constants ``kc`` of a plan.
+
+    ``kc``: Keys' kernel, or the cubic B-spline's (both run on cubic's
+    kernels).  An axis of B-spline coefficients padded by ``P`` elements on
+    each side (``plan.spline_pad``) is described by its unpadded size and
+    the offset ``P`` (:func:`gridsample._taps.axis_constants`).
+    """
     sizes = plan.in_spatial[::-1]
-    axc = np.stack([axis_constants(int(s), plan.align_corners, coord_dtype, pad=p,
-                                   pixels=plan.pixels)
-                    for s, p in zip(sizes, plan.axis_paddings)])
-    return axc, np.array(cubic_constants(plan.cubic_a), weight_dtype)
+    offsets = plan.spline_pad or (0,) * plan.rank
+    axc = np.stack([axis_constants(int(s) - 2 * o, plan.align_corners, coord_dtype, pad=p,
+                                   pixels=plan.pixels, offset=o)
+                    for s, p, o in zip(sizes, plan.axis_paddings, offsets)])
+    return axc, np.array(weight_constants(plan.mode, plan.cubic_a), weight_dtype)
 
 
 def coordinates(plan: ForwardPlan, grid3: np.ndarray, p0: int, dtype) -> np.ndarray:
@@ -225,7 +232,7 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
     fillv = None if plan.fill is None else plan.fill.astype(conv.accumulator)
     # Sweep channels innermost when they are many and the closest in memory.
     interleaved = plan.channels > PLANAR_MAX_CHANNELS and xs_c <= min(strides)
-    K = taps_per_point(plan.mode, r)
+    K = taps_per_point(plan.kernel_mode, r)
     threads = num_threads()
     family = kernel_family()
     vector = None
@@ -236,9 +243,10 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
     vector_ok = (dtype_name(plan.out_dtype) in VECTOR_DTYPES and not interleaved
                  and vector_pad >= 0 and padding_of(vector_pad).vector)
     if vector_ok and family in ("auto", "vector"):
-        vector = vector_entry(r, plan.mode, vector_pad, plan.coord_dtype, plan.weight_dtype,
+        vector = vector_entry(r, plan.kernel_mode, vector_pad, plan.coord_dtype, plan.weight_dtype,
                               sizes, strides, conv.kind)
-    general = kern.task_nd if family == "nd" else GENERAL_KERNELS.get((r, plan.mode), kern.task_nd)
+    general = kern.task_nd if family == "nd" else GENERAL_KERNELS.get((r, plan.kernel_mode),
+                                                                    kern.task_nd)
 
     def launch(grid3, xflat, outflat, batch):
         grid3 = read_only(grid3)
@@ -251,8 +259,8 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
             run_shared(vector, tasks, args, threads)
         else:
             args = (xflat, xs_n, xs_c, sizes, strides, axc, kc, grid3, outflat, os_n, os_c, os_p,
-                    batch, plan.channels, K, plan.mode, plan.padding, block, interleaved, wconst,
-                    conv.kind, azero)
+                    batch, plan.channels, K, plan.kernel_mode, plan.padding, block, interleaved,
+                    wconst, conv.kind, azero)
             if fillv is None:
                 run_shared(general, tasks, (args,), threads)
             else:

@@ -44,7 +44,7 @@ from ._grad_planners import (
     plan_grad_general,
 )
 from ._jit import function, helper, skeleton
-from ._registry import MODES, kernel_name
+from ._registry import MAX_AXIS_TAPS, MODES, kernel_name
 
 __all__ = ["BACKWARD_ENTRIES", "backward_nd", "task_sum_buffers"]
 
@@ -55,9 +55,9 @@ def _scratch(block, K, r, like):
     wts = np.empty(block * K, like.dtype)
     cnt = np.empty(block, np.int64)
     chain = np.empty(block * r, like.dtype)
-    ax_off = np.empty(4 * r, np.int64)
-    ax_w = np.empty(4 * r, like.dtype)
-    ax_dw = np.empty(4 * r, like.dtype)
+    ax_off = np.empty(MAX_AXIS_TAPS * r, np.int64)
+    ax_w = np.empty(MAX_AXIS_TAPS * r, like.dtype)
+    ax_dw = np.empty(MAX_AXIS_TAPS * r, like.dtype)
     ax_n = np.empty(r, np.int64)
     return off, wts, cnt, chain, ax_off, ax_w, ax_dw, ax_n
 
@@ -65,7 +65,7 @@ def _scratch(block, K, r, like):
 @helper
 def _constants(kc, dk):
     """Keys' constants and slopes as tuples (scalars travel into helpers without refcounts)."""
-    return ((kc[0], kc[1], kc[2], kc[3], kc[4], kc[5], kc[6]),
+    return ((kc[0], kc[1], kc[2], kc[3], kc[4], kc[5], kc[6], kc[7]),
             (dk[0], dk[1], dk[2], dk[3], dk[4]))
 
 

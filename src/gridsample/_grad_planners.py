@@ -24,9 +24,12 @@ planners take one view of the block's grid rows instead); and indexing
 
 from __future__ import annotations
 
+import math
+
 from ._grad_taps import grad_axis_taps, grad_cubic_taps, grad_linear_taps, grad_nearest_taps
 from ._jit import function, skeleton
-from ._taps import axis_pad, axis_row
+from ._registry import MAX_AXIS_TAPS, MODE_SPLINE_FIRST, MODE_SPLINE_LAST
+from ._taps import AXIS_MUL, AXIS_SCALE, axis_pad, axis_row, spline_taps, unnormalize
 
 __all__ = ["plan_grad_general", "plan_grad_2d_linear", "plan_grad_2d_nearest", "plan_grad_2d_cubic",
            "plan_grad_3d_linear", "plan_grad_3d_nearest"]
@@ -48,6 +51,17 @@ def plan_grad_general(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, stride
         nan = False
         for a in range(r):
             ax = axis_row(axc, a)
+            if mode >= MODE_SPLINE_FIRST:  # B-splines of other degrees than 3: up to 8 taps
+                n = spline_taps(gg[j, a], mode - 1, axis_pad(ax), ax, one, sizes[a], strides[a],
+                                ax_off, ax_w, ax_dw, a * MAX_AXIS_TAPS, False, True)
+                if n < 0 or mode > MODE_SPLINE_LAST:
+                    nan = True
+                    break
+                scale = ax[AXIS_MUL] * ax[AXIS_SCALE]
+                far = math.isinf(unnormalize(gg[j, a], ax))  # locally constant: slope 0
+                chain[j * r + a] = scale - scale if far else scale
+                ax_n[a] = n
+                continue
             nan_a, ch, idx, w, dw, ok = grad_axis_taps(gg[j, a], mode, axis_pad(ax), ax,
                                                        kc, dk, sizes[a])
             if nan_a:
@@ -57,9 +71,9 @@ def plan_grad_general(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, stride
             n = 0
             for k in range(4):
                 if ok[k]:
-                    ax_off[a * 4 + n] = idx[k] * strides[a]
-                    ax_w[a * 4 + n] = w[k]
-                    ax_dw[a * 4 + n] = dw[k]
+                    ax_off[a * MAX_AXIS_TAPS + n] = idx[k] * strides[a]
+                    ax_w[a * MAX_AXIS_TAPS + n] = w[k]
+                    ax_dw[a * MAX_AXIS_TAPS + n] = dw[k]
                     n += 1
             ax_n[a] = n
         if nan:
@@ -79,9 +93,9 @@ def plan_grad_general(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, stride
                 c = 0
                 break
             for t in range(na - 1, -1, -1):
-                ao = ax_off[a * 4 + t]
-                aw = ax_w[a * 4 + t]
-                adw = ax_dw[a * 4 + t]
+                ao = ax_off[a * MAX_AXIS_TAPS + t]
+                aw = ax_w[a * MAX_AXIS_TAPS + t]
+                adw = ax_dw[a * MAX_AXIS_TAPS + t]
                 dst = base + t * c
                 for e in range(c):
                     src = base + e

@@ -40,7 +40,6 @@ from ._taps import (
     AXIS_REFLECT_LOW,
     AXIS_REFLECT_SPAN,
     AXIS_SCALE,
-    CUBIC_A,
     cubic_axis,
     linear_axis,
     nearest_axis,
@@ -49,15 +48,20 @@ from ._taps import (
 )
 
 __all__ = ["grad_axis_taps", "grad_linear_taps", "grad_nearest_taps", "grad_cubic_taps",
-           "pad_slope", "cubic_slope_constants", "SLOPE_FIELDS"]
+           "pad_slope", "slope_constants", "SLOPE_FIELDS"]
 
-#: Layout of the Keys-derivative constants: 3(A+2), 2(A+3), 3A, 10A, 8A.
+#: Layout of the derivative constants of cubic's piecewise cubic (Keys: 3(A+2), 2(A+3), 3A,
+#: 10A, 8A).
 SLOPE_FIELDS = 5
 
 
-def cubic_slope_constants(a: float = CUBIC_A) -> tuple:
-    """``3(A+2), 2(A+3), 3A, 10A, 8A`` for Keys' coefficient ``a`` (exact for A = -0.75)."""
-    return (3.0 * (a + 2.0), 2.0 * (a + 3.0), 3.0 * a, 10.0 * a, 8.0 * a)
+def slope_constants(kc: tuple) -> tuple:
+    """The derivative's constants of the piecewise cubic ``kc`` (``_taps.CUBIC_FIELDS``).
+
+    ``3 c2, 2 c1, 3 c3, 2 c4, c5``: for Keys' kernel ``3(A+2), 2(A+3), 3A,
+    10A, 8A`` (doubling is exact, so these equal the textbook products).
+    """
+    return (3.0 * kc[2], 2.0 * kc[3], 3.0 * kc[1], 2.0 * kc[4], kc[5])
 
 
 @helper

@@ -70,6 +70,7 @@ from ._planners import (
     plan_nearest_2d,
     plan_nearest_3d,
 )
+from ._registry import MAX_AXIS_TAPS
 from ._sweeps import sweep, sweep_fill
 
 __all__ = ["task_nd", "task_fill", "task_linear_2d",
@@ -82,8 +83,8 @@ def _scratch(points, K, r, wconst):
     off = np.empty(points * K, np.int64)
     wts = np.empty(points * K, wconst.dtype)
     cnt = np.empty(points, np.int64)
-    ax_off = np.empty(r * 4, np.int64)
-    ax_w = np.empty(r * 4, wconst.dtype)
+    ax_off = np.empty(r * MAX_AXIS_TAPS, np.int64)
+    ax_w = np.empty(r * MAX_AXIS_TAPS, wconst.dtype)
     ax_n = np.empty(r, np.int64)
     return off, wts, cnt, ax_off, ax_w, ax_n
 

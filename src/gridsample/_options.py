@@ -27,6 +27,7 @@ from ._registry import (
     PAD_REFLECTION,
     PAD_ZEROS,
     PADDINGS,
+    mode_of,
     padding_of,
 )
 
@@ -43,6 +44,7 @@ __all__ = [
     "parse_padding",
     "parse_paddings",
     "parse_onnx_padding",
+    "parse_onnx_mode",
     "parse_grid_units",
     "parse_cubic_a",
     "parse_align_corners",
@@ -130,6 +132,17 @@ def parse_onnx_padding(padding_mode: object, where: str) -> int:
         raise GridSampleError(
             f"padding_mode={padding_mode!r} is not defined by {where}; allowed: {allowed} "
             f"(gridsample.grid_sample has {PADDING_NAMES[code]!r})")
+    return code
+
+
+def parse_onnx_mode(mode: object, where: str) -> int:
+    """A mode ONNX GridSample defines (linear, nearest, cubic), for ``where``'s API."""
+    code = parse_mode(mode)
+    if not mode_of(code).onnx:
+        allowed = ", ".join(repr(m.name) for m in MODES if m.onnx)
+        raise GridSampleError(
+            f"mode={mode!r} is not defined by {where}; allowed: {allowed} "
+            f"(gridsample.grid_sample has {MODE_NAMES[code]!r})")
     return code
 
 

@@ -62,6 +62,11 @@ class ForwardPlan:
     is their common code, or :data:`PAD_MIXED`.  ``"constant"`` with a fill
     of 0 is planned as ``"zeros"`` (the same result, bit for bit); ``fill``
     is then None, otherwise one value per channel in ``x``'s dtype.
+
+    ``prefilter``: a B-spline mode whose ``x`` holds samples (the
+    coefficients are computed first, :mod:`gridsample._splines`);
+    ``spline_pad``: per grid component, the margin by which the array the
+    kernels read (B-spline coefficients) extends each side of the axis.
     """
 
     rank: int
@@ -82,6 +87,18 @@ class ForwardPlan:
     cubic_a: float = CUBIC_A
     pixels: bool = False
     displacement: bool = False
+    prefilter: bool = False
+    spline_pad: tuple = ()
+
+    @property
+    def kernel_mode(self) -> int:
+        """The mode code the kernels run (the cubic B-spline runs on cubic's kernels)."""
+        return mode_of(self.mode).kernel_code
+
+    @property
+    def spline(self) -> int:
+        """The B-spline degree of the mode (0: not a B-spline)."""
+        return mode_of(self.mode).spline
 
     @property
     def axis_paddings(self) -> tuple:
@@ -211,7 +228,7 @@ def _parse_fill(fill_value, paddings, x: np.ndarray, channels: int):
 
 
 def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last, *, fill_value=0,
-                 cubic_a=CUBIC_A, grid_units="normalized", displacement=False):
+                 cubic_a=CUBIC_A, grid_units="normalized", displacement=False, prefilter=True):
     """Validate the forward arguments.
 
     Returns
@@ -251,7 +268,7 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last, *, fi
             f"x has {rank} spatial axes: mode={MODE_NAMES[mode_code]!r} would read "
             f"{mode_of(mode_code).taps}**{rank} = {taps} taps per output point; at most "
             f"{MAX_TAPS_PER_POINT} are supported (linear up to 16 axes, cubic up to 8, "
-            f"nearest any)"
+            f"bspline7 up to 5, nearest any)"
         )
     batch = x.shape[0]
     if grid.shape[0] not in (batch, 1):
@@ -296,5 +313,6 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last, *, fi
         cubic_a=parse_cubic_a(cubic_a, mode_code),
         pixels=parse_grid_units(grid_units),
         displacement=parse_flag("displacement", displacement),
+        prefilter=parse_flag("prefilter", prefilter) and mode_of(mode_code).spline > 0,
     )
     return plan, x, grid

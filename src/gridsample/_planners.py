@@ -26,6 +26,7 @@ fastest (PyTorch's nw, ne, sw, se order) and weights multiply as
 from __future__ import annotations
 
 from ._jit import function, skeleton
+from ._registry import MAX_AXIS_TAPS
 from ._taps import (
     AXIS_PAD,
     axis_pad,
@@ -54,13 +55,13 @@ def plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
 
     A NaN point gets one tap at offset 0 with weight NaN, so every sweep
     yields NaN for it without a branch.  ``ax_off``/``ax_w``/``ax_n`` are
-    scratch of length ``4 r``, ``4 r`` and ``r``.
+    scratch of length ``MAX_AXIS_TAPS r``, ``MAX_AXIS_TAPS r`` and ``r``.
     """
     r = grid.shape[2]
     base = j * K
     for a in range(r):
         na = axis_taps(grid[gn, p, a], mode, int(axc[a, AXIS_PAD]), axc[a], kc, sizes[a],
-                       strides[a], ax_off, ax_w, a * 4)
+                       strides[a], ax_off, ax_w, a * MAX_AXIS_TAPS)
         if na < 0:
             off[base] = 0
             wts[base] = wconst[WCONST_NAN]
@@ -79,8 +80,8 @@ def plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
             c = 0
             break
         for t in range(na - 1, -1, -1):
-            ao = ax_off[a * 4 + t]
-            aw = ax_w[a * 4 + t]
+            ao = ax_off[a * MAX_AXIS_TAPS + t]
+            aw = ax_w[a * MAX_AXIS_TAPS + t]
             dst = base + t * c
             for e in range(c):
                 off[dst + e] = off[base + e] + ao

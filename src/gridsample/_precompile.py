@@ -18,15 +18,16 @@ import numpy as np
 from ._api import grid_sample
 from ._backward import grid_sample_backward
 from ._errors import GridSampleError
-from ._options import MODE_NAMES
-from ._registry import DEFAULT_PADDINGS
+from ._registry import DEFAULT_PADDINGS, MODES
 
 __all__ = ["Combination", "combinations", "compile_combination", "compile_many", "resolve_dtype",
-           "DEFAULT_DTYPES", "DEFAULT_RANKS", "DEFAULT_PADDINGS"]
+           "DEFAULT_DTYPES", "DEFAULT_RANKS", "DEFAULT_PADDINGS", "DEFAULT_MODES"]
 
 #: What ``gridsample compile`` compiles when not told: float32 images and
-#: volumes, every mode and padding, forward only.
+#: volumes, the ONNX modes and every padding with code of its own, forward only
+#: (B-spline modes on request: ``--mode bspline3``).
 DEFAULT_DTYPES = ("float32",)
+DEFAULT_MODES = tuple(m.name for m in MODES if m.onnx)
 DEFAULT_RANKS = (2, 3)
 
 #: Channels of the channel-last example: more than the planar sweep takes,
@@ -71,13 +72,13 @@ class Combination:
 
 def combinations(x_dtypes=DEFAULT_DTYPES, grid_dtypes=("float32",), ranks=DEFAULT_RANKS,
                  modes=None, paddings=None, channel_last=False, backward=False) -> list:
-    """Every :class:`Combination` of the choices (``None``: every mode, :data:`DEFAULT_PADDINGS`).
+    """Every :class:`Combination` of the choices (``None``: the defaults, ``DEFAULT_*``).
 
     3-D and higher cubic, and ranks other than 2 and 3, run the general N-D
     kernels; they are listed like the others.  Backward combinations are
     added for floating ``x`` only (the gradients' domain).
     """
-    modes = tuple(modes or MODE_NAMES.values())
+    modes = tuple(modes or DEFAULT_MODES)
     paddings = tuple(paddings or DEFAULT_PADDINGS)
     layouts = (False, True) if channel_last else (False,)
     out = []

@@ -58,7 +58,8 @@ def parse_push_shape(shape, values_shape, rank: int, channel_last: bool) -> tupl
 
 
 def grid_push(values, grid, shape, mode="linear", padding_mode="zeros", align_corners=False, *,
-              channel_last=False, cubic_a=-0.75, grid_units="normalized", displacement=False):
+              channel_last=False, cubic_a=-0.75, grid_units="normalized", displacement=False,
+              prefilter=True):
     """Push ``values`` to the positions in ``grid``: the adjoint of :func:`grid_sample` in ``x``.
 
     Parameters
@@ -70,8 +71,9 @@ def grid_push(values, grid, shape, mode="linear", padding_mode="zeros", align_co
     shape : sequence of int
         The result's shape, ``(N, C, d1, ..., dr)`` (or ``(N, d1, ..., dr, C)``
         with ``channel_last``), or its spatial part ``(d1, ..., dr)``.
-    mode, padding_mode, align_corners, channel_last, cubic_a, grid_units, displacement
-        As in :func:`grid_sample`; a tap that sampling would pad onto an
+    mode, padding_mode, align_corners, channel_last, cubic_a, grid_units, displacement, prefilter
+        As in :func:`grid_sample` (a B-spline mode with ``prefilter`` pushes
+        through the prefilter's adjoint); a tap that sampling would pad onto an
         element (border, reflection, mirror, symmetric, wrap) pushes onto
         that element; a tap outside under zeros or constant padding is lost.
 
@@ -112,7 +114,8 @@ def grid_push(values, grid, shape, mode="linear", padding_mode="zeros", align_co
     wide = np.float64 in (v.dtype, g.dtype)
     x = np.zeros(out_shape, np.float64 if wide else np.float32)
     plan, x, g = plan_forward(x, g, mode, padding_mode, align_corners, channel_last,
-                              cubic_a=cubic_a, grid_units=grid_units, displacement=displacement)
+                              cubic_a=cubic_a, grid_units=grid_units, displacement=displacement,
+                              prefilter=prefilter)
     if v.shape != plan.out_shape:
         raise GridSampleError(
             f"values has shape {v.shape}; for grid {g.shape} it must be {plan.out_shape}")
@@ -120,7 +123,8 @@ def grid_push(values, grid, shape, mode="linear", padding_mode="zeros", align_co
 
 
 def grid_count(grid, shape, mode="linear", padding_mode="zeros", align_corners=False, *,
-               channel_last=False, cubic_a=-0.75, grid_units="normalized", displacement=False):
+               channel_last=False, cubic_a=-0.75, grid_units="normalized", displacement=False,
+              prefilter=True):
     """The push of ones: how much weight each element of an input of ``shape`` receives.
 
     Parameters
@@ -129,7 +133,7 @@ def grid_count(grid, shape, mode="linear", padding_mode="zeros", align_corners=F
         Positions, as for :func:`grid_sample`.
     shape : sequence of int
         The spatial shape ``(d1, ..., dr)``, or a full shape with one channel.
-    mode, padding_mode, align_corners, channel_last, cubic_a, grid_units, displacement
+    mode, padding_mode, align_corners, channel_last, cubic_a, grid_units, displacement, prefilter
         As in :func:`grid_push`.
 
     Returns
@@ -145,4 +149,5 @@ def grid_count(grid, shape, mode="linear", padding_mode="zeros", align_corners=F
                                                                         *g.shape[1:-1])
     ones = np.broadcast_to(np.ones((), dtype), ones_shape)
     return grid_push(ones, g, shape, mode, padding_mode, align_corners, channel_last=channel_last,
-                     cubic_a=cubic_a, grid_units=grid_units, displacement=displacement)
+                     cubic_a=cubic_a, grid_units=grid_units, displacement=displacement,
+                     prefilter=prefilter)

@@ -24,10 +24,15 @@ from dataclasses import dataclass
 __all__ = ["Mode", "Padding", "MODES", "PADDINGS", "MODE_LINEAR", "MODE_NEAREST", "MODE_CUBIC",
            "PAD_ZEROS", "PAD_BORDER", "PAD_REFLECTION", "PAD_CONSTANT", "PAD_MIRROR",
            "PAD_SYMMETRIC", "PAD_WRAP", "CUBIC_A", "DEFAULT_PADDINGS", "mode_of", "padding_of",
-           "taps_per_point", "kernel_name", "MAX_TAPS_PER_POINT"]
+           "taps_per_point", "kernel_name", "MAX_TAPS_PER_POINT", "MAX_AXIS_TAPS",
+           "MODE_BSPLINE", "MODE_SPLINE_FIRST", "MODE_SPLINE_LAST", "spline_modes"]
 
 #: Mode codes: the integers the kernels see, CANN's / ATen's interpolation codes.
 MODE_LINEAR, MODE_NEAREST, MODE_CUBIC = 0, 1, 2
+#: B-spline modes (docs/semantics.md §4.2): ``MODE_BSPLINE[n]`` is the code of degree ``n``.
+MODE_BSPLINE = {n: n + 1 for n in range(2, 8)}
+#: The first and last B-spline codes (the kernels' degree is ``code - 1``).
+MODE_SPLINE_FIRST, MODE_SPLINE_LAST = MODE_BSPLINE[2], MODE_BSPLINE[7]
 #: Padding codes: the integers the kernels see; 0-2 are CANN's / ATen's padding codes.
 PAD_ZEROS, PAD_BORDER, PAD_REFLECTION = 0, 1, 2
 #: Keys' cubic convolution coefficient by default (PyTorch, OpenCV, onnxruntime).
@@ -55,19 +60,32 @@ class Mode:
         Its name in ``torch.nn.functional.grid_sample``.
     taps : int
         Taps per axis.
-    anchor : {"floor", "rint"}
-        Index the taps are counted from.
+    anchor : {"floor", "rint", "round"}
+        Index the taps are counted from: ``floor(x)``, ``rint(x)`` (half to
+        even) or ``floor(x + 1/2)`` (the even-degree B-splines, as SciPy).
     reach : tuple of int
         Offsets ``k`` of the taps from the anchor, first and last.
     pads : {"coordinate", "taps"}
         What the padding acts on.
     specialised_ranks : tuple of int
         Ranks with a rank-specialised general kernel and backward planner
-        (others run the N-D kernels).
+        (others run the N-D kernels; a mode run as another's ``kernel`` has
+        that mode's).
     vector_ranks : tuple of int
         Ranks with branch-free vector kernels (:mod:`gridsample._vector`).
     grid_grad_vector_ranks : tuple of int
         Ranks with branch-free grid-gradient kernels (:mod:`gridsample._grad_vector`).
+    kernel : int or None
+        The code the kernels run it as (None: its own).  The cubic B-spline
+        is a piecewise cubic of support 4, like Keys' kernel: it runs on
+        cubic's kernels with its own polynomial coefficients.
+    onnx : bool
+        Defined by ONNX GridSample (and CANN, ATen); ``gridsample.onnx``,
+        ``gridsample.cann`` and the demo take only these.
+    spline : int
+        Its B-spline degree (0: not a B-spline mode).  B-spline modes pad
+        each tap index (like cubic) and, by default, prefilter ``x`` into
+        spline coefficients (:mod:`gridsample._prefilter`).
     """
 
     code: int
@@ -82,6 +100,14 @@ class Mode:
     specialised_ranks: tuple
     vector_ranks: tuple
     grid_grad_vector_ranks: tuple = ()
+    kernel: int | None = None
+    spline: int = 0
+    onnx: bool = True
+
+    @property
+    def kernel_code(self) -> int:
+        """The mode code the kernels see."""
+        return self.code if self.kernel is None else self.kernel
 
 
 @dataclass(frozen=True)
@@ -137,6 +163,12 @@ MODES = (
     Mode(MODE_CUBIC, "cubic", ("bicubic", "tricubic"), onnx16="bicubic", torch="bicubic",
          taps=4, anchor="floor", reach=(-1, 2), pads="taps", specialised_ranks=(2,),
          vector_ranks=(2,), grid_grad_vector_ranks=(2,)),
+    *(Mode(MODE_BSPLINE[n], f"bspline{n}", (), onnx16="", torch="", taps=n + 1,
+           anchor="floor" if n % 2 else "round", reach=(-(n // 2), n - n // 2) if n % 2
+           else (-(n // 2), n // 2), pads="taps",
+           specialised_ranks=(), vector_ranks=(), kernel=MODE_CUBIC if n == 3 else None,
+           spline=n, onnx=False)
+      for n in range(2, 8)),
 )
 
 PADDINGS = (
@@ -177,8 +209,16 @@ def padding_of(code: int) -> Padding:
 
 
 #: Most taps per point a kernel plans (its scratch is ``block * K`` pairs):
-#: linear up to r = 16, cubic up to r = 8, nearest at any rank.
+#: linear up to r = 16, cubic up to r = 8, a degree-7 B-spline up to r = 5,
+#: nearest at any rank.
 MAX_TAPS_PER_POINT = 2**16
+#: Most taps per axis (a degree-7 B-spline): the per-axis scratch of the general planners.
+MAX_AXIS_TAPS = 8
+
+
+def spline_modes() -> tuple:
+    """The B-spline modes, by degree."""
+    return tuple(m for m in MODES if m.spline)
 
 
 def taps_per_point(code: int, rank: int) -> int:

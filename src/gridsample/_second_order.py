@@ -54,6 +54,7 @@ from ._errors import GridSampleError, GridSampleTypeError
 from ._options import MODE_NEAREST
 from ._plan import as_array
 from ._registry import PAD_ZEROS
+from ._splines import coefficient_plan, input_gradient
 
 __all__ = ["grid_sample_double_backward"]
 
@@ -105,10 +106,15 @@ def _direction_terms(plan, gout, x, grid, q, want_gout, want_x, want_grid):
             axis = r - 1 - a  # grid[..., a] indexes spatial axis r-1-a
             size = in_spatial[axis]
             stride = int(np.prod(in_spatial[axis + 1:]))
-            coord = unnormalize(coords[..., a], size, plan.align_corners, plan.pixels)
+            # B-spline coefficients pre-padded by `margin` on each side of this axis
+            margin = plan.spline_pad[a] if plan.spline_pad else 0
+            unpadded = size - 2 * margin
+            coord = unnormalize(coords[..., a], unpadded, plan.align_corners, plan.pixels)
+            coord = coord + coord.dtype.type(margin) if margin else coord
             taps, axis_nan = axis_grad_taps(coord, size, plan.mode, plan.axis_paddings[a],
-                                            plan.align_corners, plan.cubic_a, plan.pixels)
-            curv = axis_curvature(coord, size, plan.mode, plan.align_corners, plan.cubic_a,
+                                            plan.align_corners, plan.cubic_a, plan.pixels,
+                                            unpadded)
+            curv = axis_curvature(coord, unpadded, plan.mode, plan.align_corners, plan.cubic_a,
                                   plan.pixels)
             per_axis.append([(idx, w, dw, ddw, ok, stride)
                              for (idx, w, dw, ok), ddw in zip(taps, curv)])
@@ -172,7 +178,7 @@ def grid_sample_double_backward(grad_grad_x, grad_grad_grid, grad_output, x, gri
                                 mode="linear", padding_mode="zeros", align_corners=False, *,
                                 channel_last=False, output_mask=(True, True, True),
                                 fill_value=0, cubic_a=-0.75, grid_units="normalized",
-                                displacement=False):
+                                displacement=False, prefilter=True):
     """Derivatives of :func:`gridsample.grid_sample_backward`'s results (double backward).
 
     For ``(dL/dx, dL/dgrid) = grid_sample_backward(grad_output, x, grid, ...)``
@@ -196,7 +202,7 @@ def grid_sample_double_backward(grad_grad_x, grad_grad_grid, grad_output, x, gri
         As in :func:`gridsample.grid_sample`.
     output_mask : triple of bool, default (True, True, True)
         Which of the three results to compute; a skipped one is None.
-    fill_value, cubic_a, grid_units, displacement
+    fill_value, cubic_a, grid_units, displacement, prefilter
         As in :func:`gridsample.grid_sample_backward` (the fill enters the
         grid gradient, so its derivatives too).
 
@@ -246,7 +252,8 @@ def grid_sample_double_backward(grad_grad_x, grad_grad_grid, grad_output, x, gri
     """
     plan, gout, x, grid, _ = plan_backward(
         grad_output, x, grid, mode, padding_mode, align_corners, channel_last, (True, True),
-        fill_value=fill_value, cubic_a=cubic_a, grid_units=grid_units, displacement=displacement)
+        fill_value=fill_value, cubic_a=cubic_a, grid_units=grid_units, displacement=displacement,
+        prefilter=prefilter)
     want_gout, want_x, want_grid = parse_output_mask(
         output_mask, ("grad_grad_output", "grad_x", "grad_grid"))
     ggx = _optional_like("grad_grad_x", grad_grad_x, x, "x")
@@ -256,7 +263,7 @@ def grid_sample_double_backward(grad_grad_x, grad_grad_grid, grad_output, x, gri
     options = dict(mode=plan.mode, padding_mode=plan.linear_paddings,
                    align_corners=plan.align_corners, channel_last=plan.channel_last,
                    cubic_a=plan.cubic_a, grid_units="pixels" if plan.pixels else "normalized",
-                   displacement=plan.displacement)
+                   displacement=plan.displacement, prefilter=plan.prefilter)
     # Each result is the sum of the terms that apply (None: no term yet, 0).
     d_gout = d_x = d_grid = None
     if not plan.is_empty and ggx is not None:
@@ -267,13 +274,19 @@ def grid_sample_double_backward(grad_grad_x, grad_grad_grid, grad_output, x, gri
                                           **options)[1]
     tangent = (want_gout or want_x or want_grid) and ggg is not None
     if not plan.is_empty and tangent and plan.mode != MODE_NEAREST:
-        tg, tx, tgrid = _direction_terms(plan, gout, x, grid, ggg, want_gout, want_x, want_grid)
+        # A prefiltered B-spline samples its coefficients c = F x: the terms in c, and
+        # dM/dx = F^T dM/dc.
+        cplan, xs = coefficient_plan(plan, x)[::-1] if plan.prefilter else (plan, x)
+        tg, tx, tgrid = _direction_terms(cplan, gout, xs, grid, ggg, want_gout, want_x,
+                                         want_grid)
         if want_gout:
             tg = tg.reshape((plan.batch,) + plan.out_spatial + (plan.channels,))
             d_gout = _add(d_gout, tg if plan.channel_last else np.moveaxis(tg, -1, 1))
         if want_x:
-            tx = tx.reshape((plan.batch,) + plan.in_spatial + (plan.channels,))
+            tx = tx.reshape((plan.batch,) + cplan.in_spatial + (plan.channels,))
             d_x = tx if plan.channel_last else np.moveaxis(tx, -1, 1)
+            if plan.prefilter:
+                d_x = input_gradient(plan, cplan, d_x)
         if want_grid:
             if plan.grid_batch != plan.batch:
                 tgrid = tgrid.sum(axis=0, keepdims=True)  # items added in batch order

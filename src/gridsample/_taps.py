@@ -49,9 +49,11 @@ import numpy as np
 from ._jit import function, helper, skeleton
 from ._registry import (
     CUBIC_A,
-    MODE_CUBIC,
+    MODE_BSPLINE,
     MODE_LINEAR,
     MODE_NEAREST,
+    MODE_SPLINE_FIRST,
+    MODE_SPLINE_LAST,
     PAD_BORDER,
     PAD_CONSTANT,
     PAD_MIRROR,
@@ -66,7 +68,8 @@ __all__ = ["axis_row", "cubic_row", "axis_taps", "reflect_clip", "unnormalize", 
            "nearest_axis", "cubic_axis", "AXIS_MUL", "AXIS_SUB", "AXIS_SCALE", "AXIS_HIGH",
            "AXIS_ONE", "AXIS_SHIFT", "AXIS_PAD", "AXIS_SIZE",
            "AXIS_REFLECT_LOW", "AXIS_REFLECT_SPAN", "AXIS_FIELDS", "CUBIC_FIELDS",
-           "axis_constants", "cubic_constants", "CUBIC_A", "OUTSIDE"]
+           "axis_constants", "cubic_constants", "bspline3_constants", "weight_constants",
+           "spline_taps", "AXIS_OFFSET", "CUBIC_A", "OUTSIDE"]
 
 #: Offset of a tap outside under constant padding (N-D planner, fill kernel): any sum of it
 #: with the offsets of up to 2**16 taps inside an array stays negative.
@@ -75,19 +78,29 @@ OUTSIDE = -(1 << 56)
 
 # Layout of the per-axis constant row (in the coordinate dtype).
 (AXIS_MUL, AXIS_SUB, AXIS_SCALE, AXIS_HIGH, AXIS_REFLECT_LOW, AXIS_REFLECT_SPAN,
- AXIS_ONE, AXIS_SHIFT, AXIS_PAD, AXIS_SIZE) = range(10)
-AXIS_FIELDS = 10
-# Layout of the weight constant row (in the weight dtype): 1, A, A+2, A+3, 5A, 8A, 4A.
-CUBIC_FIELDS = 7
+ AXIS_ONE, AXIS_SHIFT, AXIS_PAD, AXIS_SIZE, AXIS_OFFSET) = range(11)
+AXIS_FIELDS = 11
+# Layout of the weight constant row (in the weight dtype) of the piecewise cubic of
+# support 4 that cubic's kernels evaluate: 1, c3, c2, c1, -c2', -c1', -c0', c0 for
+#   |t| <= 1:     c2 |t|^3 - c1 |t|^2 + c0         (Keys: A+2, A+3, 1)
+#   1 < |t| < 2:  ((c3 |t| - c4) |t| + c5) |t| - c6 (Keys: A, 5A, 8A, 4A)
+# with the fields in the order 1, c3, c2, c1, c4, c5, c6, c0.
+CUBIC_FIELDS = 8
 
 
 def axis_constants(size: int, align_corners: bool, dtype, pad: int = PAD_ZEROS,
-                   pixels: bool = False) -> np.ndarray:
+                   pixels: bool = False, offset: int = 0) -> np.ndarray:
     """Per-axis constants in the coordinate ``dtype`` (layout ``AXIS_*``).
 
     ``a, b, c`` and the shift of the unnormalization ``((g + shift) a - b) c``,
     ``S - 1``, the reflection interval, 1, the padding code ``pad`` (as a
-    float: the kernels read it once per block) and ``S``.  Reflection folds
+    float: the kernels read it once per block), ``S`` and the offset added
+    to the coordinate.  ``offset`` > 0 describes an array padded by
+    ``offset`` elements on each side of an axis of size ``S``: the
+    coordinate of a position is its unnormalized value plus ``offset``, and
+    ``S - 1`` and ``S`` are those of the padded axis (the B-spline
+    coefficients of a constant or border axis, :mod:`gridsample._prefilter`).
+    Reflection folds
     the coordinate back into ``[low, low + span]``: ``[0, S-1]`` with
     align_corners (the corner pixel centres) and ``[-0.5, S-0.5]`` without
     (the pixel edges).  ``pixels``: the grid holds element coordinates, so
@@ -104,17 +117,33 @@ def axis_constants(size: int, align_corners: bool, dtype, pad: int = PAD_ZEROS,
     if pixels:
         a, b, c, shift = 1.0, 0.0, 1.0, 0.0
     low, span = (0.0, float(size - 1)) if align_corners else (-0.5, float(size))
-    high = dtype.type(size - 1)
-    if float(high) > size - 1:
+    extent = size + 2 * offset
+    high = dtype.type(extent - 1)
+    if float(high) > extent - 1:
         high = np.nextafter(high, dtype.type(0))
-    row = np.array([a, b, c, 0.0, low, span, 1.0, shift, float(pad), float(size)], dtype)
+    row = np.array([a, b, c, 0.0, low, span, 1.0, shift, float(pad), float(extent),
+                    float(offset)], dtype)
     row[AXIS_HIGH] = high
     return row
 
 
 def cubic_constants(a: float = CUBIC_A) -> tuple:
-    """Keys' constants ``1, A, A+2, A+3, 5A, 8A, 4A`` for coefficient ``a`` (weight dtype)."""
-    return (1.0, a, a + 2.0, a + 3.0, 5.0 * a, 8.0 * a, 4.0 * a)
+    """Keys' kernel with coefficient ``a``: ``1, A, A+2, A+3, 5A, 8A, 4A, 1`` (``CUBIC_FIELDS``)."""
+    return (1.0, a, a + 2.0, a + 3.0, 5.0 * a, 8.0 * a, 4.0 * a, 1.0)
+
+
+def weight_constants(mode: int, cubic_a: float = CUBIC_A) -> tuple:
+    """The ``CUBIC_FIELDS`` constants a call's kernels take: Keys' kernel, or the cubic B-spline."""
+    return bspline3_constants() if mode == MODE_BSPLINE[3] else cubic_constants(cubic_a)
+
+
+def bspline3_constants() -> tuple:
+    """The cubic B-spline as cubic's kernels evaluate it (``CUBIC_FIELDS``).
+
+    ``|t| <= 1``: ``t^3/2 - t^2 + 2/3``; ``1 < |t| < 2``: ``(2 - |t|)^3 / 6
+    = ((-|t|/6 + 1) |t| - 2) |t| + 4/3``.
+    """
+    return (1.0, -1.0 / 6.0, 0.5, 1.0, -1.0, -2.0, -4.0 / 3.0, 2.0 / 3.0)
 
 
 @function
@@ -144,13 +173,13 @@ def reflect_clip(x, low, span, high):
 
 @helper
 def _cubic_near(t, kc):
-    # Keys kernel for |t| <= 1: ((A + 2)|t| - (A + 3)) t^2 + 1
-    return (kc[2] * t - kc[3]) * t * t + kc[0]
+    # |t| <= 1: (c2 |t| - c1) t^2 + c0 (Keys: ((A + 2)|t| - (A + 3)) t^2 + 1)
+    return (kc[2] * t - kc[3]) * t * t + kc[7]
 
 
 @helper
 def _cubic_far(t, kc):
-    # Keys kernel for 1 < |t| < 2: ((A|t| - 5A)|t| + 8A)|t| - 4A
+    # 1 < |t| < 2: ((c3 |t| - c4)|t| + c5)|t| - c6 (Keys: ((A|t| - 5A)|t| + 8A)|t| - 4A)
     return ((kc[1] * t - kc[4]) * t + kc[5]) * t - kc[6]
 
 
@@ -164,7 +193,7 @@ def axis_row(axc, a):
     reference-count updates (measured: per-point planners 4-8x slower).
     """
     return (axc[a, 0], axc[a, 1], axc[a, 2], axc[a, 3], axc[a, 4], axc[a, 5], axc[a, 6],
-            axc[a, 7], axc[a, 8], axc[a, 9])
+            axc[a, 7], axc[a, 8], axc[a, 9], axc[a, 10])
 
 
 @skeleton
@@ -176,7 +205,7 @@ def axis_pad(ax):
 @skeleton
 def cubic_row(kc):
     """The cubic constants as a tuple (see :func:`axis_row`)."""
-    return (kc[0], kc[1], kc[2], kc[3], kc[4], kc[5], kc[6])
+    return (kc[0], kc[1], kc[2], kc[3], kc[4], kc[5], kc[6], kc[7])
 
 
 @helper
@@ -184,7 +213,7 @@ def unnormalize(g, ax):
     """docs/semantics.md §2 in the coordinate dtype (see the module notes for the grouping)."""
     if math.isinf(g):
         return g
-    return ((g + ax[AXIS_SHIFT]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE]
+    return ((g + ax[AXIS_SHIFT]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE] + ax[AXIS_OFFSET]
 
 
 @helper
@@ -380,6 +409,99 @@ def cubic_axis(g, pad, ax, kc, size):
 
 
 @function
+def spline_taps(g, n, pad, ax, one, size, stride, off, wts, dws, base, keep, slopes):
+    """The ``n + 1`` taps of a B-spline of degree ``n`` on one axis, each padded.
+
+    The taps are ``s … s + n`` with ``s = floor(x) - (n - 1)/2`` for odd ``n``
+    and ``s = floor(x + 1/2) - n/2`` for even ``n`` (SciPy's choice; at a tie
+    the extreme taps have weight 0, so either side gives the same value).
+    Tap ``s + k`` has weight ``B_n(x - s - k)``: with ``u`` the position of
+    ``x`` in its knot interval (``x - floor(x)``, or ``x + 1/2 - floor(x + 1/2)``
+    for even ``n``), the Cox-de Boor recursion for uniform knots raises
+    the weights ``w^(d-1)`` of degree ``d - 1`` to degree ``d`` in place::
+
+        w^(d)_k = ((u + d - k) w^(d-1)_{k-1} + (k + 1 - u) w^(d-1)_k) / d,   k = 0 … d
+
+    (``w^(0) = (1)``, entries outside ``0 … d-1`` are 0): sums of positive
+    terms, so every weight is accurate to a few ulps in the weight dtype.
+    Their slopes are ``dw^(n)_k/dx = w^(n-1)_{k-1} - w^(n-1)_k`` (written to
+    ``dws`` when ``slopes``).  Padding acts on each tap index as for cubic
+    (docs/semantics.md §4.2): zeros drops a tap outside (``keep``: writes it
+    at :data:`OUTSIDE` for the fill), the others pad it.  Returns the number
+    of taps written, or -1 for a NaN point.  A point infinitely far out
+    under border reads the edge alone (weight 1, slope 0).
+    """
+    x = unnormalize(g, ax)
+    high = ax[AXIS_HIGH]
+    zero = high - high
+    cone = ax[AXIS_ONE]
+    wzero = one - one
+    drops = pad == PAD_ZEROS or pad == PAD_CONSTANT
+    if x != x or (math.isinf(x) and not drops and pad != PAD_BORDER):
+        return -1
+    if math.isinf(x) and not drops:  # border: the edge, infinitely far out
+        off[base] = (size - 1 if x > zero else 0) * stride
+        wts[base] = one
+        if slopes:
+            dws[base] = wzero
+        return 1
+    if drops and not (x > -(n + 2) and x < high + (n + 2)):
+        # No tap inside (also +-inf): the weights of a far point at -(n + 3), whose taps
+        # constant reads the fill with.
+        far = zero
+        for _ in range(n + 3):
+            far -= cone
+        x = far
+    h = n // 2
+    if n % 2:
+        f = np.floor(x)
+        u = x - f
+    else:
+        half = cone / (cone + cone)
+        f = np.floor(x + half)
+        u = (x - f) + half
+    uw = one * u
+    # Cox-de Boor, degree 1 … n, in wts[base … base + n]; the slopes need degree n - 1.
+    wts[base] = one
+    dd = wzero
+    for d in range(1, n + 1):
+        dd += one
+        if slopes and d == n:
+            prev = wzero
+            for k in range(n):
+                cur = wts[base + k]
+                dws[base + k] = prev - cur
+                prev = cur
+            dws[base + n] = prev
+        prev = wzero
+        kk = wzero
+        for k in range(d + 1):
+            cur = wts[base + k] if k < d else wzero
+            wts[base + k] = ((uw + (dd - kk)) * prev + ((kk + one) - uw) * cur) / dd
+            prev = cur
+            kk += one
+    # Pad each tap (formed from f directly, as cubic's) and keep those that read something.
+    m = 0
+    for k in range(n + 1):
+        t = f + cone * np.float32(k - h)
+        w = wts[base + k]
+        dw = dws[base + k] if slopes else wzero
+        if drops:
+            i = int(t)
+            ok = i >= 0 and i < size
+            if not (ok or keep):
+                continue
+            off[base + m] = i * stride if ok else OUTSIDE
+        else:
+            off[base + m] = _index(pad_index(t, pad, ax), size) * stride
+        wts[base + m] = w
+        if slopes:
+            dws[base + m] = dw
+        m += 1
+    return m
+
+
+@function
 def axis_taps(g, mode, pad, ax, kc, size, stride, off, wts, base):
     """Write the padded taps of one axis for grid value ``g`` (N-D kernels).
 
@@ -429,8 +551,11 @@ def axis_taps(g, mode, pad, ax, kc, size, stride, off, wts, base):
             wts[base] = one
             return 1
         return 0
-    if mode != MODE_CUBIC:
-        return -1  # not a registered mode (validation refuses it): a NaN point, never a read
+    if mode >= MODE_SPLINE_FIRST:  # the B-splines the cubic kernels do not run
+        if mode > MODE_SPLINE_LAST:
+            return -1  # not a registered mode (validation refuses it): a NaN point, never a read
+        return spline_taps(g, mode - 1, pad, ax, one, size, stride, off, wts, wts, base, keep,
+                           False)
     i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2, ok3, nan = cubic_axis(g, pad, ax, kc, size)
     if nan:
         return -1

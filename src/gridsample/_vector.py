@@ -55,6 +55,7 @@ from ._registry import (
 from ._taps import (
     AXIS_HIGH,
     AXIS_MUL,
+    AXIS_OFFSET,
     AXIS_ONE,
     AXIS_REFLECT_LOW,
     AXIS_REFLECT_SPAN,
@@ -84,7 +85,7 @@ def fits_int32(sizes, strides) -> bool:
 @helper
 def _unnormalize(g, ax):
     """docs/semantics.md §2 as ``_taps.unnormalize``, with a select: ``±inf`` keeps its value."""
-    u = ((g + ax[AXIS_SHIFT]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE]
+    u = ((g + ax[AXIS_SHIFT]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE] + ax[AXIS_OFFSET]
     return g if math.isinf(g) else u
 
 
@@ -432,8 +433,8 @@ def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, exact):
     t = x - f
     r = one - t
     w0 = ((kt[1] * (t + one) - kt[4]) * (t + one) + kt[5]) * (t + one) - kt[6]
-    w1 = (kt[2] * t - kt[3]) * t * t + one
-    w2 = (kt[2] * r - kt[3]) * r * r + one
+    w1 = (kt[2] * t - kt[3]) * t * t + kt[7]
+    w2 = (kt[2] * r - kt[3]) * r * r + kt[7]
     w3 = ((kt[1] * (r + one) - kt[4]) * (r + one) + kt[5]) * (r + one) - kt[6]
     edge = inf & (pad == PAD_BORDER)
     nanw = cnan * one

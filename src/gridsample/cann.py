@@ -37,7 +37,7 @@ import numpy as np
 from ._api import grid_sample as _grid_sample
 from ._backward import grid_sample_backward as _grid_sample_backward
 from ._errors import GridSampleError, GridSampleTypeError, describe
-from ._options import parse_onnx_padding
+from ._options import parse_onnx_mode, parse_onnx_padding
 from ._plan import as_array
 
 __all__ = ["grid_sampler_2d", "grid_sampler_3d", "grid_sampler_2d_backward",
@@ -187,5 +187,6 @@ def grid_sample(x, grid, interpolation_mode="bilinear", padding_mode="zeros",
             f"x has shape {x.shape}; CANN's GridSample takes 4-D (2-D sampling) or 5-D "
             f"(3-D sampling) x")
     padding = parse_onnx_padding(padding_mode, "CANN's GridSample")
-    return _grid_sample(x, grid, interpolation_mode, padding, align_corners,
+    mode = parse_onnx_mode(interpolation_mode, "CANN's GridSample")
+    return _grid_sample(x, grid, mode, padding, align_corners,
                         channel_last=channel_last)

@@ -31,7 +31,7 @@ import itertools
 
 import numpy as np
 
-from ._axis_numpy import axis_grad_taps, axis_taps, identity_grid, unnormalize
+from ._axis_numpy import axis_grad_taps, axis_taps, bspline, identity_grid, unnormalize
 from ._dtypes import cast_values
 from ._options import (
     MODE_NEAREST,
@@ -44,7 +44,7 @@ from ._options import (
     parse_paddings,
 )
 from ._plan import _parse_fill
-from ._registry import PAD_CONSTANT
+from ._registry import PAD_BORDER, PAD_CONSTANT, PAD_MIRROR, PAD_REFLECTION, PAD_WRAP, mode_of
 
 __all__ = ["grid_sample", "grid_sample_backward", "grid_push", "affine_grid"]
 
@@ -57,9 +57,103 @@ def _extras(x, r, channels, mode, padding_mode, fill_value, cubic_a, grid_units,
             parse_flag("displacement", displacement))
 
 
+# --------------------------------------------------------------------------
+# B-spline prefilter (docs/semantics.md §4.2), as dense linear algebra.
+#
+# On one axis of size S the samples are x = B c with B[i, j] = sum_k B_n(k)
+# [the extension maps i + k to j]; the coefficients solve that system.
+# Constant (zeros) and border axes are first padded by 12 samples of the
+# fill or the edge and extended by the mirror or half-sample rule past that.
+
+_SPLINE_PAD = 12
+
+
+def _fold(i, size, rule):
+    """Index ``i`` of the extended line in ``0 … size-1``."""
+    if size == 1:
+        return 0
+    period = {"mirror": 2 * size - 2, "half": 2 * size, "wrap": size}[rule]
+    m = i % period
+    if rule == "mirror" and m >= size:
+        return period - m
+    if rule == "half" and m >= size:
+        return period - 1 - m
+    return m
+
+
+def _spline_rule(padding, align_corners):
+    """(extension rule, pre-padding, what it holds) of a padding code."""
+    if padding in (PAD_ZEROS, PAD_CONSTANT):
+        return "mirror", _SPLINE_PAD, "fill"
+    if padding == PAD_BORDER:
+        return "half", _SPLINE_PAD, "edge"
+    if padding == PAD_MIRROR or (padding == PAD_REFLECTION and align_corners):
+        return "mirror", 0, ""
+    if padding == PAD_WRAP:
+        return "wrap", 0, ""
+    return "half", 0, ""
+
+
+def _spline_matrix(size, degree, rule):
+    """``B``: the samples of the spline with coefficients ``c`` are ``B @ c``."""
+    samples = bspline(np.arange(-(degree // 2), degree // 2 + 1), degree)
+    b = np.zeros((size, size))
+    for i in range(size):
+        for k, v in zip(range(-(degree // 2), degree // 2 + 1), samples):
+            b[i, _fold(i + k, size, rule)] += v
+    return b
+
+
+def _spline_coefficients(x, degree, paddings, align_corners, fill):
+    """Coefficients of channel-first ``x`` (N, C, *spatial) and each axis's pre-padding."""
+    r = x.ndim - 2
+    pads = []
+    for k, padding in enumerate(paddings):
+        axis = x.ndim - 1 - k  # grid[..., k] indexes spatial axis r-1-k
+        rule, pad, holds = _spline_rule(padding, align_corners)
+        if pad:
+            widths = [(0, 0)] * x.ndim
+            widths[axis] = (pad, pad)
+            if holds == "edge":
+                x = np.pad(x, widths, mode="edge")
+            else:
+                value = np.zeros(x.shape[1]) if fill is None else fill
+                x = np.concatenate([np.broadcast_to(value.reshape((1, -1) + (1,) * r),
+                                                    _with(x.shape, axis, pad)), x,
+                                    np.broadcast_to(value.reshape((1, -1) + (1,) * r),
+                                                    _with(x.shape, axis, pad))], axis=axis)
+        b = _spline_matrix(x.shape[axis], degree, rule)
+        x = np.moveaxis(np.linalg.solve(b, np.moveaxis(x, axis, 0).reshape(b.shape[0], -1))
+                        .reshape(np.moveaxis(x, axis, 0).shape), 0, axis)
+        pads.append(pad)
+    return x, tuple(pads)
+
+
+def _spline_adjoint(grad_c, degree, paddings, align_corners, pads):
+    """``dL/dx`` from ``dL/dc`` (channel-first): solve with ``B^T``, then undo the pre-padding."""
+    for k, (padding, pad) in enumerate(zip(paddings, pads)):
+        axis = grad_c.ndim - 1 - k
+        rule, _, holds = _spline_rule(padding, align_corners)
+        moved = np.moveaxis(grad_c, axis, 0)
+        b = _spline_matrix(moved.shape[0], degree, rule)
+        moved = np.linalg.solve(b.T, moved.reshape(b.shape[0], -1)).reshape(moved.shape)
+        if pad:
+            core = moved[pad:-pad].copy()
+            if holds == "edge":
+                core[0] += moved[:pad].sum(axis=0)
+                core[-1] += moved[-pad:].sum(axis=0)
+            moved = core
+        grad_c = np.moveaxis(moved, 0, axis)
+    return grad_c
+
+
+def _with(shape, axis, length):
+    return shape[:axis] + (length,) + shape[axis + 1:]
+
+
 def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=False, *,
                 channel_last=False, fill_value=0, cubic_a=-0.75, grid_units="normalized",
-                displacement=False):
+                displacement=False, prefilter=True):
     """Reference GridSample; same signature and result as :func:`gridsample.grid_sample`.
 
     Parameters
@@ -96,6 +190,12 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     # docs/semantics.md §6: float64 sums (complex128 for complex X); strings are gathered.
     work = np.complex128 if np.iscomplexobj(x) else np.float64
     xw = x if strings else x.astype(work)
+    sizes, offsets = list(in_spatial), [0] * r  # per spatial axis
+    if mode_of(mode).spline and parse_flag("prefilter", prefilter):
+        xw, pads = _spline_coefficients(xw, mode_of(mode).spline, paddings, align_corners, fill)
+        sizes = list(xw.shape[2:])
+        for k, pad in enumerate(pads):
+            offsets[r - 1 - k] = pad
 
     with np.errstate(invalid="ignore", over="ignore"):
         per_axis = []
@@ -103,8 +203,9 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
         for k in range(r):
             # grid[..., k] indexes spatial axis r-1-k (grid[..., 0] is the width).
             axis = r - 1 - k
-            size = in_spatial[axis]
-            coord = unnormalize(grid[..., k], size, align_corners, pixels)
+            size = sizes[axis]
+            coord = unnormalize(grid[..., k], in_spatial[axis], align_corners, pixels)
+            coord = coord + coord.dtype.type(offsets[axis]) if offsets[axis] else coord
             if paddings[k] in (PAD_ZEROS, PAD_CONSTANT):
                 # +-inf is infinitely far out: every tap outside, with the weights of a far
                 # integer stand-in (fraction 0), with which they read the fill.
@@ -169,7 +270,7 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
 def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zeros",
                          align_corners=False, *, channel_last=False, output_mask=(True, True),
                          fill_value=0, cubic_a=-0.75, grid_units="normalized",
-                         displacement=False):
+                         displacement=False, prefilter=True):
     """Reference backward; same signature and results as :func:`gridsample.grid_sample_backward`.
 
     Coordinates in float64 when ``x`` or ``grid`` is float64, else float32
@@ -204,6 +305,16 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
     r = len(in_spatial)
     paddings, fill, keys_a, pixels, displacement = _extras(
         x, r, c, mode, padding_mode, fill_value, cubic_a, grid_units, displacement)
+    x_in = x
+    sizes, offsets, pads = list(in_spatial), [0] * r, None
+    if mode_of(mode).spline and parse_flag("prefilter", prefilter):
+        coef, pads = _spline_coefficients(np.moveaxis(x.astype(np.float64), -1, 1),
+                                          mode_of(mode).spline, paddings, align_corners,
+                                          None if fill is None else fill.astype(np.float64))
+        x = np.moveaxis(coef, 1, -1)
+        sizes = list(x.shape[1:-1])
+        for k, pad in enumerate(pads):
+            offsets[r - 1 - k] = pad
     fill = np.zeros(c) if fill is None else fill.astype(np.float64)
     coords = np.broadcast_to(grid.astype(coord_dtype), (n,) + grid.shape[1:])
     out_spatial = coords.shape[1:-1]
@@ -212,7 +323,7 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
     xw = x.astype(np.float64)
     gw = gout.astype(np.float64)
     g_fill = np.sum(gw * fill, axis=-1)  # sum_c G[c] fill[c]: what an outside tap adds
-    grad_x = np.zeros((n,) + in_spatial + (c,))
+    grad_x = np.zeros((n,) + tuple(sizes) + (c,))
     grad_grid = np.zeros((n,) + out_spatial + (r,))
 
     with np.errstate(invalid="ignore", over="ignore"):
@@ -221,10 +332,11 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
         far = np.zeros((n,) + out_spatial, bool)  # +-inf on a zeros/constant axis
         for k in range(r):
             axis = r - 1 - k  # grid[..., k] indexes spatial axis r-1-k
-            size = in_spatial[axis]
-            coord = unnormalize(coords[..., k], size, align_corners, pixels)
+            size = sizes[axis]
+            coord = unnormalize(coords[..., k], in_spatial[axis], align_corners, pixels)
+            coord = coord + coord.dtype.type(offsets[axis]) if offsets[axis] else coord
             taps, axis_nan = axis_grad_taps(coord, size, mode, paddings[k], align_corners,
-                                            keys_a, pixels)
+                                            keys_a, pixels, in_spatial[axis])
             per_axis.append((axis, taps))
             nan |= axis_nan
             if paddings[k] in (PAD_ZEROS, PAD_CONSTANT):
@@ -255,20 +367,24 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
 
     if grid.shape[0] != n:  # a grid of batch 1 was broadcast: add the items' gradients
         grad_grid = grad_grid.sum(axis=0, keepdims=True)
+    if pads is not None:  # through the prefilter's adjoint
+        grad_x = np.moveaxis(_spline_adjoint(np.moveaxis(grad_x, -1, 1), mode_of(mode).spline,
+                                             paddings, align_corners, pads), 1, -1)
     if not channel_last:
         grad_x = np.moveaxis(grad_x, -1, 1)
-    return (grad_x.astype(x.dtype) if want_x else None,
+    return (grad_x.astype(x_in.dtype) if want_x else None,
             grad_grid.astype(grid.dtype) if want_grid else None)
 
 
 def grid_push(values, grid, shape, mode="linear", padding_mode="zeros", align_corners=False, *,
-              channel_last=False, cubic_a=-0.75, grid_units="normalized", displacement=False):
+              channel_last=False, cubic_a=-0.75, grid_units="normalized", displacement=False,
+              prefilter=True):
     """Reference push: the reference backward's ``dL/dx`` for an input of ``shape`` (full shape)."""
     x = np.zeros(tuple(shape), np.asarray(values).dtype)
     return grid_sample_backward(values, x, grid, mode, padding_mode, align_corners,
                                 channel_last=channel_last, output_mask=(True, False),
                                 cubic_a=cubic_a, grid_units=grid_units,
-                                displacement=displacement)[0]
+                                displacement=displacement, prefilter=prefilter)[0]
 
 
 def affine_grid(theta, size, align_corners=False):

@@ -54,16 +54,18 @@ __all__ = ["grid_sample", "grid_push", "grid_count"]
 # The options beyond ONNX, as every operator's schema ends with them (with
 # defaults, so the ONNX-only call keeps its short form): per-axis padding
 # codes (empty: padding_mode for all axes), the fill per channel (empty: 0),
-# Keys' coefficient, pixel units, displacement.
+# Keys' coefficient, pixel units, displacement, the B-spline prefilter.
 _EXTRAS_SCHEMA = ("int[] paddings=[], float[] fill_value=[], float cubic_a=-0.75, "
-                  "bool pixels=False, bool displacement=False")
+                  "bool pixels=False, bool displacement=False, bool prefilter=True")
 
 
-def _numpy_options(padding_mode, paddings, fill_value, cubic_a, pixels, displacement) -> dict:
+def _numpy_options(padding_mode, paddings, fill_value, cubic_a, pixels, displacement,
+                   prefilter) -> dict:
     """The operators' extras as the NumPy API's keyword arguments."""
     return dict(padding_mode=tuple(paddings) if len(paddings) else padding_mode,
                 fill_value=list(fill_value) if len(fill_value) else 0, cubic_a=cubic_a,
-                grid_units="pixels" if pixels else "normalized", displacement=displacement)
+                grid_units="pixels" if pixels else "normalized", displacement=displacement,
+                prefilter=prefilter)
 
 
 def _check_device(name: str, t, allowed=("cpu", "meta")) -> None:
@@ -110,8 +112,9 @@ def _to_torch(a: np.ndarray) -> torch.Tensor:
     schema="(Tensor input, Tensor grid, int mode, int padding_mode, bool align_corners, "
            f"bool channel_last, {_EXTRAS_SCHEMA}) -> Tensor")
 def _grid_sample_op(input, grid, mode, padding_mode, align_corners, channel_last, paddings=(),
-                    fill_value=(), cubic_a=-0.75, pixels=False, displacement=False):
-    options = _numpy_options(padding_mode, paddings, fill_value, cubic_a, pixels, displacement)
+                    fill_value=(), cubic_a=-0.75, pixels=False, displacement=False, prefilter=True):
+    options = _numpy_options(padding_mode, paddings, fill_value, cubic_a, pixels, displacement,
+                             prefilter)
     out = _grid_sample_numpy(_to_numpy("input", input), _to_numpy("grid", grid), mode,
                              align_corners=align_corners, channel_last=channel_last, **options)
     return _to_torch(out)
@@ -119,7 +122,7 @@ def _grid_sample_op(input, grid, mode, padding_mode, align_corners, channel_last
 
 @_grid_sample_op.register_fake
 def _(input, grid, mode, padding_mode, align_corners, channel_last, paddings=(), fill_value=(),
-      cubic_a=-0.75, pixels=False, displacement=False):
+      cubic_a=-0.75, pixels=False, displacement=False, prefilter=True):
     out_spatial = tuple(grid.shape[1:-1])
     if channel_last:
         shape = (input.shape[0], *out_spatial, input.shape[-1])
@@ -135,8 +138,9 @@ def _(input, grid, mode, padding_mode, align_corners, channel_last, paddings=(),
            "-> (Tensor, Tensor)")
 def _backward_op(grad_output, input, grid, mode, padding_mode, align_corners, channel_last,
                  output_mask, paddings=(), fill_value=(), cubic_a=-0.75, pixels=False,
-                 displacement=False):
-    options = _numpy_options(padding_mode, paddings, fill_value, cubic_a, pixels, displacement)
+                 displacement=False, prefilter=True):
+    options = _numpy_options(padding_mode, paddings, fill_value, cubic_a, pixels, displacement,
+                             prefilter)
     gx, gg = grid_sample_backward(
         _to_numpy("grad_output", grad_output), _to_numpy("input", input),
         _to_numpy("grid", grid), mode, align_corners=align_corners,
@@ -146,7 +150,8 @@ def _backward_op(grad_output, input, grid, mode, padding_mode, align_corners, ch
 
 @_backward_op.register_fake
 def _(grad_output, input, grid, mode, padding_mode, align_corners, channel_last, output_mask,
-      paddings=(), fill_value=(), cubic_a=-0.75, pixels=False, displacement=False):
+      paddings=(), fill_value=(), cubic_a=-0.75, pixels=False, displacement=False,
+      prefilter=True):
     return _fake_like(input, output_mask[0]), _fake_like(grid, output_mask[1])
 
 
@@ -158,8 +163,10 @@ def _(grad_output, input, grid, mode, padding_mode, align_corners, channel_last,
            "-> (Tensor, Tensor, Tensor)")
 def _double_backward_op(grad_grad_input, grad_grad_grid, grad_output, input, grid, mode,
                         padding_mode, align_corners, channel_last, output_mask, paddings=(),
-                        fill_value=(), cubic_a=-0.75, pixels=False, displacement=False):
-    options = _numpy_options(padding_mode, paddings, fill_value, cubic_a, pixels, displacement)
+                        fill_value=(), cubic_a=-0.75, pixels=False, displacement=False,
+                        prefilter=True):
+    options = _numpy_options(padding_mode, paddings, fill_value, cubic_a, pixels, displacement,
+                             prefilter)
     d_gout, d_x, d_grid = grid_sample_double_backward(
         None if grad_grad_input is None else _to_numpy("grad_grad_input", grad_grad_input),
         None if grad_grad_grid is None else _to_numpy("grad_grad_grid", grad_grad_grid),
@@ -172,7 +179,7 @@ def _double_backward_op(grad_grad_input, grad_grad_grid, grad_output, input, gri
 @_double_backward_op.register_fake
 def _(grad_grad_input, grad_grad_grid, grad_output, input, grid, mode, padding_mode,
       align_corners, channel_last, output_mask, paddings=(), fill_value=(), cubic_a=-0.75,
-      pixels=False, displacement=False):
+      pixels=False, displacement=False, prefilter=True):
     return (_fake_like(grad_output, output_mask[0]), _fake_like(input, output_mask[1]),
             _fake_like(grid, output_mask[2]))
 
@@ -196,8 +203,8 @@ def _wanted(grad, wanted):
 # derivative raises PyTorch's "autograd kernel not registered" error).
 
 # The options every operator shares: mode, padding_mode, align_corners,
-# channel_last (then output_mask, for the backward ones), then the 5 extras.
-_OPTIONS, _EXTRAS = 4, 5
+# channel_last (then output_mask, for the backward ones), then the 6 extras.
+_OPTIONS, _EXTRAS = 4, 6
 
 
 def _setup_forward(ctx, inputs, output):
@@ -250,20 +257,21 @@ torch.library.register_autograd("gridsample::grid_sample_backward", _backward_de
     "gridsample::grid_push", mutates_args=(),
     schema="(Tensor values, Tensor grid, SymInt[] shape, int mode, int padding_mode, "
            "bool align_corners, bool channel_last, int[] paddings=[], float cubic_a=-0.75, "
-           "bool pixels=False, bool displacement=False) -> Tensor")
+           "bool pixels=False, bool displacement=False, bool prefilter=True) -> Tensor")
 def _grid_push_op(values, grid, shape, mode, padding_mode, align_corners, channel_last,
-                  paddings=(), cubic_a=-0.75, pixels=False, displacement=False):
+                  paddings=(), cubic_a=-0.75, pixels=False, displacement=False, prefilter=True):
     out = _grid_push_numpy(
         _to_numpy("values", values), _to_numpy("grid", grid), tuple(shape), mode,
         tuple(paddings) if len(paddings) else padding_mode, align_corners,
         channel_last=channel_last, cubic_a=cubic_a,
-        grid_units="pixels" if pixels else "normalized", displacement=displacement)
+        grid_units="pixels" if pixels else "normalized", displacement=displacement,
+        prefilter=prefilter)
     return _to_torch(out)
 
 
 @_grid_push_op.register_fake
 def _(values, grid, shape, mode, padding_mode, align_corners, channel_last, paddings=(),
-      cubic_a=-0.75, pixels=False, displacement=False):
+      cubic_a=-0.75, pixels=False, displacement=False, prefilter=True):
     return values.new_empty(tuple(shape))
 
 
@@ -271,8 +279,9 @@ def _setup_push(ctx, inputs, output):
     values, grid, _shape, mode, padding_mode, align_corners, channel_last, *extras = inputs
     ctx.save_for_backward(values, grid)
     ctx.options = (mode, padding_mode, align_corners, channel_last)
-    paddings, cubic_a, pixels, displacement = extras
-    ctx.extras = (paddings, [], cubic_a, pixels, displacement)  # no fill: the linear part
+    paddings, cubic_a, pixels, displacement, prefilter = extras
+    # no fill: the linear part
+    ctx.extras = (paddings, [], cubic_a, pixels, displacement, prefilter)
 
 
 def _push_derivative(ctx, grad_output):
@@ -285,7 +294,7 @@ def _push_derivative(ctx, grad_output):
     if want_grid:
         grad_grid = torch.ops.gridsample.grid_sample_backward(
             values, grad_output, grid, *ctx.options, [False, True], *ctx.extras)[1]
-    return (grad_values, grad_grid) + (None,) * 9
+    return (grad_values, grad_grid) + (None,) * 10
 
 
 torch.library.register_autograd("gridsample::grid_push", _push_derivative,
@@ -306,17 +315,18 @@ def _fill_list(fill_value) -> list:
 
 
 def _extras(rank: int, mode: int, padding_mode, fill_value, cubic_a, grid_units,
-            displacement) -> tuple:
+            displacement, prefilter) -> tuple:
     """The operators' padding code, per-axis codes and extras, parsed from the wrapper's names."""
     pads = parse_paddings(padding_mode, rank)
     per_axis = [] if len(set(pads)) == 1 else list(pads)
     return (pads[0], per_axis, _fill_list(fill_value), parse_cubic_a(cubic_a, mode),
-            parse_grid_units(grid_units), parse_flag("displacement", displacement))
+            parse_grid_units(grid_units), parse_flag("displacement", displacement),
+            parse_flag("prefilter", prefilter))
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None, *,
                 channel_last=False, fill_value=0, cubic_a=-0.75, grid_units="normalized",
-                displacement=False):
+                displacement=False, prefilter=True):
     """``torch.nn.functional.grid_sample`` on gridsample's kernels, with autograd.
 
     Parameters
@@ -341,9 +351,11 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         None means False, with PyTorch's warning about the changed default.
     channel_last : bool, default False
         ``input`` is ``(N, d1, ..., dr, C)`` and so is the output.
-    fill_value, cubic_a, grid_units, displacement
+    fill_value, cubic_a, grid_units, displacement, prefilter
         As in :func:`gridsample.grid_sample` (``fill_value`` real: a number
-        or one per channel); gradients, second ones included, follow them.
+        or one per channel; the B-spline modes ``"bspline2"`` …
+        ``"bspline7"`` prefilter ``input`` unless ``prefilter=False``);
+        gradients, second ones included, follow them.
 
     Returns
     -------
@@ -379,15 +391,18 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     for name, t in (("input", input), ("grid", grid)):
         _check_device(name, t)
     mode = parse_mode(mode)
-    padding, paddings, fill, cubic_a, pixels, displacement = _extras(
-        input.dim() - 2, mode, padding_mode, fill_value, cubic_a, grid_units, displacement)
+    padding, paddings, fill, cubic_a, pixels, displacement, prefilter = _extras(
+        input.dim() - 2, mode, padding_mode, fill_value, cubic_a, grid_units, displacement,
+        prefilter)
     return torch.ops.gridsample.grid_sample(
         input, grid, mode, padding, parse_align_corners(align_corners),
-        parse_flag("channel_last", channel_last), paddings, fill, cubic_a, pixels, displacement)
+        parse_flag("channel_last", channel_last), paddings, fill, cubic_a, pixels, displacement,
+        prefilter)
 
 
 def grid_push(values, grid, shape, mode="bilinear", padding_mode="zeros", align_corners=False, *,
-              channel_last=False, cubic_a=-0.75, grid_units="normalized", displacement=False):
+              channel_last=False, cubic_a=-0.75, grid_units="normalized", displacement=False,
+              prefilter=True):
     """:func:`gridsample.grid_push` on tensors, with autograd (w.r.t. ``values`` and ``grid``).
 
     Parameters
@@ -396,7 +411,7 @@ def grid_push(values, grid, shape, mode="bilinear", padding_mode="zeros", align_
     grid : Tensor, shape (N, D1, ..., Dr, r) or (1, D1, ..., Dr, r)
     shape : sequence of int
         The result's shape in its layout, or its spatial part ``(d1, ..., dr)``.
-    mode, padding_mode, align_corners, channel_last, cubic_a, grid_units, displacement
+    mode, padding_mode, align_corners, channel_last, cubic_a, grid_units, displacement, prefilter
         As in :func:`grid_sample` (``align_corners`` defaults to False here,
         without a warning).
 
@@ -408,17 +423,18 @@ def grid_push(values, grid, shape, mode="bilinear", padding_mode="zeros", align_
     for name, t in (("values", values), ("grid", grid)):
         _check_device(name, t)
     mode = parse_mode(mode)
-    padding, paddings, _, cubic_a, pixels, displacement = _extras(
-        values.dim() - 2, mode, padding_mode, 0, cubic_a, grid_units, displacement)
+    padding, paddings, _, cubic_a, pixels, displacement, prefilter = _extras(
+        values.dim() - 2, mode, padding_mode, 0, cubic_a, grid_units, displacement, prefilter)
     channel_last = parse_flag("channel_last", channel_last)
     full = parse_push_shape(shape, tuple(values.shape), values.dim() - 2, channel_last)
     return torch.ops.gridsample.grid_push(
         values, grid, list(full), mode, padding, parse_align_corners(align_corners),
-        channel_last, paddings, cubic_a, pixels, displacement)
+        channel_last, paddings, cubic_a, pixels, displacement, prefilter)
 
 
 def grid_count(grid, shape, mode="bilinear", padding_mode="zeros", align_corners=False, *,
-               channel_last=False, cubic_a=-0.75, grid_units="normalized", displacement=False):
+               channel_last=False, cubic_a=-0.75, grid_units="normalized", displacement=False,
+               prefilter=True):
     """:func:`gridsample.grid_count` on tensors: the push of ones, differentiable w.r.t. ``grid``.
 
     Returns
@@ -436,4 +452,4 @@ def grid_count(grid, shape, mode="bilinear", padding_mode="zeros", align_corners
     ones = torch.ones((), dtype=grid.dtype if wide else torch.float32).expand(ones_shape)
     return grid_push(ones, grid, shape, mode, padding_mode, align_corners,
                      channel_last=channel_last, cubic_a=cubic_a, grid_units=grid_units,
-                     displacement=displacement)
+                     displacement=displacement, prefilter=prefilter)

@@ -38,7 +38,7 @@ from ._transforms import AffineSpec, base_coordinates, forward_matrix, theta_fro
 __all__ = ["test_chart", "demo_grid", "sheet_size", "render_sheet", "run_demo",
            "MODES", "PADDINGS"]
 
-MODES = tuple(m.name for m in _MODES)
+MODES = tuple(m.name for m in _MODES if m.onnx)
 PADDINGS = tuple(p.name for p in _PADDINGS if p.onnx)  # the ONNX three: 3 x 3 panels
 ROTATE_DEG, ZOOM, SWIRL_DEG, SWIRL_SIGMA = 20.0, 0.7, 90.0, 0.3
 #: Normalized input position (x, y) the crops are centred on: the chart's left

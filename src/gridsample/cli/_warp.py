@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import grid_sample
+from .._splines import prefiltered_sampler
 from ._errors import FAILURE, USAGE, CLIError
 from ._io import (
     Raster,
@@ -92,11 +92,14 @@ def warp_array(x: np.ndarray, spatial_dims: int, source, mode: str, padding,
     per_row = math.prod(out_spatial[1:])
     step = max(1, slab_points // max(per_row, 1))
     gdtype = grid_dtype_for(x.dtype)
+    sample = None  # made with the first slab: a B-spline prefilters x once, not per slab
     for start in range(0, out_spatial[0], step):
         stop = min(out_spatial[0], start + step)
         grid = source.rows(start, stop, gdtype)
-        out[:, start:stop] = grid_sample(x_in, grid, mode, padding, align_corners,
+        if sample is None:
+            sample = prefiltered_sampler(x_in, grid, mode, padding, align_corners,
                                          channel_last=True, fill_value=fill_value)
+        out[:, start:stop] = sample(grid)
         if bar is not None:
             bar.update(1)
     return out.reshape(*out_spatial, *extra)

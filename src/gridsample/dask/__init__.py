@@ -37,7 +37,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from .._affine import _compute_dtype, base_coordinates, parse_affine_args
 from .._dtypes import is_string
 from .._errors import GridSampleError, GridSampleTypeError
-from .._options import parse_align_corners, parse_flag, parse_mode
+from .._options import MODE_NAMES, parse_align_corners, parse_flag, parse_mode
 from .._plan import plan_forward
 from .._taps import AXIS_MUL, AXIS_SCALE, AXIS_SUB, axis_constants
 from ._block import (
@@ -160,6 +160,15 @@ def _channel_options(options, start, stop):
     return dict(options, fill=fill[start:stop]) if fill else options
 
 
+def _refuse_prefilter(plan):
+    """B-spline modes sample coefficients here: the chunked prefilter is not built yet."""
+    if plan.prefilter:
+        raise GridSampleError(
+            f"mode={MODE_NAMES[plan.mode]!r} with prefilter=True: gridsample.dask samples "
+            f"B-spline coefficients only; pass prefilter=False with x holding coefficients "
+            f"(gridsample.spline_coefficients computes them in memory)")
+
+
 def _threads_arg(kernel_threads):
     if kernel_threads is None:
         return None
@@ -173,7 +182,7 @@ def _threads_arg(kernel_threads):
 
 def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=False, *,
                 channel_last=False, fill_value=0, cubic_a=-0.75, grid_units="normalized",
-                displacement=False, chunks=None, kernel_threads=1):
+                displacement=False, prefilter=True, chunks=None, kernel_threads=1):
     """:func:`gridsample.grid_sample` for Dask arrays, lazily and out of core.
 
     Parameters
@@ -187,6 +196,9 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     mode, padding_mode, align_corners, channel_last, fill_value, cubic_a, grid_units, displacement
         As :func:`gridsample.grid_sample` (per-axis paddings included; wrap's
         footprint near an edge spans its axis, since it reads the far side).
+    prefilter : bool, default True
+        B-spline modes: ``x`` must hold spline coefficients here
+        (``prefilter=False``); the chunked prefilter is not built yet.
     chunks : optional
         Spatial chunks ``(D1 chunks, ..., Dr chunks)`` for the grid (and the
         output): a NumPy grid is wrapped with them, a Dask grid rechunked to them.
@@ -245,7 +257,9 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
         gd = da.from_array(g, chunks=(1, *spatial, -1) if g.ndim >= 2 else -1)
     plan, _, _ = plan_forward(_dummy(xd.shape, xd.dtype), _dummy(gd.shape, gd.dtype),
                               mode_code, padding_mode, align, chan_last, fill_value=fill_value,
-                              cubic_a=cubic_a, grid_units=grid_units, displacement=displacement)
+                              cubic_a=cubic_a, grid_units=grid_units, displacement=displacement,
+                              prefilter=prefilter)
+    _refuse_prefilter(plan)
     if len(gd.chunks[-1]) > 1:
         gd = gd.rechunk({gd.ndim - 1: -1})
     if plan.is_empty:
@@ -379,7 +393,7 @@ def _affine_window(theta, start, stop, out_spatial, in_spatial, mode, pads, alig
 
 def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
                 align_corners=False, *, channel_last=False, fill_value=0, cubic_a=-0.75,
-                chunks=None, kernel_threads=1):
+                prefilter=True, chunks=None, kernel_threads=1):
     """Warp ``x`` by affine maps without materializing the sampling grid.
 
     Equal, bit for bit, to ``gridsample.grid_sample(x, gridsample.affine_grid(theta,
@@ -395,6 +409,9 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
         is the grid's dtype (as in ``affine_grid``).
     out_shape : sequence of int, optional
         Output spatial shape ``(D1, ..., Dr)``; default: ``x``'s.
+    prefilter : bool, default True
+        As in :func:`grid_sample`: B-spline modes need ``prefilter=False``
+        and coefficients here.
     chunks : optional
         Output spatial chunks; default ``x``'s spatial chunks when
         ``out_shape`` equals ``x``'s spatial shape, else ``"auto"``.
@@ -433,7 +450,8 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
     grid_shape = (theta.shape[0], *out_spatial, r)
     plan, _, _ = plan_forward(_dummy(xd.shape, xd.dtype), _dummy(grid_shape, theta.dtype),
                               mode_code, padding_mode, align, chan_last, fill_value=fill_value,
-                              cubic_a=cubic_a)
+                              cubic_a=cubic_a, prefilter=prefilter)
+    _refuse_prefilter(plan)
     pad_code = plan.axis_paddings
     if plan.is_empty:
         return da.zeros(plan.out_shape, dtype=plan.out_dtype)

@@ -277,7 +277,8 @@ def _kernel(win, window, grid_block, spec) -> np.ndarray:
                             channel_last=spec.channel_last,
                             fill_value=list(spec.fill) if spec.fill else 0,
                             cubic_a=spec.cubic_a,
-                            grid_units="pixels" if spec.pixels else "normalized")
+                            grid_units="pixels" if spec.pixels else "normalized",
+                            prefilter=False)  # a B-spline's x holds its coefficients
 
 
 def _need(grid_block, spec):

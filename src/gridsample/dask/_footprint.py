@@ -66,6 +66,7 @@ from .._registry import PAD_BORDER, PAD_CONSTANT, PAD_REFLECTION, PAD_ZEROS, mod
 from .._taps import (
     AXIS_HIGH,
     AXIS_MUL,
+    AXIS_OFFSET,
     AXIS_ONE,
     AXIS_REFLECT_LOW,
     AXIS_REFLECT_SPAN,
@@ -90,10 +91,10 @@ def _period(pad: int, size: int) -> int:
 
 
 def unnormalize(g: np.ndarray, ax: np.ndarray) -> np.ndarray:
-    """``((g + shift) * a - b) * c`` in ``ax``'s dtype; ``+-inf`` stays put (as
+    """``((g + shift) * a - b) * c + offset`` in ``ax``'s dtype; ``+-inf`` stays put (as
     ``_taps.unnormalize``)."""
     with np.errstate(all="ignore"):
-        u = ((g + ax[AXIS_SHIFT]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE]
+        u = ((g + ax[AXIS_SHIFT]) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE] + ax[AXIS_OFFSET]
     return np.where(np.isinf(g), g, u)
 
 
@@ -118,8 +119,17 @@ def _clip_range(lo: float, hi: float, size: int):
 
 
 def _anchor(m, v: float) -> float:
-    """The index a mode's taps are counted from (``floor`` or ``rint``, half to even)."""
-    return math.floor(v) if m.anchor == "floor" else float(np.rint(v))
+    """The index a mode's taps are counted from (``floor``, ``rint`` or ``floor(v + 1/2)``)."""
+    return float(_anchors(m, np.asarray(v)))
+
+
+def _anchors(m, v: np.ndarray) -> np.ndarray:
+    """:func:`_anchor` of an array, in its dtype (as the kernels form it)."""
+    if m.anchor == "floor":
+        return np.floor(v)
+    if m.anchor == "round":  # the even-degree B-splines
+        return np.floor(v + v.dtype.type(0.5))
+    return np.rint(v)
 
 
 def _axis_points(g: np.ndarray, size: int, mode: int, pad: int, align: bool, ct,
@@ -136,7 +146,7 @@ def _axis_points(g: np.ndarray, size: int, mode: int, pad: int, align: bool, ct,
             finite = u[np.isfinite(u)]
             if finite.size == 0:
                 return None
-            f = np.floor(finite) if m.anchor == "floor" else np.rint(finite)
+            f = _anchors(m, finite)
             taps = [pad_indices(f + ax[AXIS_ONE] * k, size, pad) for k in range(k0, k1 + 1)]
             return _clip_range(min(float(t.min()) for t in taps),
                                max(float(t.max()) for t in taps), size)
@@ -175,7 +185,7 @@ def _axis_points(g: np.ndarray, size: int, mode: int, pad: int, align: bool, ct,
         # reflection: +-inf and NaN are NaN points (read nothing).
         if finite.size == 0:
             return None
-        f = np.floor(finite) if m.anchor == "floor" else np.rint(finite)
+        f = _anchors(m, finite)
         one = ax[AXIS_ONE]
         lo, hi = math.inf, -math.inf
         for k in range(k0, k1 + 1):

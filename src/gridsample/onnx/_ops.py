@@ -28,9 +28,9 @@ __all__ = ["GridSample", "AffineGrid", "OPS", "gridsample_version"]
 
 # Mode names each GridSample version defines (padding names never changed).
 _MODES = {
-    16: tuple(m.onnx16 for m in MODES),
-    20: tuple(m.name for m in MODES),
-    22: tuple(m.name for m in MODES),
+    16: tuple(m.onnx16 for m in MODES if m.onnx),
+    20: tuple(m.name for m in MODES if m.onnx),
+    22: tuple(m.name for m in MODES if m.onnx),
 }
 
 

@@ -1,0 +1,329 @@
+"""B-spline modes (degrees 2-7) and the prefilter, against SciPy and the reference twin.
+
+SciPy's ``map_coordinates(order=n)`` is the oracle for degrees 2-5, float64,
+to 1e-10 (both sides sum O(n^r) terms of unit size in float64; the IIR
+prefilters agree to ~1e-14).  Two known differences are avoided by the
+shapes chosen, not by tolerance: SciPy's half-sample ("reflect") filter
+start is exact only for lines longer than a few dozen samples (its causal
+sum covers one period; ours and the dense solve of the reference twin are
+exact at any length), so those lines are >= 40 samples; SciPy leaves a line
+of one sample unfiltered, as we do.
+"""
+
+import numpy as np
+import pytest
+
+import gridsample as gs
+from gridsample import reference as ref
+from gridsample._engine import use_kernels
+
+scipy_ndimage = pytest.importorskip("scipy.ndimage")
+
+# padding -> SciPy's mode of the same boundary
+SCIPY_MODES = {"zeros": "grid-constant", "constant": "grid-constant", "border": "nearest",
+               "mirror": "mirror", "symmetric": "reflect", "wrap": "grid-wrap"}
+SHAPES = {1: (41,), 2: (40, 42), 3: (40, 40, 41)}
+
+
+def _pixel_grid(coords):
+    """SciPy coordinates ``(r, P)`` (array axis order) as a pixel grid ``(1, P, 1.., r)``."""
+    r, p = coords.shape
+    return np.ascontiguousarray(coords[::-1].T).reshape((1, p) + (1,) * (r - 1) + (r,))
+
+
+def _coords(rng, shape, points):
+    """Points inside, near and past every edge, and some exactly on samples."""
+    coords = np.stack([rng.uniform(-7, s + 6, points) for s in shape])
+    coords[:, : points // 8] = np.round(coords[:, : points // 8])
+    return coords
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+@pytest.mark.parametrize("degree", [2, 3, 4, 5])
+@pytest.mark.parametrize("padding", list(SCIPY_MODES))
+@pytest.mark.parametrize("prefilter", [True, False])
+def test_matches_scipy_map_coordinates(rank, degree, padding, prefilter):
+    rng = np.random.default_rng([rank, degree, len(padding), prefilter])
+    shape = SHAPES[rank]
+    x = rng.standard_normal(shape)
+    coords = _coords(rng, shape, 150)
+    cval = 1.25 if padding == "constant" else 0.0
+    expected = scipy_ndimage.map_coordinates(x, coords, order=degree, mode=SCIPY_MODES[padding],
+                                             cval=cval, prefilter=prefilter)
+    extra = {"fill_value": cval} if padding == "constant" else {}
+    got = gs.grid_sample(x[None, None], _pixel_grid(coords), f"bspline{degree}", padding,
+                         grid_units="pixels", prefilter=prefilter, **extra)
+    np.testing.assert_allclose(got.reshape(-1), expected, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("degree", [2, 3, 4, 5])
+@pytest.mark.parametrize("padding", ["zeros", "border", "mirror", "symmetric", "wrap"])
+def test_spline_coefficients_match_scipy_spline_filter(degree, padding):
+    rng = np.random.default_rng(degree)
+    x = rng.standard_normal((2, 3, 40, 1, 43))
+    got = gs.spline_coefficients(x, degree, padding)
+    for n in range(2):
+        for c in range(3):
+            expected = scipy_ndimage.spline_filter(x[n, c], degree, mode=SCIPY_MODES[padding])
+            np.testing.assert_allclose(got[n, c], expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("padding", ["mirror", "symmetric", "wrap", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_prefilter_once_sample_many(padding, align_corners):
+    """Sampling spline_coefficients(x) without the prefilter = sampling x with it."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 2, 9, 12))
+    grid = rng.uniform(-1.6, 1.6, (1, 5, 7, 2))
+    c = gs.spline_coefficients(x, 3, padding, align_corners=align_corners)
+    direct = gs.grid_sample(x, grid, "bspline3", padding, align_corners)
+    through = gs.grid_sample(c, grid, "bspline3", padding, align_corners, prefilter=False)
+    np.testing.assert_allclose(through, direct, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("degree", [2, 3, 4, 5, 6, 7])
+@pytest.mark.parametrize("padding", ["mirror", "symmetric", "wrap", "border", "zeros"])
+def test_interpolates_the_samples(degree, padding):
+    """With the prefilter the spline passes through every sample (pixel units, integers)."""
+    rng = np.random.default_rng(degree)
+    x = rng.standard_normal((1, 1, 13, 10))
+    iy, ix = np.meshgrid(np.arange(13.0), np.arange(10.0), indexing="ij")
+    grid = np.stack([ix, iy], axis=-1)[None]
+    got = gs.grid_sample(x, grid, f"bspline{degree}", padding, grid_units="pixels")
+    np.testing.assert_allclose(got, x, rtol=0, atol=1e-11)
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3, 4])
+@pytest.mark.parametrize("degree", [2, 3, 6, 7])
+@pytest.mark.parametrize("prefilter", [True, False])
+def test_matches_reference_twin(rank, degree, prefilter):
+    """Every rank, degrees SciPy lacks, a padding per axis, NaN/inf/huge points."""
+    if rank == 4 and degree > 3:
+        pytest.skip("(8 taps)**4 per point: the twin's loop is too slow for a unit test")
+    rng = np.random.default_rng([rank, degree, prefilter])
+    shape = (1, 2) + (5, 7, 4, 3)[:rank]
+    x = rng.standard_normal(shape)
+    grid = rng.uniform(-1.7, 1.7, (1,) + (3,) * rank + (rank,))
+    flat = grid.reshape(-1, rank)
+    flat[0, 0], flat[1, -1], flat[2, 0] = np.nan, np.inf, 1e30
+    paddings = ("wrap", "border", "symmetric", "zeros", "mirror", "reflection")
+    padding = tuple(paddings[(k + degree) % len(paddings)] for k in range(rank))
+    for align in (False, True):
+        got = gs.grid_sample(x, grid, f"bspline{degree}", padding, align, prefilter=prefilter)
+        want = ref.grid_sample(x, grid, f"bspline{degree}", padding, align, prefilter=prefilter)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-10)
+        g_out = rng.standard_normal(got.shape)
+        for a, b in zip(gs.grid_sample_backward(g_out, x, grid, f"bspline{degree}", padding,
+                                                align, prefilter=prefilter),
+                        ref.grid_sample_backward(g_out, x, grid, f"bspline{degree}", padding,
+                                                 align, prefilter=prefilter)):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("degree", [2, 3, 5])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection", "mirror", "symmetric",
+                                     "wrap", ("wrap", "border")])
+@pytest.mark.parametrize("prefilter", [True, False])
+def test_push_is_the_adjoint(degree, padding, prefilter):
+    rng = np.random.default_rng(degree)
+    x = rng.standard_normal((2, 3, 8, 11))
+    grid = rng.uniform(-1.5, 1.5, (2, 6, 5, 2))
+    v = rng.standard_normal((2, 3, 6, 5))
+    mode = f"bspline{degree}"
+    pushed = gs.grid_push(v, grid, x.shape, mode, padding, prefilter=prefilter)
+    sampled = gs.grid_sample(x, grid, mode, padding, prefilter=prefilter)
+    assert np.sum(pushed * x) == pytest.approx(np.sum(v * sampled), rel=1e-12, abs=1e-12)
+    count = gs.grid_count(grid, (8, 11), mode, padding, prefilter=prefilter)
+    np.testing.assert_allclose(count, gs.grid_push(np.ones((2, 1, 6, 5)), grid, (8, 11), mode,
+                                                   padding, prefilter=prefilter), atol=1e-14)
+
+
+@pytest.mark.parametrize("degree", [2, 3, 4])
+@pytest.mark.parametrize("padding", ["zeros", "constant", "border", "wrap", "reflection"])
+def test_gradients_match_finite_differences(degree, padding):
+    rng = np.random.default_rng(degree + 10)
+    x = rng.standard_normal((1, 2, 7, 9))
+    grid = rng.uniform(-1.3, 1.3, (1, 4, 5, 2))
+    extra = {"fill_value": [0.5, -2.0]} if padding == "constant" else {}
+    mode = f"bspline{degree}"
+    g_out = rng.standard_normal((1, 2, 4, 5))
+    gx, gg = gs.grid_sample_backward(g_out, x, grid, mode, padding, **extra)
+
+    def loss(xv, gv):
+        return np.sum(g_out * gs.grid_sample(xv, gv, mode, padding, **extra))
+
+    dx, dg, eps = rng.standard_normal(x.shape), rng.standard_normal(grid.shape), 1e-6
+    fd_x = (loss(x + eps * dx, grid) - loss(x - eps * dx, grid)) / (2 * eps)
+    fd_g = (loss(x, grid + eps * dg) - loss(x, grid - eps * dg)) / (2 * eps)
+    assert np.sum(gx * dx) == pytest.approx(fd_x, rel=1e-7, abs=1e-7)
+    assert np.sum(gg * dg) == pytest.approx(fd_g, rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("degree", [3, 5])
+@pytest.mark.parametrize("prefilter", [True, False])
+def test_double_backward_matches_finite_differences(degree, prefilter):
+    """Directional derivatives of the backward's two results against finite differences."""
+    rng = np.random.default_rng(degree)
+    x = rng.standard_normal((1, 2, 6, 8))
+    grid = rng.uniform(-1.2, 1.2, (1, 3, 4, 2))
+    g_out = rng.standard_normal((1, 2, 3, 4))
+    p, q = rng.standard_normal(x.shape), rng.standard_normal(grid.shape)
+    mode, opts = f"bspline{degree}", dict(padding_mode="border", prefilter=prefilter)
+
+    def m(gv, xv, gridv):  # M = <P, dL/dx> + <Q, dL/dgrid>
+        a, b = gs.grid_sample_backward(gv, xv, gridv, mode, **opts)
+        return np.sum(p * a) + np.sum(q * b)
+
+    d_gout, d_x, d_grid = gs.grid_sample_double_backward(p, q, g_out, x, grid, mode, **opts)
+    eps = 1e-6
+    for value, got, which in ((g_out, d_gout, 0), (x, d_x, 1), (grid, d_grid, 2)):
+        d = rng.standard_normal(value.shape)
+        args = [g_out, x, grid]
+        args[which] = value + eps * d
+        plus = m(*args)
+        args[which] = value - eps * d
+        fd = (plus - m(*args)) / (2 * eps)
+        assert np.sum(got * d) == pytest.approx(fd, rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.xdist_group("vector-cubic")  # beside cubic's vector tests: compiled once
+def test_bspline3_vector_and_general_kernels_agree():
+    """bspline3 runs on cubic's kernels: both families give the same bits."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 3, 30, 31)).astype(np.float32)
+    grid = rng.uniform(-1.2, 1.2, (1, 17, 19, 2)).astype(np.float32)
+    grid[0, 0, :3] = [np.nan, np.inf], [1e30, -1e30], [-np.inf, 0.5]
+    for padding in ("zeros", "border", "reflection", "mirror", "wrap"):
+        with use_kernels("vector"):
+            vec = gs.grid_sample(x, grid, "bspline3", padding)
+        with use_kernels("general"):
+            gen = gs.grid_sample(x, grid, "bspline3", padding)
+        np.testing.assert_array_equal(vec, gen)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int16", "uint8", "bool", "complex128"])
+def test_dtypes_follow_the_float64_result(dtype):
+    """Other element types: the float64 result cast as every mode's results are."""
+    rng = np.random.default_rng(1)
+    base = rng.uniform(0, 200, (1, 2, 9, 10))
+    if dtype == "complex128":
+        base = base + 1j * rng.uniform(-5, 5, base.shape)
+    x = base.astype(dtype)
+    grid = rng.uniform(-1.1, 1.1, (1, 6, 7, 2))
+    got = gs.grid_sample(x, grid, "bspline3", "mirror")
+    assert got.dtype == x.dtype
+    exact = gs.grid_sample(x.astype(np.complex128 if dtype == "complex128" else np.float64),
+                           grid, "bspline3", "mirror")
+    if dtype in ("float32", "float16"):
+        tol = {"float32": 1e-4, "float16": 0.25}[dtype]
+        np.testing.assert_allclose(got.astype(np.float64), exact, rtol=2e-3, atol=tol)
+    elif dtype == "complex128":
+        np.testing.assert_allclose(got, exact, rtol=0, atol=1e-12)
+    else:
+        want = ref.grid_sample(x, grid, "bspline3", "mirror")
+        np.testing.assert_array_equal(got, want)
+
+
+def test_channel_last_and_displacement():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 7, 8, 3))
+    flow = rng.uniform(-2, 2, (2, 5, 6, 2))
+    got = gs.grid_sample(x, flow, "bspline4", "wrap", channel_last=True, grid_units="pixels",
+                         displacement=True)
+    iy, ix = np.meshgrid(np.arange(5.0), np.arange(6.0), indexing="ij")
+    absolute = flow + np.stack([ix, iy], axis=-1)
+    want = gs.grid_sample(np.moveaxis(x, -1, 1), absolute, "bspline4", "wrap",
+                          grid_units="pixels")
+    np.testing.assert_allclose(got, np.moveaxis(want, 1, -1), rtol=0, atol=1e-12)
+
+
+def test_prefilter_leaves_the_input_alone():
+    x = np.random.default_rng(3).standard_normal((1, 1, 6, 6))
+    before = x.copy()
+    gs.grid_sample(x, np.zeros((1, 2, 2, 2)), "bspline5", "constant", fill_value=2.0)
+    gs.grid_sample_backward(np.ones((1, 1, 2, 2)), x, np.zeros((1, 2, 2, 2)), "bspline5")
+    np.testing.assert_array_equal(x, before)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: gs.spline_coefficients(np.ones((1, 1, 4)), 8), "degree=8"),
+    (lambda: gs.spline_coefficients(np.ones((1, 1, 4)), 2.0), "degree=2.0"),
+    (lambda: gs.spline_coefficients(np.ones((1, 4)), 3), "shape"),
+    (lambda: gs.spline_coefficients(np.array([[["a"]]]), 3), "dtype"),
+    (lambda: gs.grid_sample(np.array([[["a", "b"]]]), np.zeros((1, 1, 1)), "bspline3"),
+     "strings"),
+    (lambda: gs.grid_sample(np.ones((1, 1, 4)), np.zeros((1, 1, 1)), "bspline3", cubic_a=-0.5),
+     "cubic_a"),
+    (lambda: gs.grid_sample(np.ones((1, 1, 4)), np.zeros((1, 1, 1)), "bspline9"), "bspline9"),
+    (lambda: gs.grid_sample(np.ones((1, 1, 4)), np.zeros((1, 1, 1)), "bspline3",
+                            prefilter="yes"), "prefilter"),
+    (lambda: gs.grid_sample(np.ones((1, 1) + (2,) * 6), np.zeros((1,) + (1,) * 6 + (6,)),
+                            "bspline7"), "taps per output point"),
+])
+def test_bad_arguments_name_themselves(call, match):
+    with pytest.raises((gs.GridSampleError, gs.GridSampleTypeError), match=match):
+        call()
+
+
+@pytest.mark.parametrize("prefilter", [True, False])
+def test_torch_operators_with_autograd(prefilter):
+    """gridsample.torch: the NumPy results, and gradients / second derivatives that check."""
+    torch = pytest.importorskip("torch")
+    import gridsample.torch as gt
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(1, 2, 7, 8, dtype=torch.float64, generator=gen, requires_grad=True)
+    grid = (torch.rand(1, 4, 5, 2, dtype=torch.float64, generator=gen) * 2.4 - 1.2)
+    grid.requires_grad_()
+    y = gt.grid_sample(x, grid, "bspline3", "mirror", align_corners=False, prefilter=prefilter)
+    np.testing.assert_array_equal(
+        y.detach().numpy(), gs.grid_sample(x.detach().numpy(), grid.detach().numpy(),
+                                           "bspline3", "mirror", prefilter=prefilter))
+    assert torch.autograd.gradcheck(
+        lambda a, b: gt.grid_sample(a, b, "bspline4", "border", align_corners=True,
+                                    prefilter=prefilter), (x, grid))
+    assert torch.autograd.gradgradcheck(
+        lambda a, b: gt.grid_sample(a, b, "bspline3", "wrap", align_corners=True,
+                                    prefilter=prefilter), (x, grid))
+    v = torch.randn(1, 2, 4, 5, dtype=torch.float64, generator=gen, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda a, b: gt.grid_push(a, b, (7, 8), "bspline3", "symmetric", prefilter=prefilter),
+        (v, grid))
+
+
+def test_dask_samples_coefficients():
+    """gridsample.dask: prefilter=False equals the in-memory result; prefilter=True is refused."""
+    da = pytest.importorskip("dask.array")
+    import gridsample.dask as gd
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 2, 30, 28))
+    grid = rng.uniform(-1.3, 1.3, (1, 12, 14, 2))
+    c = gs.spline_coefficients(x, 4, "wrap")
+    for padding in ("wrap", "zeros", ("border", "mirror")):
+        want = gs.grid_sample(c, grid, "bspline4", padding, prefilter=False)
+        got = gd.grid_sample(da.from_array(c, chunks=(1, 1, 10, 9)), grid, "bspline4", padding,
+                             prefilter=False, chunks=(5, 6)).compute()
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(gs.GridSampleError, match="prefilter=False"):
+        gd.grid_sample(da.from_array(x), grid, "bspline3")
+
+
+def test_onnx_and_cann_refuse_the_splines():
+    from gridsample import cann
+
+    with pytest.raises(gs.GridSampleError, match="bspline3"):
+        cann.grid_sample(np.ones((1, 1, 4, 4)), np.zeros((1, 2, 2, 2)), "bspline3")
+
+
+def test_readme_example_runs_as_written():
+    """The README's B-spline block runs; sampling the coefficients equals prefiltering."""
+    import pathlib
+    import re
+
+    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    section = readme.split("## B-splines", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    scope = {"np": np, "gridsample": gs}
+    exec(compile(block, "README.md", "exec"), scope)
+    np.testing.assert_allclose(scope["y1"], scope["y"], rtol=0, atol=1e-5)
