@@ -24,7 +24,9 @@ def pytest_collection_modifyitems(config, items):
     """Keep each mode's vector-kernel tests on one xdist worker (``--dist loadgroup``).
 
     Two workers that both need a vector variant both compile it; grouped by
-    mode, each variant compiles once per test run.
+    mode, each variant compiles once per test run.  The groups go first, so
+    that the workers start on them and the other tests fill in around them
+    (a group left for last would run alone on one worker).
     """
     for item in items:
         if item.path.name != "test_vector_kernels.py":
@@ -32,6 +34,7 @@ def pytest_collection_modifyitems(config, items):
         params = getattr(item, "callspec", None)
         mode = params.params.get("mode", "linear") if params else "linear"
         item.add_marker(pytest.mark.xdist_group(f"vector-{mode}"))
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
 
 MODES = ("linear", "nearest", "cubic")
 PADDINGS = ("zeros", "border", "reflection")

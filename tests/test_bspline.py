@@ -327,3 +327,22 @@ def test_readme_example_runs_as_written():
     scope = {"np": np, "gridsample": gs}
     exec(compile(block, "README.md", "exec"), scope)
     np.testing.assert_allclose(scope["y1"], scope["y"], rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("degree", [2, 3, 5, 7])
+@pytest.mark.parametrize("padding, bound", [("mirror", "dct1"), ("symmetric", "dct2"),
+                                            ("wrap", "dft")])
+@pytest.mark.parametrize("prefilter", [True, False])
+def test_matches_torch_interpol_grid_pull(degree, padding, bound, prefilter):
+    """torch-interpol's ``grid_pull`` (voxel coordinates, its bounds) where conventions match."""
+    torch = pytest.importorskip("torch")
+    interpol = pytest.importorskip("interpol")
+    rng = np.random.default_rng(degree)
+    x = rng.standard_normal((1, 2, 23, 19))
+    pixels = np.stack([rng.uniform(-6, 24, (7, 9)), rng.uniform(-6, 28, (7, 9))], -1)[None]
+    got = gs.grid_sample(x, pixels, f"bspline{degree}", padding, grid_units="pixels",
+                         prefilter=prefilter)
+    voxels = torch.from_numpy(np.ascontiguousarray(pixels[..., ::-1]))  # (y, x): array order
+    want = interpol.grid_pull(torch.from_numpy(x), voxels, interpolation=degree, bound=bound,
+                              extrapolate=True, prefilter=prefilter).numpy()
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)

@@ -272,7 +272,8 @@ EXTRA_CASES = [
         ("wrap-border-pixels", ("wrap", "border"), {"grid_units": "pixels"}),
         ("symmetric-displacement", "symmetric", {"displacement": True}),
     )
-] + [pytest.param("cubic", "border", {"cubic_a": -0.5}, id="cubic-a")]
+] + [pytest.param("cubic", "border", {"cubic_a": -0.5}, id="cubic-a"),
+      pytest.param("bspline4", ("wrap", "border"), {}, id="bspline4")]
 
 
 def _extras_case(extras):
@@ -310,11 +311,11 @@ def test_opcheck_the_extras(mode, padding, extras):
     from gridsample.torch import _extras
 
     code = _codes(mode, "zeros")[0]
-    pad, per_axis, fill, a, pixels, displacement = _extras(
+    pad, per_axis, fill, a, pixels, displacement, prefilter = _extras(
         2, code, padding, extras.get("fill_value", 0), extras.get("cubic_a", -0.75),
-        extras.get("grid_units", "normalized"), extras.get("displacement", False))
+        extras.get("grid_units", "normalized"), extras.get("displacement", False), True)
     options = (code, pad, False, False)
-    tail = (per_axis, fill, a, pixels, displacement)
+    tail = (per_axis, fill, a, pixels, displacement, prefilter)
     y = OPS.grid_sample(x, grid, *options, *tail)
     gout = torch.randn_like(y)
     torch.library.opcheck(OPS.grid_sample.default, (x, grid, *options, *tail))
@@ -322,7 +323,7 @@ def test_opcheck_the_extras(mode, padding, extras):
                           (gout, x, grid, *options, [True, True], *tail))
     torch.library.opcheck(OPS.grid_push.default,
                           (gout, grid, list(x.shape), *options, per_axis, a, pixels,
-                           displacement))
+                           displacement, prefilter))
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -37,7 +37,7 @@ from ._grad_taps import slope_constants
 from ._grad_vector_entries import GRID_GRAD_ENTRIES, INPUT_GRAD_ENTRIES
 from ._jit import read_only
 from ._options import MODE_NEAREST
-from ._plan import PAD_MIXED, ForwardPlan, as_array, plan_forward
+from ._plan import ForwardPlan, as_array, common_padding, plan_forward
 from ._registry import taps_per_point
 from ._splines import coefficient_plan, input_gradient
 from ._threads import num_threads, run_shared
@@ -163,7 +163,7 @@ def _fill_mass_gradient(plan: ForwardPlan, gout, x, grid, dt):
     one_channel[axis] = 1
     pads = plan.linear_paddings
     sub = dataclasses.replace(plan, channels=1, fill=None, paddings=pads,
-                              padding=pads[0] if len(set(pads)) == 1 else PAD_MIXED)
+                              padding=common_padding(pads))
     return _gradients(sub, h, np.ones(one_channel, dt), grid, False, True)[1]
 
 

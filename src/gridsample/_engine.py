@@ -32,7 +32,7 @@ from ._dtypes import dtype_name, is_half, is_string, x_conversion
 from ._errors import GridSampleError
 from ._jit import read_only
 from ._options import MODE_CUBIC, MODE_LINEAR
-from ._plan import ForwardPlan
+from ._plan import ForwardPlan, common_padding
 from ._registry import MODES, PAD_CONSTANT, PAD_ZEROS, kernel_name, padding_of, taps_per_point
 from ._taps import axis_constants, weight_constants
 from ._threads import num_threads, run_shared
@@ -308,7 +308,8 @@ def _run_strings(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarr
     sub = ForwardPlan(**{**plan.__dict__, "batch": plan.grid_batch, "channels": 1,
                          "channel_last": False, "out_dtype": np.dtype(np.int64),
                          "weight_dtype": np.dtype(np.float64), "fill": None,
-                         "paddings": plan.linear_paddings})
+                         "paddings": plan.linear_paddings,
+                         "padding": common_padding(plan.linear_paddings)})
     picked = run_forward(sub, index, grid).reshape(plan.grid_batch, 1, -1)  # (Ng, 1, P)
     picked = np.broadcast_to(picked, (plan.batch, 1, picked.shape[-1]))
     xc = np.moveaxis(x, -1, 1) if plan.channel_last else x

@@ -44,10 +44,15 @@ from ._registry import (
     taps_per_point,
 )
 
-__all__ = ["ForwardPlan", "plan_forward", "as_array", "PAD_MIXED"]
+__all__ = ["ForwardPlan", "plan_forward", "as_array", "PAD_MIXED", "common_padding"]
 
 #: ``ForwardPlan.padding`` when the axes are padded differently.
 PAD_MIXED = -1
+
+
+def common_padding(paddings: tuple) -> int:
+    """The padding code every axis shares, or :data:`PAD_MIXED`."""
+    return paddings[0] if len(set(paddings)) == 1 else PAD_MIXED
 
 
 @dataclass(frozen=True)
@@ -293,7 +298,7 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last, *, fi
     fill = _parse_fill(fill_value, paddings, x, channels)
     if fill is None:  # "constant" with a fill of 0 is "zeros"
         paddings = tuple(PAD_ZEROS if p == PAD_CONSTANT else p for p in paddings)
-    pad_code = paddings[0] if len(set(paddings)) == 1 else PAD_MIXED
+    pad_code = common_padding(paddings)
     plan = ForwardPlan(
         rank=rank,
         mode=mode_code,
