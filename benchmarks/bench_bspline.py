@@ -19,11 +19,9 @@ Ratios are gridsample's time ÷ the peer's.
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 
-from benchmarks.timing import interleaved_medians, machine_line, report
+from benchmarks.timing import case_arguments, interleaved_medians, machine_line, report
 
 CASES = {"image 1x3x1024²": (1, 3, 1024, 1024), "volume 1x1x128³": (1, 1, 128, 128, 128)}
 
@@ -96,12 +94,7 @@ def _peers() -> list:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--case", action="append", default=[],
-                        help="only cases whose name contains this (repeatable)")
-    parser.add_argument("--markdown", default=None, help="also write the table to this file")
-    args = parser.parse_args(argv)
+    args = case_arguments(__doc__, argv)
     import numba
 
     peers = _peers()

@@ -23,9 +23,13 @@ ratio gridsample / F.grid_sample (< 1: gridsample faster).
 
 from __future__ import annotations
 
-import argparse
-
-from benchmarks.timing import SETTLE_SECONDS, interleaved_medians, machine_line, report
+from benchmarks.timing import (
+    SETTLE_SECONDS,
+    case_arguments,
+    interleaved_medians,
+    machine_line,
+    report,
+)
 
 
 def _samplers():
@@ -120,12 +124,7 @@ def runners_for(name):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--case", action="append", default=[],
-                        help="only cases whose name contains this (repeatable)")
-    parser.add_argument("--markdown", default=None, help="also write the table to this file")
-    args = parser.parse_args(argv)
+    args = case_arguments(__doc__, argv)
     import numba
     import torch
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import subprocess
@@ -110,3 +111,13 @@ def report(table: str, compile_line, markdown) -> None:
         with open(markdown, "w") as fh:
             fh.write(text + "\n")
 
+
+def case_arguments(doc: str, argv, repeats: int = 7):
+    """The options of a table benchmark: ``--repeats``, ``--case`` (repeatable), ``--markdown``."""
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=repeats)
+    parser.add_argument("--case", action="append", default=[],
+                        help="only cases whose name contains this (repeatable)")
+    parser.add_argument("--markdown", default=None, help="also write the table to this file")
+    return parser.parse_args(argv)

@@ -27,8 +27,6 @@ from ._registry import (
     PAD_REFLECTION,
     PAD_ZEROS,
     PADDINGS,
-    mode_of,
-    padding_of,
 )
 
 __all__ = [
@@ -126,23 +124,22 @@ def parse_onnx_padding(padding_mode: object, where: str) -> int:
         raise GridSampleError(
             f"padding_mode={padding_mode!r}: {where} takes one padding for all axes "
             f"(per-axis paddings are gridsample.grid_sample's extension)")
-    code = parse_padding(padding_mode)
-    if not padding_of(code).onnx:
-        allowed = ", ".join(repr(p.name) for p in PADDINGS if p.onnx)
-        raise GridSampleError(
-            f"padding_mode={padding_mode!r} is not defined by {where}; allowed: {allowed} "
-            f"(gridsample.grid_sample has {PADDING_NAMES[code]!r})")
-    return code
+    return _onnx_only("padding_mode", padding_mode, parse_padding(padding_mode), PADDINGS, where)
 
 
 def parse_onnx_mode(mode: object, where: str) -> int:
     """A mode ONNX GridSample defines (linear, nearest, cubic), for ``where``'s API."""
-    code = parse_mode(mode)
-    if not mode_of(code).onnx:
-        allowed = ", ".join(repr(m.name) for m in MODES if m.onnx)
+    return _onnx_only("mode", mode, parse_mode(mode), MODES, where)
+
+
+def _onnx_only(name: str, value: object, code: int, table: tuple, where: str) -> int:
+    """``code`` if the registry ``table`` marks it as ONNX's, else the error naming it."""
+    entry = next(e for e in table if e.code == code)
+    if not entry.onnx:
+        allowed = ", ".join(repr(e.name) for e in table if e.onnx)
         raise GridSampleError(
-            f"mode={mode!r} is not defined by {where}; allowed: {allowed} "
-            f"(gridsample.grid_sample has {MODE_NAMES[code]!r})")
+            f"{name}={value!r} is not defined by {where}; allowed: {allowed} "
+            f"(gridsample.grid_sample has {entry.name!r})")
     return code
 
 
