@@ -9,8 +9,9 @@ import pytest
 import gridsample._affine
 import gridsample._api
 import gridsample._backward
+import gridsample._splines
 
-MODULES = [gridsample._api, gridsample._affine, gridsample._backward]
+MODULES = [gridsample._api, gridsample._affine, gridsample._backward, gridsample._splines]
 try:
     import gridsample.torch
     MODULES.append(gridsample.torch)

@@ -29,10 +29,12 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
         innermost spatial axis of ``x``
         (its width), ``grid[..., 1]`` the next one, and so on.  A batch of 1
         is broadcast over ``x``'s batch.
-    mode : {"linear", "nearest", "cubic"} or {0, 1, 2}, default "linear"
+    mode : {"linear", "nearest", "cubic", "bspline2" ... "bspline7"} or 0 ... 8, default "linear"
         Interpolation.  ``"bilinear"``/``"trilinear"`` and
         ``"bicubic"``/``"tricubic"`` are aliases.  Cubic is Keys' cubic
-        convolution (A = -0.75) over 4 taps per axis, for every rank.
+        convolution (A = -0.75) over 4 taps per axis, for every rank;
+        ``"bsplineN"`` a B-spline of degree N over N + 1 taps per axis
+        (docs/semantics.md §4.2).
     padding_mode : str or int, or a tuple of them (one per grid component), default "zeros"
         What positions outside ``x`` read.  The ONNX three: ``"zeros"`` (0),
         ``"border"`` (the nearest edge value), ``"reflection"`` (the
@@ -64,6 +66,11 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
         ``grid`` holds displacements: point ``p`` reads at ``identity(p) +
         grid(p)``, the identity being ``affine_grid``'s for the output shape
         (normalized units, with ``align_corners``) or ``p``'s own index (pixels).
+    prefilter : bool, default True
+        B-spline modes: ``x`` holds samples, and the spline through them is
+        sampled (its coefficients computed first, by each axis's padding
+        rule); ``False``: ``x`` holds the coefficients
+        (:func:`gridsample.spline_coefficients`).  Other modes ignore it.
 
     Returns
     -------

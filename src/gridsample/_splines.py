@@ -89,8 +89,8 @@ def spline_coefficients(x, degree, padding_mode="mirror", *, align_corners=False
     >>> import numpy as np, gridsample
     >>> x = np.array([[[0.0, 1.0, 0.0, 0.0]]])
     >>> c = gridsample.spline_coefficients(x, 3)
-    >>> grid = np.array([[[[-0.75]], [[-0.25]]]])[..., 0:1]   # the first two samples
-    >>> gridsample.grid_sample(c, grid, "bspline3", "mirror", prefilter=False).round(12)
+    >>> grid = np.array([[[-0.75], [-0.25]]])             # the first two samples
+    >>> gridsample.grid_sample(c, grid, "bspline3", "mirror", prefilter=False).round(12) + 0.0
     array([[[0., 1.]]])
     """
     x = as_array("x", x)
