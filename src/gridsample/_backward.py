@@ -135,7 +135,8 @@ def work_split(plan: ForwardPlan, buffer_bytes: int, threads: int) -> tuple:
 def run_backward(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
     """Compute the requested gradients for a validated plan, in their arguments' dtypes."""
     if plan.prefilter:  # through the B-spline coefficients (gridsample._splines)
-        c, cplan = coefficient_plan(plan, x)
+        # The input gradient never reads the coefficients: filter x only for the grid's.
+        c, cplan = coefficient_plan(plan, x, values=want_grid)
         grad_c, grad_grid = run_backward(cplan, gout, c, grid, want_x, want_grid)
         grad_x = None if grad_c is None else input_gradient(plan, cplan, grad_c)
         return _finish(grad_x, x.dtype), grad_grid

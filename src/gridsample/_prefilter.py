@@ -276,7 +276,7 @@ def _filter_all(c: np.ndarray, axes: list, rules: list, degree: int, adjoint: bo
 
 
 def coefficients(x: np.ndarray, degree: int, paddings: tuple, align_corners: bool,
-                 channel_last: bool, fill, prepad: bool = True) -> tuple:
+                 channel_last: bool, fill, prepad: bool = True, values: bool = True) -> tuple:
     """The spline coefficients of ``x`` for sampling, and each axis's pre-padding.
 
     Returns ``(c, pads)``: ``c`` in :func:`filter_dtype` (complex for complex
@@ -284,7 +284,8 @@ def coefficients(x: np.ndarray, degree: int, paddings: tuple, align_corners: boo
     pre-padded by ``P`` (``pads``, grid order).  ``paddings`` is one code
     per grid component; ``fill`` one value per channel, or None for 0.
     ``prepad=False``: no pre-padding (``spline_coefficients``, SciPy's
-    ``spline_filter``).
+    ``spline_filter``).  ``values=False``: only the layout is wanted (an input
+    gradient, a push, which never read the coefficients): zeros, unfiltered.
     """
     axes = _spatial_axes(x.ndim, channel_last)
     rules = [boundary(p, align_corners) for p in paddings]
@@ -292,6 +293,8 @@ def coefficients(x: np.ndarray, degree: int, paddings: tuple, align_corners: boo
     shape = list(x.shape)
     for ax, p in zip(axes, pads):
         shape[ax] += 2 * p
+    if not values:
+        return np.zeros(shape, coefficient_dtype(x.dtype)), pads
     c = np.empty(shape, coefficient_dtype(x.dtype))
     inside = [slice(None)] * x.ndim
     for ax, p in zip(axes, pads):

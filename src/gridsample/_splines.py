@@ -28,10 +28,14 @@ __all__ = ["coefficient_plan", "cast_result", "input_gradient", "spline_coeffici
            "prefiltered_sampler"]
 
 
-def coefficient_plan(plan: ForwardPlan, x: np.ndarray) -> tuple:
-    """The spline coefficients of ``x`` and the plan that samples them."""
+def coefficient_plan(plan: ForwardPlan, x: np.ndarray, values: bool = True) -> tuple:
+    """The spline coefficients of ``x`` and the plan that samples them.
+
+    ``values=False``: zeros of the coefficients' layout (for what reads only
+    the layout: the input gradient alone, a push).
+    """
     c, pads = coefficients(x, plan.spline, plan.axis_paddings, plan.align_corners,
-                           plan.channel_last, plan.fill)
+                           plan.channel_last, plan.fill, values=values)
     spatial = c.shape[1:-1] if plan.channel_last else c.shape[2:]
     fill = None if plan.fill is None else plan.fill.astype(c.dtype)
     cplan = dataclasses.replace(plan, in_spatial=tuple(spatial), spline_pad=pads,
