@@ -21,10 +21,10 @@ os.environ.setdefault("GRIDSAMPLE_KERNELS", "general")
 
 
 def pytest_collection_modifyitems(config, items):
-    """Keep each mode's vector-kernel tests on one xdist worker (``--dist loadgroup``).
+    """Keep each (mode, rank)'s vector-kernel tests on one xdist worker (``--dist loadgroup``).
 
     Two workers that both need a vector variant both compile it; grouped by
-    mode, each variant compiles once per test run.  The groups go first, so
+    (mode, rank), each variant compiles once per test run.  The groups go first, so
     that the workers start on them and the other tests fill in around them
     (a group left for last would run alone on one worker).
     """
@@ -33,7 +33,8 @@ def pytest_collection_modifyitems(config, items):
             continue
         params = getattr(item, "callspec", None)
         mode = params.params.get("mode", "linear") if params else "linear"
-        item.add_marker(pytest.mark.xdist_group(f"vector-{mode}"))
+        rank = params.params.get("rank", 3 if "3d" in item.name else 2) if params else 2
+        item.add_marker(pytest.mark.xdist_group(f"vector-{mode}-{rank}d"))
     items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
 
 MODES = ("linear", "nearest", "cubic")

@@ -292,7 +292,7 @@ def test_torch_operators_with_autograd(prefilter):
 
 
 def test_dask_samples_coefficients():
-    """gridsample.dask: prefilter=False equals the in-memory result; prefilter=True is refused."""
+    """gridsample.dask with prefilter=False equals the in-memory result bit for bit."""
     da = pytest.importorskip("dask.array")
     import gridsample.dask as gd
 
@@ -305,8 +305,96 @@ def test_dask_samples_coefficients():
         got = gd.grid_sample(da.from_array(c, chunks=(1, 1, 10, 9)), grid, "bspline4", padding,
                              prefilter=False, chunks=(5, 6)).compute()
         np.testing.assert_array_equal(got, want)
-    with pytest.raises(gs.GridSampleError, match="prefilter=False"):
-        gd.grid_sample(da.from_array(x), grid, "bspline3")
+
+
+# The chunked prefilter filters each chunk with halos of decay_length(n) samples (|z|^D <
+# 2**-60): the truncated tails lie below float64 round-off, so what is left is the round-off
+# of summing the same terms in another order.  Measured (these cases and degrees 4 and 6):
+# at most 5.6e-16 of the largest coefficient (2.5 ulp); the bound leaves 18x of headroom.
+DASK_RTOL = 1e-14
+DASK_PADDINGS = ("mirror", "symmetric", "reflection", "wrap", "zeros", "border", "constant",
+                 ("wrap", "border"))
+
+
+def _relative_error(got, want):
+    return float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+
+
+@pytest.mark.parametrize("degree, size", [(2, 60), (3, 70), (5, 110), (7, 140)])
+def test_dask_chunked_coefficients_equal_the_whole_arrays(degree, size):
+    """Chunks with halos (split axes, chunks narrower than the halo merged, the far side
+    for wrap, pre-padding at the array's own ends) give the whole array's coefficients."""
+    pytest.importorskip("dask.array")
+    import dask.array as da
+
+    from gridsample._plan import plan_forward
+    from gridsample._prefilter import coefficients, decay_length
+    from gridsample.dask._spline import chunked_coefficients
+
+    rng = np.random.default_rng(degree)
+    x = rng.standard_normal((1, 2, size, size + 7))
+    depth = decay_length(degree)
+    chunks = (1, 1, (depth, size - depth - 5, 5), size // 3 + 1)  # 5: merged into its neighbour
+    fill = [2.5, -1.0]
+    for padding in DASK_PADDINGS:
+        for align in (False, True):
+            plan, _, _ = plan_forward(x, np.zeros((1, 1, 1, 2)), f"bspline{degree}", padding,
+                                      align, False, fill_value=fill if padding == "constant" else 0)
+            want, pads = coefficients(x, degree, plan.axis_paddings, align, False, plan.fill)
+            got, got_pads = chunked_coefficients(da.from_array(x, chunks=chunks), plan, 1)
+            assert got_pads == pads and got.shape == want.shape
+            assert _relative_error(got.compute(), want) < DASK_RTOL, (padding, align)
+
+
+@pytest.mark.parametrize("degree", [3, 5])
+def test_dask_prefilter_equals_the_in_memory_result(degree):
+    """grid_sample and affine_warp on Dask arrays with prefilter=True: every padding, mixed
+    per-axis paddings, channel-last, float32 and uint8, 3-D, NaN/inf/huge grid values, a
+    Dask grid over a NumPy x (no region reads: the coefficients exist only as chunks)."""
+    pytest.importorskip("dask.array")
+    import dask.array as da
+
+    import gridsample.dask as gd
+
+    rng = np.random.default_rng(11)
+    mode = f"bspline{degree}"
+    x = rng.standard_normal((2, 3, 120, 100))
+    grid = rng.uniform(-1.2, 1.2, (2, 30, 40, 2))
+    grid[0, 0, :3, 0] = [np.nan, np.inf, -1e30]
+    xd = da.from_array(x, chunks=(1, 2, 60, 50))
+    for padding in DASK_PADDINGS:
+        kw = {"fill_value": [1.5, -2.0, 0.25]} if padding == "constant" else {}
+        for align in (False, True):
+            want = gs.grid_sample(x, grid, mode, padding, align, **kw)
+            got = gd.grid_sample(xd, grid, mode, padding, align, chunks=(15, 20), **kw)
+            np.testing.assert_allclose(got.compute(), want, rtol=0,
+                                       atol=DASK_RTOL * np.abs(x).max())
+    # channel-last float32, a Dask grid
+    xl = np.moveaxis(x, 1, -1).astype(np.float32)
+    want = gs.grid_sample(xl, grid.astype(np.float32), mode, "border", channel_last=True)
+    got = gd.grid_sample(da.from_array(xl, chunks=(1, 40, 50, 3)),
+                         da.from_array(grid.astype(np.float32), chunks=(1, 15, 20, 2)), mode,
+                         "border", channel_last=True).compute()
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(x).max())
+    # uint8: rounded and saturated as in memory (equal but for a rare tie of round-off)
+    x8 = rng.integers(0, 256, (1, 1, 120, 100), dtype=np.uint8)
+    want = gs.grid_sample(x8, grid[:1], mode, "mirror")
+    got = gd.grid_sample(da.from_array(x8, chunks=(1, 1, 60, 50)), grid[:1], mode,
+                         "mirror").compute()
+    assert got.dtype == np.uint8 and np.abs(got.astype(int) - want).max() <= 1
+    # 3-D and affine_warp
+    x3 = rng.standard_normal((1, 1, 80, 70, 75))
+    theta = np.array([[[0.9, 0.1, 0.0, 0.05], [-0.1, 0.95, 0.05, 0.0],
+                       [0.0, 0.05, 1.05, -0.1]]])
+    grid3 = gs.affine_grid(theta, (1, 1, 40, 35, 30))
+    for padding in ("zeros", "wrap", "symmetric"):
+        want = gs.grid_sample(x3, grid3, mode, padding)
+        x3d = da.from_array(x3, chunks=(1, 1, 40, 70, 38))
+        got = gd.affine_warp(x3d, theta, (40, 35, 30), mode, padding, chunks=(20, 18, 15))
+        np.testing.assert_allclose(got.compute(), want, rtol=0, atol=DASK_RTOL)
+        got = gd.grid_sample(x3d, grid3, mode, padding, chunks=(20, 18, 15))
+        np.testing.assert_allclose(got.compute(), want, rtol=0, atol=DASK_RTOL)
 
 
 def test_onnx_and_cann_refuse_the_splines():

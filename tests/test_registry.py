@@ -36,7 +36,9 @@ def test_codes_and_names_are_unique():
     for m in MODES:
         assert m.reach[1] - m.reach[0] + 1 == m.taps
         assert m.anchor in ("floor", "rint", "round") and m.pads in ("coordinate", "taps")
-        assert set(m.vector_ranks) <= set(m.specialised_ranks)
+        # vector kernels exist for 2-D and 3-D; a grid-gradient vector kernel plans with them
+        assert set(m.vector_ranks) <= {2, 3}
+        assert set(m.grid_grad_vector_ranks) <= set(m.vector_ranks)
 
 
 @pytest.mark.parametrize("m,p", PAIRS, ids=PAIR_IDS)

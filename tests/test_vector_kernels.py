@@ -17,6 +17,7 @@ import pytest
 import gridsample
 from conftest import ALIGNS
 from gridsample import _engine, _vector, reference
+from gridsample._registry import PAD_MIRROR, PAD_SYMMETRIC, PAD_WRAP
 from gridsample._registry import PADDINGS as _REGISTRY_PADDINGS
 
 #: Every padding the vector kernels plan (the ONNX three and the index paddings).
@@ -29,14 +30,19 @@ _FLOATS = (np.float32, np.float64)
 PAD_DTYPES = ([(p, np.float32, np.float32) for p in PADDINGS]
               + [("zeros", np.float64, np.float64), ("border", np.float32, np.float64),
                  ("reflection", np.float64, np.float32)])
+#: The backward's kernels see one dtype, float32 or float64 (float64 if x or the grid is;
+#: both are converted to it first): every padding's variant with float32, and float64 once.
+GRAD_PAD_DTYPES = ([(p, np.float32, np.float32) for p in PADDINGS]
+                   + [("zeros", np.float64, np.float64)])
+
+
+VECTOR_MODES = ("linear", "nearest", "cubic")
 
 
 @pytest.fixture(autouse=True)
 def _user_kernels(monkeypatch):
     """Calls without a ``use_kernels`` block get the kernels users get (conftest picks general)."""
     monkeypatch.setenv("GRIDSAMPLE_KERNELS", "auto")
-
-VECTOR_MODES = ("linear", "nearest", "cubic")
 
 
 def general(monkeypatch, *args, **kwargs):
@@ -56,7 +62,7 @@ def nasty_grid(rng, shape, dtype):
     return g.astype(dtype)
 
 
-@pytest.mark.parametrize("mode", ("linear", "nearest"))
+@pytest.mark.parametrize("mode", VECTOR_MODES)
 @pytest.mark.parametrize("pad,x_dtype,grid_dtype", PAD_DTYPES)
 def test_3d_equal_to_the_general_kernels(rng, monkeypatch, mode, pad, x_dtype, grid_dtype):
     x = rng.standard_normal((2, 2, 5, 6, 7)).astype(x_dtype)
@@ -91,7 +97,8 @@ def test_the_engine_uses_them(monkeypatch):
     x3 = np.ones((1, 2, 3, 4, 5), np.float32)
     gridsample.grid_sample(x3, np.zeros((1, 2, 2, 2, 3), np.float32))
     gridsample.grid_sample(x3, np.zeros((1, 2, 2, 2, 3), np.float32), "nearest")
-    assert len(calls) == 5
+    gridsample.grid_sample(x3, np.zeros((1, 2, 2, 2, 3), np.float32), "cubic")
+    assert len(calls) == 6
 
 
 @pytest.mark.parametrize("mode", VECTOR_MODES)
@@ -194,9 +201,9 @@ def test_int32_offsets_guard(rng, monkeypatch):
 
 # --- the backward's vector-planned kernels (gridsample._grad_vector) -----------------------
 
-@pytest.mark.parametrize("pad,x_dtype,grid_dtype", PAD_DTYPES)
+@pytest.mark.parametrize("pad,x_dtype,grid_dtype", GRAD_PAD_DTYPES)
 @pytest.mark.parametrize("rank, mode", [(2, "linear"), (3, "linear"), (2, "nearest"),
-                                        (3, "nearest"), (2, "cubic")])
+                                        (3, "nearest"), (2, "cubic"), (3, "cubic")])
 def test_gradients_equal_to_the_general_kernels(rng, rank, mode, pad, x_dtype, grid_dtype):
     """Bit for bit (up to the sign of a zero), NaN, ±inf, huge and edge points included."""
     grid = nasty_grid(rng, (2,) + (12, 10, 5)[:rank] + (rank,), grid_dtype)
@@ -244,7 +251,7 @@ def test_the_backward_uses_them(monkeypatch):
 
 @pytest.mark.parametrize("dtype", _FLOATS)
 @pytest.mark.parametrize("rank, mode", [(2, "linear"), (2, "nearest"), (2, "cubic"),
-                                        (3, "linear"), (3, "nearest")])
+                                        (3, "linear"), (3, "nearest"), (3, "cubic")])
 def test_constant_fill_equal_to_the_general_kernels(rng, monkeypatch, rank, mode, dtype):
     """The vector sweeps read the fill for a tap outside; the general fill kernel keeps its
     taps outside in the plan and reads the fill there: the same sums, bit for bit."""
@@ -256,3 +263,36 @@ def test_constant_fill_equal_to_the_general_kernels(rng, monkeypatch, rank, mode
         want = general(monkeypatch, x, grid, mode, "constant", align, **kw)
         got = gridsample.grid_sample(x, grid, mode, "constant", align, **kw)
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("rank, mode", [(2, "linear"), (2, "nearest"), (2, "cubic"),
+                                        (3, "linear"), (3, "nearest"), (3, "cubic")])
+def test_index_paddings_on_the_vector_kernels(rng, monkeypatch, rank, mode):
+    """One vector variant serves mirror, symmetric and wrap, each axis reading its own code:
+    a per-axis mix of them runs on it (forward and input gradient), bit for bit as the
+    general kernels.  The first blocks lie inside, the last ones reach outside and hold NaN,
+    ±inf and huge values."""
+    calls = _spy_on(monkeypatch, _engine.VECTOR_ENTRIES)
+    from gridsample import _backward
+
+    inputs = _spy_on(monkeypatch, _backward.INPUT_GRAD_ENTRIES)
+    x = rng.standard_normal((2, 2) + (9, 10, 8)[:rank]).astype(np.float32)
+    x[(0, 1) + (4, 5, 3)[:rank]] = np.inf
+    out_spatial = (16, 12, 8)[:rank]
+    grid = rng.uniform(-0.5, 0.5, (2,) + out_spatial + (rank,)).astype(np.float32)
+    tail = grid.reshape(2, -1, rank)[:, -grid[0].size // (2 * rank):]
+    tail[...] = nasty_grid(rng, tail.shape, np.float32)
+    for pads in (("wrap", "mirror", "symmetric")[:rank], "mirror", "symmetric", "wrap"):
+        for align in ALIGNS:
+            want = general(monkeypatch, x, grid, mode, pads, align)
+            np.testing.assert_array_equal(gridsample.grid_sample(x, grid, mode, pads, align),
+                                          want)
+            gout = rng.standard_normal(want.shape).astype(np.float32)
+            fast = gridsample.grid_sample_backward(gout, x, grid, mode, pads, align)
+            with _engine.use_kernels("general"):
+                slow = gridsample.grid_sample_backward(gout, x, grid, mode, pads, align)
+            for a, b in zip(fast, slow):
+                np.testing.assert_array_equal(a, b)
+        # the per-axis mix (first) ran on the vector kernels, forward and input gradient
+        assert calls and inputs
+    assert {key[2] for key in calls + inputs} <= {PAD_MIRROR, PAD_SYMMETRIC, PAD_WRAP}

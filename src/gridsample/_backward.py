@@ -162,10 +162,11 @@ def _fill_mass_gradient(plan: ForwardPlan, gout, x, grid, dt):
     h = np.sum(gout.astype(dt, copy=False) * fill, axis=axis, keepdims=True)
     one_channel = list(x.shape)
     one_channel[axis] = 1
+    ones = np.broadcast_to(np.ones((), dt), one_channel)  # every tap reads the one value
     pads = plan.linear_paddings
     sub = dataclasses.replace(plan, channels=1, fill=None, paddings=pads,
                               padding=common_padding(pads))
-    return _gradients(sub, h, np.ones(one_channel, dt), grid, False, True)[1]
+    return _gradients(sub, h, ones, grid, False, True)[1]
 
 
 def _gradients(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
@@ -181,8 +182,9 @@ def _gradients(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
         return grad_x, grad_grid
     K = taps_per_point(plan.kernel_mode, r)
     # x contiguous in its own layout, so that x and its gradient share the
-    # tap offsets (a copy only for strided x).
-    xw = np.ascontiguousarray(x, dt)
+    # tap offsets (a copy only for strided x).  The grid gradient alone reads x
+    # through any non-negative strides (the fill term's ones are one broadcast value).
+    xw = np.ascontiguousarray(x, dt) if want_x else x.astype(dt, copy=False)
     xflat, xs = flat_view(xw)
     xs_n, xs_c, xs_sp = split_channels(xs, plan.channel_last)
     strides = np.array(xs_sp[::-1], np.int64)
@@ -284,7 +286,7 @@ def _vector_entry(table: dict, plan: ForwardPlan, sizes, strides):
     """
     if _interleaved(plan) or kernel_family() not in ("auto", "vector"):
         return None
-    entry = table.get((plan.rank, plan.kernel_mode, plan.padding))
+    entry = table.get((plan.rank, plan.kernel_mode, plan.kernel_padding))
     if entry is None or not fits_int32(sizes, strides):
         return None
     return entry

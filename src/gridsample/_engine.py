@@ -238,7 +238,7 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
     vector = None
     # The vector planners of zeros serve constant: their sweeps read ``outside[c]`` (the
     # fill of channel c, or 0) for a tap outside.
-    vector_pad = PAD_ZEROS if plan.padding == PAD_CONSTANT else plan.padding
+    vector_pad = PAD_ZEROS if plan.padding == PAD_CONSTANT else plan.kernel_padding
     outside = np.zeros(plan.channels, conv.accumulator) if fillv is None else fillv
     vector_ok = (dtype_name(plan.out_dtype) in VECTOR_DTYPES and not interleaved
                  and vector_pad >= 0 and padding_of(vector_pad).vector)

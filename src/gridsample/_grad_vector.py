@@ -67,7 +67,7 @@ from ._vector import (
 
 __all__ = ["plan_grad_linear_2d", "sweep_grad_linear_2d", "plan_grad_linear_3d",
            "sweep_grad_linear_3d", "plan_grad_cubic_2d", "sweep_grad_cubic_2d",
-           "run_grid_grad_blocks", "scatter_fused", "scatter_cubic_2d",
+           "run_grid_grad_blocks", "scatter_fused", "scatter_cubic_2d", "scatter_cubic_3d",
            "scatter_linear_3d", "run_scatter_blocks"]
 
 
@@ -262,7 +262,7 @@ def _plan_cubic_grad_axis(grid, nb, pad, axis, ax, kt, dk, size, stride, off, wt
     (:func:`gridsample._grad_taps.grad_cubic_taps`); a NaN or infinite coordinate
     gets slopes and chain 0 (a NaN point's weights are NaN; the caller marks it).
     """
-    _plan_cubic_axis(grid, nb, pad, axis, ax, kt, size, stride, off, wts)
+    _plan_cubic_axis(grid, nb, pad, 2, axis, ax, kt, size, stride, off, wts)
     zero, one = ax[AXIS_HIGH] - ax[AXIS_HIGH], ax[AXIS_ONE]
     scale = ax[AXIS_MUL] * ax[AXIS_SCALE]
     r = 4 * axis
@@ -408,25 +408,37 @@ def scatter_cubic_2d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
 
 
 @skeleton
-def scatter_linear_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
-    """Scatter a 3-D linear block (per-axis rows): ``z`` outer, ``x`` inner,
+def _scatter_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, T):
+    """Scatter a 3-D block planned per axis (``T`` rows each): ``z`` outer, ``x`` inner,
     ``w = (w_x w_y) w_z``."""
     for c in range(c0, c1):
         gxc = gxflat[c * xs_c:]
         gc = gflat[c * gs_c:]
         for j in range(nb):
             gv = gc[j * gs_p]
-            for kz in range(2):
-                oz = off[4 + kz, j]
-                wz = wts[4 + kz, j]
-                for ky in range(2):
-                    oy = off[2 + ky, j]
-                    wy = wts[2 + ky, j]
-                    for kx in range(2):
+            for kz in range(T):
+                oz = off[2 * T + kz, j]
+                wz = wts[2 * T + kz, j]
+                for ky in range(T):
+                    oy = off[T + ky, j]
+                    wy = wts[T + ky, j]
+                    for kx in range(T):
                         ox = off[kx, j]
                         w = (wts[kx, j] * wy) * wz
                         if ((oz | oy | ox) >= 0) & (w == w):
                             gxc[oz + oy + ox] += gv * w
+
+
+@skeleton
+def scatter_linear_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    """Scatter a 3-D linear block (2 rows per axis)."""
+    _scatter_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 2)
+
+
+@skeleton
+def scatter_cubic_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    """Scatter a 3-D cubic block (4 rows per axis)."""
+    _scatter_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 4)
 
 
 @skeleton

@@ -98,8 +98,10 @@ def _locate(task, nblk, block, grid):
 
 
 @skeleton
-def run_general(first, stop, args, K, planner):
-    """Blocks ``first .. stop - 1`` of ``N x blocks``: plan with ``planner``, then sweep.
+def run_general(first, stop, args, K, planner, sweeper, fillv):
+    """Blocks ``first .. stop - 1`` of ``N x blocks``: plan with ``planner``, then sweep
+    with ``sweeper`` (:func:`_sweep_drop` or :func:`_sweep_fill`; ``fillv`` is the fill per
+    channel the latter reads).
 
     ``args`` packs the arguments listed in the module docstring, in order;
     ``K`` (taps per point) is the entry's constant (or ``args``' own ``K``).
@@ -112,8 +114,24 @@ def run_general(first, stop, args, K, planner):
         n, gn, p0, nb = _locate(task, nblk, block, grid)
         planner(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off,
                 ax_w, ax_n, wconst)
-        sweep(xflat, n * xs_n, xs_c, off, wts, cnt, nb, K, C, outflat, n * os_n + p0 * os_p,
-              os_c, os_p, interleaved, kind, azero)
+        sweeper(xflat, n * xs_n, xs_c, off, wts, cnt, nb, K, C, outflat, n * os_n + p0 * os_p,
+                os_c, os_p, interleaved, kind, azero, fillv)
+
+
+@helper
+def _sweep_drop(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p,
+                interleaved, kind, azero, fillv):
+    """The sweep of a plan whose taps outside are dropped (every padding but a fill)."""
+    sweep(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p,
+          interleaved, kind, azero)
+
+
+@helper
+def _sweep_fill(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p,
+                interleaved, kind, azero, fillv):
+    """The sweep of a plan whose taps outside read ``fillv[c]`` (either layout)."""
+    sweep_fill(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p, kind,
+               azero[0], fillv)
 
 
 # Entries, one per planner; each takes ``(first, stop, args)`` as run_shared passes them.
@@ -124,44 +142,35 @@ def task_fill(first, stop, args, fillv):
 
     Plans with the general planner, sweeps with :func:`gridsample._sweeps.sweep_fill`.
     """
-    (xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, K,
-     mode, pad, block, interleaved, wconst, kind, azero) = args
-    nblk = (grid.shape[1] + block - 1) // block
-    off, wts, cnt, ax_off, ax_w, ax_n = _scratch(block, K, grid.shape[2], wconst)
-    for task in range(first, stop):
-        n, gn, p0, nb = _locate(task, nblk, block, grid)
-        plan_general(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
-                     ax_off, ax_w, ax_n, wconst)
-        sweep_fill(xflat, n * xs_n, xs_c, off, wts, cnt, nb, K, C, outflat,
-                   n * os_n + p0 * os_p, os_c, os_p, kind, azero[0], fillv)
+    run_general(first, stop, args, args[14], plan_general, _sweep_fill, fillv)
 
 
 @function
 def task_nd(first, stop, args):
     """Any rank and mode."""
-    run_general(first, stop, args, args[14], plan_general)
+    run_general(first, stop, args, args[14], plan_general, _sweep_drop, args[21])
 
 
 @function
 def task_linear_2d(first, stop, args):
-    run_general(first, stop, args, 4, plan_linear_2d)
+    run_general(first, stop, args, 4, plan_linear_2d, _sweep_drop, args[21])
 
 
 @function
 def task_nearest_2d(first, stop, args):
-    run_general(first, stop, args, 1, plan_nearest_2d)
+    run_general(first, stop, args, 1, plan_nearest_2d, _sweep_drop, args[21])
 
 
 @function
 def task_cubic_2d(first, stop, args):
-    run_general(first, stop, args, 16, plan_cubic_2d)
+    run_general(first, stop, args, 16, plan_cubic_2d, _sweep_drop, args[21])
 
 
 @function
 def task_linear_3d(first, stop, args):
-    run_general(first, stop, args, 8, plan_linear_3d)
+    run_general(first, stop, args, 8, plan_linear_3d, _sweep_drop, args[21])
 
 
 @function
 def task_nearest_3d(first, stop, args):
-    run_general(first, stop, args, 1, plan_nearest_3d)
+    run_general(first, stop, args, 1, plan_nearest_3d, _sweep_drop, args[21])

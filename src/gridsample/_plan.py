@@ -39,8 +39,10 @@ from ._registry import (
     CUBIC_A,
     MAX_TAPS_PER_POINT,
     PAD_CONSTANT,
+    PAD_MIRROR,
     PAD_ZEROS,
     mode_of,
+    padding_of,
     taps_per_point,
 )
 
@@ -109,6 +111,16 @@ class ForwardPlan:
     def axis_paddings(self) -> tuple:
         """One padding code per grid component (grid order)."""
         return self.paddings or (self.padding,) * self.rank
+
+    @property
+    def kernel_padding(self) -> int:
+        """The padding code the vector kernels' tables are keyed by: the common code, or
+        for a per-axis mix of index paddings (mirror, symmetric, wrap) one of them (their
+        one vector variant reads each axis's code); :data:`PAD_MIXED` otherwise."""
+        if self.padding != PAD_MIXED:
+            return self.padding
+        index = all(padding_of(p).index and padding_of(p).vector for p in self.axis_paddings)
+        return PAD_MIRROR if index else PAD_MIXED
 
     @property
     def linear_paddings(self) -> tuple:

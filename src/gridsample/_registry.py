@@ -162,7 +162,7 @@ MODES = (
          vector_ranks=(2, 3)),
     Mode(MODE_CUBIC, "cubic", ("bicubic", "tricubic"), onnx16="bicubic", torch="bicubic",
          taps=4, anchor="floor", reach=(-1, 2), pads="taps", specialised_ranks=(2,),
-         vector_ranks=(2,), grid_grad_vector_ranks=(2,)),
+         vector_ranks=(2, 3), grid_grad_vector_ranks=(2,)),
     *(Mode(MODE_BSPLINE[n], f"bspline{n}", (), onnx16="", torch="", taps=n + 1,
            anchor="floor" if n % 2 else "round", reach=(-(n // 2), n - n // 2) if n % 2
            else (-(n // 2), n // 2), pads="taps",

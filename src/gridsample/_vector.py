@@ -57,6 +57,7 @@ from ._taps import (
     AXIS_MUL,
     AXIS_OFFSET,
     AXIS_ONE,
+    AXIS_PAD,
     AXIS_REFLECT_LOW,
     AXIS_REFLECT_SPAN,
     AXIS_SCALE,
@@ -160,35 +161,56 @@ def _reflect_taps(t0, t1, t2, t3, ax, zero):
 # not vectorize) per axis and point.  Either way the result is _taps.pad_index's, bit for
 # bit.  An axis of size 1 under mirror (P = 0) maps to 0.
 
+
 #: Coordinates below this magnitude take the vectorized modulo (see above).
 _NEAR = np.float32(1 << 22)
 
 @skeleton
-def _period(pad, ax):
-    """The period of an index padding's pattern (coordinate dtype)."""
-    if pad == PAD_WRAP:
-        return ax[AXIS_SIZE]
-    if pad == PAD_MIRROR:
-        return ax[AXIS_HIGH] + ax[AXIS_HIGH]
-    return ax[AXIS_SIZE] + ax[AXIS_SIZE]
+def _period(ax):
+    """The period of the axis's index padding (coordinate dtype).
+
+    The padding is the axis's own code (``AXIS_PAD``), read at run time: one compiled
+    variant serves mirror, symmetric, wrap and per-axis mixes of them, and a loop-invariant
+    select costs the vector loop nothing measurable.
+    """
+    code = ax[AXIS_PAD]
+    size, high = ax[AXIS_SIZE], ax[AXIS_HIGH]
+    return size if code == PAD_WRAP else (high + high if code == PAD_MIRROR else size + size)
 
 
 @skeleton
-def _fold(q, pad, ax, period, zero):
-    """Padded index of ``q`` (an integer-valued float, ``|q| < P + 5``), in ``[0, S-1]``."""
-    high = ax[AXIS_HIGH]
-    # q mod P: the quotient from the reciprocal (hoisted out of the loop) may be off by one
-    # either way; one correction each way makes the remainder exact.
+def _modulo(q, ax, period, zero):
+    """``q mod P`` in ``[0, P)``, for an integer-valued float ``|q| < 2**22`` (or a residue)."""
+    # The quotient from the reciprocal (hoisted out of the loop) may be off by one either
+    # way; one correction each way makes the remainder exact.
     q = q - period * np.floor(q * (ax[AXIS_ONE] / period))
     q = q - period if q >= period else q
-    q = q + period if q < zero else q
-    if pad == PAD_MIRROR:
-        q = period - q if q > high else q
-    elif pad == PAD_SYMMETRIC:
-        q = (period - ax[AXIS_ONE]) - q if q >= ax[AXIS_SIZE] else q
+    return q + period if q < zero else q
+
+
+@skeleton
+def _next(m, ax, period):
+    """The residue of the next index, ``(m + 1) mod P``, from ``m`` in ``[0, P)`` (P >= 1)."""
+    m = m + ax[AXIS_ONE]
+    return m - period if m >= period else m
+
+
+@skeleton
+def _flip(m, ax, period, zero):
+    """The padded index of the residue ``m`` in ``[0, P)``: in ``[0, S-1]``."""
+    code, high, size = ax[AXIS_PAD], ax[AXIS_HIGH], ax[AXIS_SIZE]
+    mirrored = period - m if m > high else m  # mirror: P - m past S - 1
+    symmetric = (period - ax[AXIS_ONE]) - m if m >= size else m  # symmetric: P - 1 - m past S
+    m = mirrored if code == PAD_MIRROR else (symmetric if code == PAD_SYMMETRIC else m)
     # The clip only guards the cast for a far point in the first pass (replanned after).
-    q = zero if zero > q else (high if q > high else q)
-    return q if period > zero else zero
+    m = zero if zero > m else (high if m > high else m)
+    return m if period > zero else zero
+
+
+@skeleton
+def _fold(q, ax, period, zero):
+    """Padded index of ``q`` (an integer-valued float, ``|q| < P + 5``), in ``[0, S-1]``."""
+    return _flip(_modulo(q, ax, period, zero), ax, period, zero)
 
 
 @skeleton
@@ -217,11 +239,13 @@ def _index_coordinate(g, ax, zero):
 def _index_pair(x, pad, ax, zero, exact):
     """Linear's two padded taps ``floor(x)``, ``floor(x) + 1`` (int32) and ``floor(x)``."""
     f = np.floor(x)
-    period = _period(pad, ax)
-    r = _residue(f, period, exact)
-    e1 = (f + ax[AXIS_ONE]) - f
-    return (np.int32(_fold(r, pad, ax, period, zero)),
-            np.int32(_fold(r + e1, pad, ax, period, zero)), f)
+    period = _period(ax)
+    m0 = _modulo(_residue(f, period, exact), ax, period, zero)
+    # The second tap's residue: the next one (|f| < 2**22: f + 1 is exact), or, in the exact
+    # pass, from what float rounding made of f + 1.
+    m1 = (_modulo(m0 + ((f + ax[AXIS_ONE]) - f), ax, period, zero) if exact
+          else _next(m0, ax, period))
+    return (np.int32(_flip(m0, ax, period, zero)), np.int32(_flip(m1, ax, period, zero)), f)
 
 
 @helper
@@ -343,8 +367,8 @@ def _index_nearest(g, pad, ax, zero, exact):
     """Nearest's padded index ``rint(x)`` (int32) under an index padding, the NaN flag and
     whether the point needs the exact pass."""
     x, nan = _index_coordinate(g, ax, zero)
-    period = _period(pad, ax)
-    i = _fold(_residue(np.rint(x), period, exact), pad, ax, period, zero)
+    period = _period(ax)
+    i = _fold(_residue(np.rint(x), period, exact), ax, period, zero)
     return np.int32(i), nan, _distant(x, ax)
 
 
@@ -388,26 +412,45 @@ def _nearest_index_plan(grid, nb, pad, rank, axc, strides, one, nanw, off, wts):
 
 
 @skeleton
-def plan_nearest_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
-    """Plan ``nb`` points of a 2-D nearest block: one tap, weight 1 (NaN for a NaN point)."""
+def _nearest_pass(grid, nb, pad, rank, axc, sizes, strides, one, nanw, off, wts):
+    """Plan a nearest block (2-D or 3-D: ``rank``) with an ONNX padding: one tap, weight 1
+    (NaN for a NaN point)."""
     ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
+    ax2 = axis_row(axc, 2) if rank == 3 else ax0
     s0, s1 = np.int32(sizes[0]), np.int32(sizes[1])
+    s2 = np.int32(sizes[2]) if rank == 3 else s0
     st0, st1 = np.int32(strides[0]), np.int32(strides[1])
+    st2 = np.int32(strides[2]) if rank == 3 else st0
     zero, c1 = ax0[AXIS_HIGH] - ax0[AXIS_HIGH], ax0[AXIS_ONE]
     lo, far = zero - c1, zero - c1 - c1 - c1
-    hi0, hi1 = ax0[AXIS_HIGH] + c1, ax1[AXIS_HIGH] + c1
-    if pad >= PAD_MIRROR:
-        _nearest_index_plan(grid, nb, pad, 2, axc, strides, one, nanw, off, wts)
-        return
+    hi0, hi1, hi2 = ax0[AXIS_HIGH] + c1, ax1[AXIS_HIGH] + c1, ax2[AXIS_HIGH] + c1
     for j in range(nb):
-        x, nanx = _coordinate(grid[2 * j], pad, ax0)
-        y, nany = _coordinate(grid[2 * j + 1], pad, ax1)
+        x, nanx = _coordinate(grid[rank * j], pad, ax0)
+        y, nany = _coordinate(grid[rank * j + 1], pad, ax1)
         x = x if (x > lo) & (x < hi0) else far
         y = y if (y > lo) & (y < hi1) else far
         ix, iy = np.int32(np.rint(x)), np.int32(np.rint(y))  # half to even
         ok = (ix >= 0) & (ix < s0) & (iy >= 0) & (iy < s1)
-        off[0, j] = np.int32(iy * st1 + ix * st0) if ok else np.int32(-1)
-        wts[0, j] = nanw if nanx | nany else one
+        o = np.int32(iy * st1 + ix * st0)
+        nan = nanx | nany
+        if rank == 3:
+            z, nanz = _coordinate(grid[rank * j + 2], pad, ax2)
+            z = z if (z > lo) & (z < hi2) else far
+            iz = np.int32(np.rint(z))
+            ok = ok & (iz >= 0) & (iz < s2)
+            o = np.int32(o + iz * st2)
+            nan = nan | nanz
+        off[0, j] = o if ok else np.int32(-1)
+        wts[0, j] = nanw if nan else one
+
+
+@skeleton
+def plan_nearest_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
+    """Plan ``nb`` points of a 2-D nearest block: one tap, weight 1 (NaN for a NaN point)."""
+    if pad >= PAD_MIRROR:
+        _nearest_index_plan(grid, nb, pad, 2, axc, strides, one, nanw, off, wts)
+    else:
+        _nearest_pass(grid, nb, pad, 2, axc, sizes, strides, one, nanw, off, wts)
 
 
 @skeleton
@@ -457,13 +500,20 @@ def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, exact):
         t2, t3 = _clip(t2, high, zero), _clip(t3, high, zero)
     elif pad == PAD_REFLECTION:
         t0, t1, t2, t3 = _reflect_taps(t0, t1, t2, t3, ax, zero)
-    else:  # an index padding: each tap folded from its exact offset to f
-        period = _period(pad, ax)
+    else:  # an index padding: each tap's residue, then its fold
+        period = _period(ax)
         r = _residue(f, period, exact)
-        t0 = _fold(r + (t0 - f), pad, ax, period, zero)
-        t1 = _fold(r, pad, ax, period, zero)
-        t2 = _fold(r + (t2 - f), pad, ax, period, zero)
-        t3 = _fold(r + (t3 - f), pad, ax, period, zero)
+        m0 = _modulo(r + (t0 - f), ax, period, zero)
+        if exact:  # each tap from its exact offset to f (f + 1 may round to f)
+            m1 = _modulo(r, ax, period, zero)
+            m2 = _modulo(r + (t2 - f), ax, period, zero)
+            m3 = _modulo(r + (t3 - f), ax, period, zero)
+        else:  # |f| < 2**22: the taps are consecutive integers
+            m1 = _next(m0, ax, period)
+            m2 = _next(m1, ax, period)
+            m3 = _next(m2, ax, period)
+        t0, t1 = _flip(m0, ax, period, zero), _flip(m1, ax, period, zero)
+        t2, t3 = _flip(m2, ax, period, zero), _flip(m3, ax, period, zero)
     last = np.int32(size - 1)
     i0, i1, i2, i3 = np.int32(t0), np.int32(t1), np.int32(t2), np.int32(t3)
     # ±inf under border reads only its weight-1 tap (an inf at the edge stays
@@ -488,12 +538,12 @@ def _store_cubic_axis(off, wts, r, j, st, out, i0, i1, i2, i3, w0, w1, w2, w3, o
 
 
 @skeleton
-def _plan_cubic_axis(grid, nb, pad, axis, ax, kt, size, stride, off, wts):
-    """One axis of a 2-D cubic block: rows ``4 axis … 4 axis + 3`` of ``off`` and ``wts``.
+def _plan_cubic_axis(grid, nb, pad, rank, axis, ax, kt, size, stride, off, wts):
+    """One axis of a cubic block: rows ``4 axis … 4 axis + 3`` of ``off`` and ``wts``.
 
     A tap outside gets offset ``-2**31`` (int32's minimum); the sweep forms
-    the 16 taps as ``y offset + x offset`` and knows a tap is inside when
-    neither part is negative (``(oy | ox) >= 0``: the sign bit).
+    the ``4**rank`` taps as sums of one offset per axis and knows a tap is
+    inside when no part is negative (``(oy | ox) >= 0``: the sign bit).
     """
     st = np.int32(stride)
     zero, c1 = ax[AXIS_HIGH] - ax[AXIS_HIGH], ax[AXIS_ONE]
@@ -503,7 +553,7 @@ def _plan_cubic_axis(grid, nb, pad, axis, ax, kt, size, stride, off, wts):
     r = 4 * axis
     distant = 0
     for j in range(nb):
-        g = grid[2 * j + axis]
+        g = grid[rank * j + axis]
         (i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2,
          ok3) = _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, False)
         _store_cubic_axis(off, wts, r, j, st, out, i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1,
@@ -512,7 +562,7 @@ def _plan_cubic_axis(grid, nb, pad, axis, ax, kt, size, stride, off, wts):
             distant += _distant(_index_coordinate(g, ax, zero)[0], ax)
     if pad >= PAD_MIRROR and distant > 0:  # the exact pass for points far outside
         for j in range(nb):
-            g = grid[2 * j + axis]
+            g = grid[rank * j + axis]
             if _distant(_index_coordinate(g, ax, zero)[0], ax):
                 (i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2,
                  ok3) = _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, True)
@@ -530,7 +580,42 @@ def plan_cubic_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
     """
     kt = cubic_row(kc)
     for a in range(2):  # one copy of the loop body: half the code to compile
-        _plan_cubic_axis(grid, nb, pad, a, axis_row(axc, a), kt, sizes[a], strides[a], off, wts)
+        _plan_cubic_axis(grid, nb, pad, 2, a, axis_row(axc, a), kt, sizes[a], strides[a], off,
+                         wts)
+
+
+@skeleton
+def plan_cubic_3d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
+    """Plan ``nb`` points of a 3-D cubic block: each axis's 4 taps (rows ``4 a … 4 a + 3``)."""
+    kt = cubic_row(kc)
+    for a in range(3):
+        _plan_cubic_axis(grid, nb, pad, 3, a, axis_row(axc, a), kt, sizes[a], strides[a], off,
+                         wts)
+
+
+@skeleton
+def _linear_axis_pass(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts):
+    """Plan one axis of a linear block with an ONNX padding."""
+    st = np.int32(stride)
+    s = np.int32(size)
+    zero, c1 = ax[AXIS_HIGH] - ax[AXIS_HIGH], ax[AXIS_ONE]
+    c2 = c1 + c1
+    lo, far, hi = zero - c2, zero - c2 - c1, ax[AXIS_HIGH] + c2
+    cnan = zero / zero
+    out = np.int32(-2 ** 31)
+    r = 2 * axis
+    for j in range(nb):
+        x, nan = _coordinate(grid[rank * j + axis], pad, ax)
+        x = x if (x > lo) & (x < hi) else far
+        f = np.floor(x)
+        d = x - f
+        d = cnan if nan else d
+        i = np.int32(f)
+        ok0, ok1 = (i >= 0) & (i < s), (i >= -1) & (i < s - 1)
+        off[r, j] = np.int32(i * st) if ok0 else out
+        off[r + 1, j] = np.int32(i * st + st) if ok1 else out
+        wts[r, j] = one - d
+        wts[r + 1, j] = one * d
 
 
 @skeleton
@@ -542,15 +627,11 @@ def _plan_linear_axis(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts
     their bitwise or).  Weights ``1 - d`` and ``d`` in the weight dtype; a
     NaN point gets NaN weights (its products are NaN).
     """
-    st = np.int32(stride)
-    s = np.int32(size)
-    zero, c1 = ax[AXIS_HIGH] - ax[AXIS_HIGH], ax[AXIS_ONE]
-    c2 = c1 + c1
-    lo, far, hi = zero - c2, zero - c2 - c1, ax[AXIS_HIGH] + c2
-    cnan = zero / zero
-    out = np.int32(-2 ** 31)
-    r = 2 * axis
     if pad >= PAD_MIRROR:  # an index padding: both taps inside, padded on their own
+        st = np.int32(stride)
+        zero = ax[AXIS_HIGH] - ax[AXIS_HIGH]
+        cnan = zero / zero
+        r = 2 * axis
         distant = 0
         for j in range(nb):
             x, nan = _index_coordinate(grid[rank * j + axis], ax, zero)
@@ -569,17 +650,7 @@ def _plan_linear_axis(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts
                     off[r, j] = np.int32(i0 * st)
                     off[r + 1, j] = np.int32(i1 * st)
         return
-    for j in range(nb):
-        x, nan = _coordinate(grid[rank * j + axis], pad, ax)
-        x = x if (x > lo) & (x < hi) else far
-        f = np.floor(x)
-        d = x - f
-        d = cnan if nan else d
-        i = np.int32(f)
-        off[r, j] = np.int32(i * st) if (i >= 0) & (i < s) else out
-        off[r + 1, j] = np.int32(i * st + st) if (i >= -1) & (i < s - 1) else out
-        wts[r, j] = one - d
-        wts[r + 1, j] = one * d
+    _linear_axis_pass(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts)
 
 
 @skeleton
@@ -593,26 +664,10 @@ def plan_linear_3d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
 @skeleton
 def plan_nearest_3d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
     """Plan a 3-D nearest block: one tap, weight 1 (NaN for a NaN point)."""
-    ax0, ax1, ax2 = axis_row(axc, 0), axis_row(axc, 1), axis_row(axc, 2)
-    s0, s1, s2 = np.int32(sizes[0]), np.int32(sizes[1]), np.int32(sizes[2])
-    st0, st1, st2 = np.int32(strides[0]), np.int32(strides[1]), np.int32(strides[2])
-    zero, c1 = ax0[AXIS_HIGH] - ax0[AXIS_HIGH], ax0[AXIS_ONE]
-    lo, far = zero - c1, zero - c1 - c1 - c1
-    hi0, hi1, hi2 = ax0[AXIS_HIGH] + c1, ax1[AXIS_HIGH] + c1, ax2[AXIS_HIGH] + c1
     if pad >= PAD_MIRROR:
         _nearest_index_plan(grid, nb, pad, 3, axc, strides, one, nanw, off, wts)
-        return
-    for j in range(nb):
-        x, nanx = _coordinate(grid[3 * j], pad, ax0)
-        y, nany = _coordinate(grid[3 * j + 1], pad, ax1)
-        z, nanz = _coordinate(grid[3 * j + 2], pad, ax2)
-        x = x if (x > lo) & (x < hi0) else far
-        y = y if (y > lo) & (y < hi1) else far
-        z = z if (z > lo) & (z < hi2) else far
-        ix, iy, iz = np.int32(np.rint(x)), np.int32(np.rint(y)), np.int32(np.rint(z))
-        ok = (ix >= 0) & (ix < s0) & (iy >= 0) & (iy < s1) & (iz >= 0) & (iz < s2)
-        off[0, j] = np.int32(iz * st2 + iy * st1 + ix * st0) if ok else np.int32(-1)
-        wts[0, j] = nanw if nanx | nany | nanz else one
+    else:
+        _nearest_pass(grid, nb, pad, 3, axc, sizes, strides, one, nanw, off, wts)
 
 
 @helper
@@ -715,16 +770,17 @@ def sweep_cubic_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azer
 
 
 @skeleton
-def _linear_3d_sum(xc, kind, off, wts, j, zero):
-    """The 8 taps ``z`` outer, ``x`` inner, weights ``(w_x w_y) w_z`` (the general order)."""
+def _sum_3d(xc, kind, off, wts, j, zero, T):
+    """The ``T**3`` taps of a per-axis 3-D plan (``T`` rows per axis: 2 linear, 4 cubic),
+    ``z`` outer, ``x`` inner, weights ``(w_x w_y) w_z`` (the general order)."""
     acc = zero
-    for kz in range(2):
-        oz = off[4 + kz, j]
-        wz = wts[4 + kz, j]
-        for ky in range(2):
-            oy = off[2 + ky, j]
-            wy = wts[2 + ky, j]
-            for kx in range(2):
+    for kz in range(T):
+        oz = off[2 * T + kz, j]
+        wz = wts[2 * T + kz, j]
+        for ky in range(T):
+            oy = off[T + ky, j]
+            wy = wts[T + ky, j]
+            for kx in range(T):
                 ox = off[kx, j]
                 inside = (oz | oy | ox) >= 0
                 q = np.int32(oz + oy + ox) if inside else np.int32(-1)
@@ -737,21 +793,30 @@ def _linear_3d_sum(xc, kind, off, wts, j, zero):
 
 
 @skeleton
-def sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    """All channels of a planned 3-D linear block."""
+def _sweep_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero, T):
+    """All channels of a planned 3-D block with ``T`` taps per axis."""
     for c in range(C):
         zero = azero[c]
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
         if os_p == 1:
             for j in range(nb):
-                store(oc, j, _linear_3d_sum(xc, kind, off, wts, j, zero), kind)
+                store(oc, j, _sum_3d(xc, kind, off, wts, j, zero, T), kind)
         else:
             for j in range(nb):
-                store(oc, j * os_p, _linear_3d_sum(xc, kind, off, wts, j, zero), kind)
+                store(oc, j * os_p, _sum_3d(xc, kind, off, wts, j, zero, T), kind)
 
 
+@skeleton
+def sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    """All channels of a planned 3-D linear block (8 taps)."""
+    _sweep_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero, 2)
 
+
+@skeleton
+def sweep_cubic_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    """All channels of a planned 3-D cubic block (64 taps)."""
+    _sweep_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero, 4)
 
 
 @skeleton

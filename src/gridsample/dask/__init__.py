@@ -37,7 +37,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from .._affine import _compute_dtype, base_coordinates, parse_affine_args
 from .._dtypes import is_string
 from .._errors import GridSampleError, GridSampleTypeError
-from .._options import MODE_NAMES, parse_align_corners, parse_flag, parse_mode
+from .._options import parse_align_corners, parse_flag, parse_mode
 from .._plan import plan_forward
 from .._taps import AXIS_MUL, AXIS_SCALE, AXIS_SUB, axis_constants
 from ._block import (
@@ -55,6 +55,7 @@ from ._block import (
     widen,
 )
 from ._footprint import interval_window
+from ._spline import chunked_coefficients
 
 __all__ = ["grid_sample", "affine_warp"]
 
@@ -160,13 +161,16 @@ def _channel_options(options, start, stop):
     return dict(options, fill=fill[start:stop]) if fill else options
 
 
-def _refuse_prefilter(plan):
-    """B-spline modes sample coefficients here: the chunked prefilter is not built yet."""
-    if plan.prefilter:
-        raise GridSampleError(
-            f"mode={MODE_NAMES[plan.mode]!r} with prefilter=True: gridsample.dask samples "
-            f"B-spline coefficients only; pass prefilter=False with x holding coefficients "
-            f"(gridsample.spline_coefficients computes them in memory)")
+def _prefiltered(xd, plan, options, threads):
+    """A B-spline plan with ``prefilter``: the chunked coefficients to sample and the task
+    options that sample them (:mod:`gridsample.dask._spline`); otherwise ``xd`` and
+    ``options`` as they are."""
+    if not plan.prefilter:
+        return xd, options
+    cd, pads = chunked_coefficients(xd, plan, threads)
+    spatial = cd.shape[1:-1] if plan.channel_last else cd.shape[2:]
+    return cd, dict(options, in_spatial=tuple(spatial), dtype=cd.dtype,
+                    result_dtype=plan.out_dtype, spline_pad=pads)
 
 
 def _threads_arg(kernel_threads):
@@ -197,8 +201,10 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
         As :func:`gridsample.grid_sample` (per-axis paddings included; wrap's
         footprint near an edge spans its axis, since it reads the far side).
     prefilter : bool, default True
-        B-spline modes: ``x`` must hold spline coefficients here
-        (``prefilter=False``); the chunked prefilter is not built yet.
+        B-spline modes: ``x`` holds samples, and the spline coefficients are
+        computed chunk by chunk, each chunk with halos of its neighbours wide
+        enough that the result equals the in-memory one to float64 round-off
+        (:mod:`gridsample.dask._spline`); ``False``: ``x`` holds coefficients.
     chunks : optional
         Spatial chunks ``(D1 chunks, ..., Dr chunks)`` for the grid (and the
         output): a NumPy grid is wrapped with them, a Dask grid rechunked to them.
@@ -259,7 +265,6 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
                               mode_code, padding_mode, align, chan_last, fill_value=fill_value,
                               cubic_a=cubic_a, grid_units=grid_units, displacement=displacement,
                               prefilter=prefilter)
-    _refuse_prefilter(plan)
     if len(gd.chunks[-1]) > 1:
         gd = gd.rechunk({gd.ndim - 1: -1})
     if plan.is_empty:
@@ -271,6 +276,7 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     if plan.displacement:  # absolute positions, block by block, as the in-memory operator
         gd = gd.map_blocks(absolute_block, plan.out_spatial, align, plan.pixels, ct, dtype=ct)
     options = _sample_options(plan, threads)
+    xd, options = _prefiltered(xd, plan, options, threads)
     pad_code = plan.axis_paddings
     broadcast = plan.grid_batch != plan.batch
     batch_chunks = xd.chunks[0] if broadcast else gd.chunks[0]
@@ -279,7 +285,9 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     out_chunks = layout.arrange(batch_chunks, channel_chunks, spatial_chunks)
     bb, cb = _chunk_starts(batch_chunks), _chunk_starts(channel_chunks)
     meta = np.empty((0,) * len(out_chunks), plan.out_dtype)
-    source = _region_source(x, xd) if isinstance(grid, da.Array) else None
+    # Coefficients exist only as the chunks their graph computes: no source to read from.
+    source = (_region_source(x, xd) if isinstance(grid, da.Array) and not plan.prefilter
+              else None)
     if source is not None:
         # Fully lazy: each task reads the window its own grid block needs.
         src_key, src_layers = source
@@ -306,8 +314,9 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
 
     # The one eager step: per grid block, its exact footprint (a few integers).
     fp_chunks = tuple((1,) * len(c) for c in gd.chunks[:-1]) + ((1 + 2 * r,),)
-    fp = gd.map_blocks(footprint_block, plan.in_spatial, mode_code, pad_code, align, ct,
-                       plan.pixels, chunks=fp_chunks, dtype=np.int64)
+    fp = gd.map_blocks(footprint_block, options["in_spatial"], mode_code, pad_code, align, ct,
+                       plan.pixels, options.get("spline_pad", ()), chunks=fp_chunks,
+                       dtype=np.int64)
     fp = fp.compute(scheduler="sync") if not isinstance(grid, da.Array) else fp.compute()
 
     token = tokenize(xd, gd, options)
@@ -317,7 +326,7 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
         gb = 0 if broadcast else ib
         for ic in range(len(channel_chunks)):
             for isp in itertools.product(*(range(len(c)) for c in spatial_chunks)):
-                window = widen(decode_window(fp[(gb, *isp)]), plan.in_spatial)
+                window = widen(decode_window(fp[(gb, *isp)]), options["in_spatial"])
                 ranges, shape = input_box(layout, window, (int(bb[ib]), int(bb[ib + 1])),
                                            (int(cb[ic]), int(cb[ic + 1])))
                 keys, pieces = _pieces(xd, ranges) if window is not None else ([], ())
@@ -365,24 +374,29 @@ def _affine_corner_interval(theta, start, stop, out_spatial, align, k):
     return lo, hi
 
 
-def _affine_window(theta, start, stop, out_spatial, in_spatial, mode, pads, align, ct):
+def _affine_window(theta, start, stop, out_spatial, in_spatial, mode, pads, align, ct,
+                   offsets=()):
     """Footprint of one affine block (per x spatial axis), built from its corners.
 
-    ``pads`` has one padding code per grid component.
+    ``pads`` has one padding code per grid component; ``offsets`` the margins of
+    padded B-spline coefficients (``in_spatial`` then their shape), as for
+    :func:`gridsample.dask._footprint.points_window`.
     """
     r = len(in_spatial)
+    offsets = tuple(offsets) or (0,) * r
     window = [None] * r
     for k in range(r):
         axis = r - 1 - k  # grid component k indexes x's spatial axis r-1-k
-        size = int(in_spatial[axis])
+        size, offset = int(in_spatial[axis]), offsets[k]
         g_lo, g_hi = _affine_corner_interval(theta, start, stop, out_spatial, align, k)
         if not (math.isfinite(g_lo) and math.isfinite(g_hi)):
             window[axis] = (0, size - 1)
             continue
         # Unnormalize both ends (an increasing map; c = 0 only for S = 1), then
         # widen by a few ulps of the coordinate dtype for its three roundings.
-        ax = axis_constants(size, align, ct).astype(np.float64)
-        u = [((g + 1.0) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE] for g in (g_lo, g_hi)]
+        ax = axis_constants(size - 2 * offset, align, ct).astype(np.float64)
+        u = [((g + 1.0) * ax[AXIS_MUL] - ax[AXIS_SUB]) * ax[AXIS_SCALE] + offset
+             for g in (g_lo, g_hi)]
         slack = 4.0 * float(np.finfo(ct).eps) * (max(abs(u[0]), abs(u[1])) + size + 1.0)
         rng = interval_window(u[0] - slack, u[1] + slack, size, mode, pads[k], align)
         if rng is None:
@@ -410,8 +424,7 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
     out_shape : sequence of int, optional
         Output spatial shape ``(D1, ..., Dr)``; default: ``x``'s.
     prefilter : bool, default True
-        As in :func:`grid_sample`: B-spline modes need ``prefilter=False``
-        and coefficients here.
+        As in :func:`grid_sample` (chunked coefficients with halos).
     chunks : optional
         Output spatial chunks; default ``x``'s spatial chunks when
         ``out_shape`` equals ``x``'s spatial shape, else ``"auto"``.
@@ -451,7 +464,6 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
     plan, _, _ = plan_forward(_dummy(xd.shape, xd.dtype), _dummy(grid_shape, theta.dtype),
                               mode_code, padding_mode, align, chan_last, fill_value=fill_value,
                               cubic_a=cubic_a, prefilter=prefilter)
-    _refuse_prefilter(plan)
     pad_code = plan.axis_paddings
     if plan.is_empty:
         return da.zeros(plan.out_shape, dtype=plan.out_dtype)
@@ -462,6 +474,8 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
     spatial_chunks = _spatial_chunks(chunks, out_spatial, xd.dtype)
     ct = plan.coord_dtype
     options = _sample_options(plan, threads)
+    xd, options = _prefiltered(xd, plan, options, threads)
+    in_spatial, offsets = options["in_spatial"], options.get("spline_pad", ())
     theta_c = np.ascontiguousarray(theta, dtype=_compute_dtype(theta.dtype))
     broadcast = theta.shape[0] != plan.batch
     batch_chunks = xd.chunks[0]
@@ -479,8 +493,8 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
             start = tuple(int(sb[a][i]) for a, i in enumerate(isp))
             stop = tuple(int(sb[a][i + 1]) for a, i in enumerate(isp))
             window = widen(
-                _affine_window(theta_b, start, stop, out_spatial, plan.in_spatial, mode_code,
-                               pad_code, align, ct), plan.in_spatial)
+                _affine_window(theta_b, start, stop, out_spatial, in_spatial, mode_code,
+                               pad_code, align, ct, offsets), in_spatial)
             aspec = AffineSpec(theta_c[items], theta.dtype, out_spatial, start, stop, align)
             for ic in range(len(channel_chunks)):
                 ranges, shape = input_box(layout, window, (int(bb[ib]), int(bb[ib + 1])),

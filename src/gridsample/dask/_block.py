@@ -36,6 +36,7 @@ when the graph is built.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import dataclass
 
 import numba
@@ -43,7 +44,9 @@ import numpy as np
 
 from .._affine import affine_window
 from .._api import grid_sample as _grid_sample
-from .._engine import identity_axis
+from .._engine import identity_axis, run_forward
+from .._plan import plan_forward
+from .._splines import cast_result
 from ._footprint import points_window
 
 __all__ = ["SampleOptions", "BlockSpec", "RegionSpec", "AffineSpec", "Layout", "sample_block",
@@ -108,6 +111,11 @@ class SampleOptions:
     fill: tuple = ()  # the fill per channel under "constant" (empty: none)
     cubic_a: float = -0.75
     pixels: bool = False
+    # Sampling B-spline coefficients computed from x (prefilter=True): x's dtype, which the
+    # result takes, and the coefficients' margins per grid component (in_spatial and dtype
+    # are then the coefficients'); None: x is sampled as given.
+    result_dtype: np.dtype | None = None
+    spline_pad: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -176,10 +184,12 @@ def decode_window(row):
     return tuple((int(row[1 + 2 * a]), int(row[2 + 2 * a])) for a in range(r))
 
 
-def footprint_block(grid_block, in_spatial, mode, pad, align, coord_dtype, pixels=False):
+def footprint_block(grid_block, in_spatial, mode, pad, align, coord_dtype, pixels=False,
+                    offsets=()):
     """Map-blocks function: the exact footprint of one grid block, shape (1, …, 1, 1 + 2r)."""
     r = len(in_spatial)
-    w = points_window(np.asarray(grid_block), in_spatial, mode, pad, align, coord_dtype, pixels)
+    w = points_window(np.asarray(grid_block), in_spatial, mode, pad, align, coord_dtype, pixels,
+                      offsets)
     return encode_window(w, r).reshape((1,) * (grid_block.ndim - 1) + (1 + 2 * r,))
 
 
@@ -272,6 +282,9 @@ def _anchored(win: np.ndarray, window, spec) -> np.ndarray:
 def _kernel(win, window, grid_block, spec) -> np.ndarray:
     """The in-memory operator on ``win`` shown as the full-size ``x``."""
     x = _virtual(_anchored(win, window, spec), window, spec)
+    if spec.result_dtype is not None:
+        with kernel_threads(spec.threads):
+            return _sample_coefficients(x, grid_block, spec)
     with kernel_threads(spec.threads):
         return _grid_sample(x, grid_block, spec.mode, spec.pad, spec.align,
                             channel_last=spec.channel_last,
@@ -281,10 +294,23 @@ def _kernel(win, window, grid_block, spec) -> np.ndarray:
                             prefilter=False)  # a B-spline's x holds its coefficients
 
 
+def _sample_coefficients(c, grid_block, spec) -> np.ndarray:
+    """B-spline coefficients ``c`` (full-size view) sampled as the in-memory operator samples
+    those it computes (:func:`gridsample._splines.coefficient_plan`: the same plan, margins
+    included), then cast to x's dtype."""
+    plan, c, grid = plan_forward(c, grid_block, spec.mode, spec.pad, spec.align,
+                                 spec.channel_last, fill_value=list(spec.fill) if spec.fill else 0,
+                                 cubic_a=spec.cubic_a,
+                                 grid_units="pixels" if spec.pixels else "normalized",
+                                 prefilter=False)
+    plan = dataclasses.replace(plan, spline_pad=spec.spline_pad)
+    return cast_result(run_forward(plan, c, grid), spec.result_dtype)
+
+
 def _need(grid_block, spec):
     """The exact footprint of a grid block (the kernel's tap arithmetic in NumPy)."""
     return points_window(grid_block, spec.in_spatial, spec.mode, spec.pad, spec.align,
-                         spec.coord_dtype, spec.pixels)
+                         spec.coord_dtype, spec.pixels, spec.spline_pad)
 
 
 def _sample(grid_block: np.ndarray, chunks, spec: BlockSpec) -> np.ndarray:

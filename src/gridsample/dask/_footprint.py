@@ -133,11 +133,16 @@ def _anchors(m, v: np.ndarray) -> np.ndarray:
 
 
 def _axis_points(g: np.ndarray, size: int, mode: int, pad: int, align: bool, ct,
-                 pixels: bool = False):
-    """Exact footprint ``(lo, hi)`` or ``None`` of one axis for the grid values ``g``."""
+                 pixels: bool = False, offset: int = 0):
+    """Exact footprint ``(lo, hi)`` or ``None`` of one axis for the grid values ``g``.
+
+    ``offset``: the array read is the axis padded by ``offset`` elements on each side
+    (B-spline coefficients of a constant or border axis; ``size`` is the padded size), as
+    :func:`gridsample._taps.axis_constants` describes it to the kernels.
+    """
     m = mode_of(mode)
     k0, k1 = m.reach
-    ax = axis_constants(size, align, ct, pixels=pixels)
+    ax = axis_constants(size - 2 * offset, align, ct, pixels=pixels, offset=offset)
     u = unnormalize(g.astype(ct, copy=False), ax)
     high = float(ax[AXIS_HIGH])
     pad = PAD_ZEROS if pad == PAD_CONSTANT else pad
@@ -196,20 +201,23 @@ def _axis_points(g: np.ndarray, size: int, mode: int, pad: int, align: bool, ct,
 
 
 def points_window(grid: np.ndarray, in_spatial: tuple, mode: int, pad, align: bool, ct,
-                  pixels: bool = False):
+                  pixels: bool = False, offsets: tuple = ()):
     """Exact per-axis footprint of a grid block (any leading shape, last axis ``r``).
 
-    ``pad`` is one padding code, or one per grid component.  Returns a tuple
-    over the *spatial axes of x* (d1 … dr order) of ``(lo, hi)`` inclusive,
-    or ``None`` when no point of the block reads anything.
+    ``pad`` is one padding code, or one per grid component; ``offsets`` (per
+    grid component, default 0) the margins of padded B-spline coefficients,
+    ``in_spatial`` then their shape.  Returns a tuple over the *spatial axes of
+    x* (d1 … dr order) of ``(lo, hi)`` inclusive, or ``None`` when no point of
+    the block reads anything.
     """
     r = len(in_spatial)
     pads = tuple(pad) if isinstance(pad, (tuple, list)) else (pad,) * r
+    offsets = tuple(offsets) or (0,) * r
     out = [None] * r
     for a in range(r):
         axis = r - 1 - a  # grid[..., a] indexes spatial axis r-1-a
         rng = _axis_points(grid[..., a], int(in_spatial[axis]), mode, pads[a], align, ct,
-                           pixels)
+                           pixels, offsets[a])
         if rng is None:
             return None
         out[axis] = rng
