@@ -282,10 +282,9 @@ def _anchored(win: np.ndarray, window, spec) -> np.ndarray:
 def _kernel(win, window, grid_block, spec) -> np.ndarray:
     """The in-memory operator on ``win`` shown as the full-size ``x``."""
     x = _virtual(_anchored(win, window, spec), window, spec)
-    if spec.result_dtype is not None:
-        with kernel_threads(spec.threads):
-            return _sample_coefficients(x, grid_block, spec)
     with kernel_threads(spec.threads):
+        if spec.result_dtype is not None:
+            return _sample_coefficients(x, grid_block, spec)
         return _grid_sample(x, grid_block, spec.mode, spec.pad, spec.align,
                             channel_last=spec.channel_last,
                             fill_value=list(spec.fill) if spec.fill else 0,
