@@ -29,6 +29,7 @@ import numpy as np
 from .._prefilter import (
     BC_MIRROR,
     BC_WRAP,
+    _spatial_axes,
     boundary,
     coefficient_dtype,
     decay_length,
@@ -62,7 +63,7 @@ def chunked_coefficients(xd, plan, threads):
     and last chunk along such an axis ``P`` larger).
     """
     r = plan.rank
-    spatial = list(range(1, 1 + r) if plan.channel_last else range(2, 2 + r))[::-1]  # grid order
+    spatial = _spatial_axes(xd.ndim, plan.channel_last)  # grid order, as the in-memory filter
     rules = [boundary(p, plan.align_corners) for p in plan.axis_paddings]
     depth = decay_length(plan.spline)
     split = [len(xd.chunks[ax]) > 1 for ax in spatial]
