@@ -159,7 +159,7 @@ def _reflect_taps(t0, t1, t2, t3, ax, zero):
 # t_k = f + k differ from f by e_k = t_k - f, small and exact (what float rounding made of
 # k for huge f), so q_k = (fmod(f, P) + e_k) mod P: one exact fmod (a libm call, which does
 # not vectorize) per axis and point.  Either way the result is _taps.pad_index's, bit for
-# bit.  An axis of size 1 under mirror (P = 0) maps to 0.
+# bit.  An axis of size 1 under mirror (P = 0) takes P = 1: every index maps to 0.
 
 
 #: Coordinates below this magnitude take the vectorized modulo (see above).
@@ -167,15 +167,19 @@ _NEAR = np.float32(1 << 22)
 
 @skeleton
 def _period(ax):
-    """The period of the axis's index padding (coordinate dtype).
+    """The period of the axis's index padding (coordinate dtype): ``S`` for wrap, ``2S`` for
+    symmetric, ``2(S-1)`` for mirror (1 for a mirror axis of size 1, whose residues are then
+    all 0, its only index).
 
     The padding is the axis's own code (``AXIS_PAD``), read at run time: one compiled
     variant serves mirror, symmetric, wrap and per-axis mixes of them, and a loop-invariant
     select costs the vector loop nothing measurable.
     """
     code = ax[AXIS_PAD]
-    size, high = ax[AXIS_SIZE], ax[AXIS_HIGH]
-    return size if code == PAD_WRAP else (high + high if code == PAD_MIRROR else size + size)
+    size, high, one = ax[AXIS_SIZE], ax[AXIS_HIGH], ax[AXIS_ONE]
+    mirror = high + high
+    mirror = one if one > mirror else mirror
+    return size if code == PAD_WRAP else (mirror if code == PAD_MIRROR else size + size)
 
 
 @skeleton
@@ -196,28 +200,37 @@ def _next(m, ax, period):
 
 
 @skeleton
-def _flip(m, ax, period, zero):
-    """The padded index of the residue ``m`` in ``[0, P)``: in ``[0, S-1]``."""
-    code, high, size = ax[AXIS_PAD], ax[AXIS_HIGH], ax[AXIS_SIZE]
-    mirrored = period - m if m > high else m  # mirror: P - m past S - 1
-    symmetric = (period - ax[AXIS_ONE]) - m if m >= size else m  # symmetric: P - 1 - m past S
-    m = mirrored if code == PAD_MIRROR else (symmetric if code == PAD_SYMMETRIC else m)
-    # The clip only guards the cast for a far point in the first pass (replanned after).
-    m = zero if zero > m else (high if m > high else m)
-    return m if period > zero else zero
+def _flip(m, ax):
+    """The padded index of the residue ``m`` in ``[0, P)``: in ``[0, S-1]``.
+
+    One formula folds all three: ``c - |c - m|`` is ``m`` up to the centre ``c`` and
+    ``2c - m`` past it.  Mirror: ``c = S - 1`` (``P - m`` past ``S - 1``); symmetric:
+    ``c = S - 1/2`` (``P - 1 - m`` past ``S - 1``; half-integers are exact for the sizes the
+    vector kernels take); wrap: ``c = S``, past every residue, so ``m`` itself.
+    """
+    code, high, size, one = ax[AXIS_PAD], ax[AXIS_HIGH], ax[AXIS_SIZE], ax[AXIS_ONE]
+    centre = high if code == PAD_MIRROR else (
+        size - one / (one + one) if code == PAD_SYMMETRIC else size)
+    return centre - abs(centre - m)
 
 
 @skeleton
 def _fold(q, ax, period, zero):
     """Padded index of ``q`` (an integer-valued float, ``|q| < P + 5``), in ``[0, S-1]``."""
-    return _flip(_modulo(q, ax, period, zero), ax, period, zero)
+    return _flip(_modulo(q, ax, period, zero), ax)
 
 
 @skeleton
-def _residue(t, period, exact):
-    """``t`` reduced for :func:`_fold`: ``fmod(t, P)`` in the exact pass, ``t`` itself in the
-    vectorized one (where ``|t| < 2**22``)."""
-    return np.fmod(t, period) if exact else t
+def _residue(t, ax, period, exact):
+    """``t`` reduced for :func:`_modulo`: ``fmod(t, P)`` in the exact pass; in the vectorized
+    one ``t`` clamped to ``±2**22``, which leaves every point that pass keeps as it is and
+    keeps the residues of the others (planned again by the exact pass) inside ``[0, P)``, so
+    every cast of a folded index is defined."""
+    if exact:
+        return np.fmod(t, period)
+    near = ax[AXIS_ONE] * _NEAR
+    t = -near if -near > t else t
+    return near if t > near else t
 
 
 @skeleton
@@ -240,12 +253,12 @@ def _index_pair(x, pad, ax, zero, exact):
     """Linear's two padded taps ``floor(x)``, ``floor(x) + 1`` (int32) and ``floor(x)``."""
     f = np.floor(x)
     period = _period(ax)
-    m0 = _modulo(_residue(f, period, exact), ax, period, zero)
+    m0 = _modulo(_residue(f, ax, period, exact), ax, period, zero)
     # The second tap's residue: the next one (|f| < 2**22: f + 1 is exact), or, in the exact
     # pass, from what float rounding made of f + 1.
     m1 = (_modulo(m0 + ((f + ax[AXIS_ONE]) - f), ax, period, zero) if exact
           else _next(m0, ax, period))
-    return (np.int32(_flip(m0, ax, period, zero)), np.int32(_flip(m1, ax, period, zero)), f)
+    return (np.int32(_flip(m0, ax)), np.int32(_flip(m1, ax)), f)
 
 
 @helper
@@ -368,7 +381,7 @@ def _index_nearest(g, pad, ax, zero, exact):
     whether the point needs the exact pass."""
     x, nan = _index_coordinate(g, ax, zero)
     period = _period(ax)
-    i = _fold(_residue(np.rint(x), period, exact), ax, period, zero)
+    i = _fold(_residue(np.rint(x), ax, period, exact), ax, period, zero)
     return np.int32(i), nan, _distant(x, ax)
 
 
@@ -502,7 +515,7 @@ def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, exact):
         t0, t1, t2, t3 = _reflect_taps(t0, t1, t2, t3, ax, zero)
     else:  # an index padding: each tap's residue, then its fold
         period = _period(ax)
-        r = _residue(f, period, exact)
+        r = _residue(f, ax, period, exact)
         m0 = _modulo(r + (t0 - f), ax, period, zero)
         if exact:  # each tap from its exact offset to f (f + 1 may round to f)
             m1 = _modulo(r, ax, period, zero)
@@ -512,8 +525,8 @@ def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, exact):
             m1 = _next(m0, ax, period)
             m2 = _next(m1, ax, period)
             m3 = _next(m2, ax, period)
-        t0, t1 = _flip(m0, ax, period, zero), _flip(m1, ax, period, zero)
-        t2, t3 = _flip(m2, ax, period, zero), _flip(m3, ax, period, zero)
+        t0, t1 = _flip(m0, ax), _flip(m1, ax)
+        t2, t3 = _flip(m2, ax), _flip(m3, ax)
     last = np.int32(size - 1)
     i0, i1, i2, i3 = np.int32(t0), np.int32(t1), np.int32(t2), np.int32(t3)
     # ±inf under border reads only its weight-1 tap (an inf at the edge stays
