@@ -20,6 +20,7 @@ import pytest
 os.environ.setdefault("GRIDSAMPLE_KERNELS", "general")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's hook, which reads the groups
 def pytest_collection_modifyitems(config, items):
     """Keep each (mode, rank)'s vector-kernel tests on one xdist worker (``--dist loadgroup``).
 
@@ -36,6 +37,17 @@ def pytest_collection_modifyitems(config, items):
         rank = params.params.get("rank", 3 if "3d" in item.name else 2) if params else 2
         item.add_marker(pytest.mark.xdist_group(f"vector-{mode}-{rank}d"))
     items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
+
+
+def pytest_runtest_setup(item):
+    """Fail a grouped test when ``--dist loadgroup`` did not take its group: pytest-xdist
+    marks a grouped test by suffixing its node id, which pytest >= 9.2 no longer lets it do
+    (the test extra pins pytest below it), and a silently ungrouped cold run compiles most
+    vector variants on both workers."""
+    if (item.config.getoption("loadgroup", False) and "@" not in item.nodeid
+            and item.get_closest_marker("xdist_group")):
+        pytest.fail(f"--dist loadgroup ignored this test's xdist_group (pytest "
+                    f"{pytest.__version__}): install the test extra's pytest", pytrace=False)
 
 MODES = ("linear", "nearest", "cubic")
 PADDINGS = ("zeros", "border", "reflection")

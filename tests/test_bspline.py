@@ -186,7 +186,7 @@ def test_double_backward_matches_finite_differences(degree, prefilter):
         assert np.sum(got * d) == pytest.approx(fd, rel=1e-5, abs=1e-6)
 
 
-@pytest.mark.xdist_group("vector-cubic")  # beside cubic's vector tests: compiled once
+@pytest.mark.xdist_group("vector-cubic-2d")  # beside cubic's vector tests: compiled once
 def test_bspline3_vector_and_general_kernels_agree():
     """bspline3 runs on cubic's kernels: both families give the same bits."""
     rng = np.random.default_rng(0)
