@@ -199,7 +199,22 @@ def affine_grid(theta, size, align_corners=False) -> np.ndarray:
     return affine_window(theta_c, theta.dtype, spatial, (0,) * len(spatial), spatial, align)
 
 
-def affine_window(theta_c, out_dtype, spatial, start, stop, align) -> np.ndarray:
+def window_bases(ct, spatial, start, stop, align) -> tuple:
+    """:func:`_affine_rows`'s ``bases`` and ``sizes`` for the window ``start:stop`` of a grid
+    of spatial shape ``spatial``: each axis's base coordinates computed for the full axis,
+    rounded once to ``ct``, then sliced (so a window's points have the whole grid's bits)."""
+    r = len(spatial)
+    block = tuple(b - a for a, b in zip(start, stop))
+    sizes = np.array(block[::-1], np.int64)  # innermost (W) first
+    bases = np.zeros((r, max(1, int(sizes.max()))), ct)
+    for j in range(r):
+        axis = r - 1 - j
+        full = base_coordinates(int(spatial[axis]), align).astype(ct)
+        bases[j, :block[axis]] = full[start[axis]:stop[axis]]
+    return bases, sizes
+
+
+def affine_window(theta_c, out_dtype, spatial, start, stop, align, threads=None) -> np.ndarray:
     """``affine_grid(theta, (N, C, *spatial))[:, start:stop]`` without the rest of the grid.
 
     ``theta_c`` is theta in the compute dtype (float32, or float64 for
@@ -207,7 +222,9 @@ def affine_window(theta_c, out_dtype, spatial, start, stop, align) -> np.ndarray
     axis.  Each axis's base coordinates are computed for the full axis length
     and then sliced, so a window's values are bit-identical to the same
     points of the whole grid (gridsample.dask builds per-block grids this way).
+    ``threads``: how many to use (default :func:`num_threads`).
     """
+    threads = num_threads() if threads is None else threads
     ct = theta_c.dtype
     theta_c = read_only(theta_c)
     r = len(spatial)
@@ -215,23 +232,18 @@ def affine_window(theta_c, out_dtype, spatial, start, stop, align) -> np.ndarray
     out = np.empty((theta_c.shape[0], *block, r), out_dtype)
     if out.size == 0:
         return out
-    sizes = np.array(block[::-1], np.int64)  # innermost (W) first
-    bases = np.zeros((r, int(sizes.max())), ct)
-    for j in range(r):
-        axis = r - 1 - j
-        full = base_coordinates(int(spatial[axis]), align).astype(ct)
-        bases[j, :block[axis]] = full[start[axis]:stop[axis]]
+    bases, sizes = window_bases(ct, spatial, start, stop, align)
     width = int(sizes[0])
     rows = out.size // (width * r)
     flat = out.reshape(rows, width, r)
     if out.dtype == ct:
-        run_shared(_affine_rows, rows, (theta_c, bases, sizes, 0, flat), num_threads())
+        run_shared(_affine_rows, rows, (theta_c, bases, sizes, 0, flat), threads)
         return out
     # float16 / bfloat16: compute blocks of rows in float32, cast each back.
     step = max(1, _CAST_BLOCK_POINTS // width)
     scratch = np.empty((min(step, rows), width, r), ct)
     for row in range(0, rows, step):
         end = min(rows, row + step)
-        run_shared(_affine_rows, end - row, (theta_c, bases, sizes, row, scratch), num_threads())
+        run_shared(_affine_rows, end - row, (theta_c, bases, sizes, row, scratch), threads)
         flat[row:end] = scratch[: end - row]
     return out

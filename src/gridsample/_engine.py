@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import math
 import os
+from collections.abc import Callable
 
 import numpy as np
 
@@ -208,10 +210,22 @@ def identity_axis(length: int, align_corners: bool, pixels: bool, dtype) -> np.n
     return base_coordinates(length, align_corners).astype(dtype)
 
 
-def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Compute the forward operator for a validated plan."""
+def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None) -> np.ndarray:
+    """Compute the forward operator for a validated plan.
+
+    ``chunks``: where the coordinates come from when they are made a chunk of points at a
+    time instead of read from ``grid`` (never a copy of the whole grid): a :class:`Chunks`
+    whose chunk ``i`` is ``(n, p0, coords)``, ``coords`` of shape ``(Ng, P, r)`` holding
+    points ``p0 … p0 + P - 1`` of batch item ``n`` (``Ng = 1``), or of every item (``n is
+    None``, ``Ng`` the grid's batch).  Default: ``grid`` itself, or its chunks converted
+    (:func:`grid_chunks`) when it is float16/bfloat16 or a displacement.  Each thread makes
+    and samples a contiguous share of the chunks, one at a time: no chunk waits for a
+    dispatch, and each is sampled while it is in that core's cache (with fewer chunks than
+    twice the threads, the chunks are made one at a time and each is sampled by every
+    thread).
+    """
     if is_string(plan.out_dtype):
-        return _run_strings(plan, x, grid)
+        return _run_strings(plan, x, grid, chunks)
     out = np.empty(plan.out_shape, plan.out_dtype)
     if plan.is_empty:
         return out
@@ -248,7 +262,7 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
     general = kern.task_nd if family == "nd" else GENERAL_KERNELS.get((r, plan.kernel_mode),
                                                                     kern.task_nd)
 
-    def launch(grid3, xflat, outflat, batch):
+    def launch(grid3, xflat, outflat, batch, threads):
         grid3 = read_only(grid3)
         points = grid3.shape[1]
         block = block_size(points, batch, K, threads)
@@ -266,28 +280,57 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarra
             else:
                 run_shared(kern.task_fill, tasks, (args, fillv), threads)
 
-    grid3 = grid.reshape(plan.grid_batch, plan.out_points, r)
-    if not (is_half(grid.dtype) or plan.displacement):
-        launch(np.ascontiguousarray(grid3), xflat, outflat, plan.batch)
-        return out
-    # float16/bfloat16 grid or displacement: coordinates made (in float32 for
-    # half grids) one chunk of points at a time, never a copy of the whole
-    # grid.  A chunk of a broadcast grid serves every batch item; otherwise
-    # item by item.
-    step = _HALF_GRID_CHUNK_POINTS
-    for p0 in range(0, plan.out_points, step):
-        p1 = min(plan.out_points, p0 + step)
-        if plan.grid_batch == 1:
-            launch(coordinates(plan, grid3[:, p0:p1], p0, plan.coord_dtype), xflat,
-                   outflat[p0 * os_p:], plan.batch)
-            continue
-        for n in range(plan.batch):
-            launch(coordinates(plan, grid3[n:n + 1, p0:p1], p0, plan.coord_dtype),
-                   xflat[n * xs_n:], outflat[n * os_n + p0 * os_p:], 1)
+    if chunks is None:
+        grid3 = grid.reshape(plan.grid_batch, plan.out_points, r)
+        if not (is_half(grid.dtype) or plan.displacement):
+            launch(np.ascontiguousarray(grid3), xflat, outflat, plan.batch, threads)
+            return out
+        chunks = grid_chunks(plan, grid3)
+
+    # Enough chunks: each thread makes and samples its share; few: one at a time, each
+    # sampled by every thread.
+    per_chunk = 1 if chunks.count >= 2 * threads else threads
+
+    def run_chunks(first, stop):
+        for i in range(first, stop):
+            n, p0, coords = chunks.make(i)
+            if n is None:
+                launch(coords, xflat, outflat[p0 * os_p:], plan.batch, per_chunk)
+            else:
+                launch(coords, xflat[n * xs_n:], outflat[n * os_n + p0 * os_p:], 1, per_chunk)
+            del coords  # before the next chunk is made
+
+    run_shared(run_chunks, chunks.count, (), threads // per_chunk)
     return out
 
 
-def _run_strings(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarray:
+@dataclasses.dataclass(frozen=True)
+class Chunks:
+    """``count`` chunks of coordinates, chunk ``i`` made on demand by ``make(i)`` (in the
+    calling thread, single-threaded) as ``(n, p0, coords)`` (:func:`run_forward`)."""
+
+    count: int
+    make: Callable
+
+
+def grid_chunks(plan: ForwardPlan, grid3: np.ndarray) -> Chunks:
+    """A float16/bfloat16 or displacement grid as coordinates (in float32 for half grids),
+    a chunk of points at a time.  A chunk of a broadcast grid serves every batch item;
+    otherwise item by item."""
+    step = _HALF_GRID_CHUNK_POINTS
+    per_item = -(-plan.out_points // step)
+    items = 1 if plan.grid_batch == 1 else plan.batch
+
+    def make(i):
+        n, k = divmod(i, per_item)
+        p0, p1 = k * step, min(plan.out_points, (k + 1) * step)
+        if plan.grid_batch == 1:
+            return None, p0, coordinates(plan, grid3[:, p0:p1], p0, plan.coord_dtype)
+        return n, p0, coordinates(plan, grid3[n:n + 1, p0:p1], p0, plan.coord_dtype)
+    return Chunks(items * per_item, make)
+
+
+def _run_strings(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks) -> np.ndarray:
     """Nearest sampling of str/bytes/object X (docs/semantics.md §6.1).
 
     An index image holding ``1 + flat spatial index`` is sampled with nearest
@@ -310,7 +353,7 @@ def _run_strings(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray) -> np.ndarr
                          "weight_dtype": np.dtype(np.float64), "fill": None,
                          "paddings": plan.linear_paddings,
                          "padding": common_padding(plan.linear_paddings)})
-    picked = run_forward(sub, index, grid).reshape(plan.grid_batch, 1, -1)  # (Ng, 1, P)
+    picked = run_forward(sub, index, grid, chunks).reshape(plan.grid_batch, 1, -1)  # (Ng, 1, P)
     picked = np.broadcast_to(picked, (plan.batch, 1, picked.shape[-1]))
     xc = np.moveaxis(x, -1, 1) if plan.channel_last else x
     values = xc.reshape(plan.batch, plan.channels, spatial)

@@ -1,0 +1,139 @@
+"""affine_warp: sampling through affine maps without the sampling grid.
+
+``affine_warp(x, theta, ...)`` equals ``grid_sample(x, affine_grid(theta, ...), ...)`` bit
+for bit: the grid of an affine map is made a band of output rows at a time by
+``affine_grid``'s own kernel (:func:`gridsample._affine.affine_window`, which gives each
+point the bits the whole grid would), and each band is sampled while it is in cache.
+The whole grid (``r`` coordinates per output point: as large as a float32 output with
+``r`` channels) is never allocated, written or read back.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._affine import _affine_rows, _compute_dtype, parse_affine_args, window_bases
+from ._dtypes import is_half
+from ._engine import Chunks, run_forward
+from ._errors import GridSampleError
+from ._jit import read_only
+from ._options import parse_flag
+from ._plan import as_array, plan_forward
+from ._splines import cast_result, coefficient_plan
+
+__all__ = ["affine_warp", "warp_theta"]
+
+# Output points per band (over the grid's batch): 128 Ki points x 2 axes x 4 bytes = 1 MiB
+# of float32 coordinates per thread (measured on 2 threads, Zen 4: 32-256 Ki points were
+# within noise of each other; fewer points per band pay more per-band dispatch).
+_BAND_POINTS = 1 << 17
+
+
+def warp_theta(theta, out_spatial, align_corners):
+    """Validate an affine warp's ``theta`` for the output spatial shape ``out_spatial``.
+
+    ``theta`` of shape ``(r, r + 1)`` is a batch of one.  Returns ``theta`` (N', r, r + 1),
+    the output spatial shape as a tuple and ``align_corners`` as a bool.
+    """
+    theta = as_array("theta", theta)
+    if theta.ndim == 2:
+        theta = theta[None]
+    batch = theta.shape[0] if theta.ndim == 3 else 1
+    try:
+        spatial = tuple(int(s) for s in out_spatial)
+    except (TypeError, ValueError):
+        raise GridSampleError(f"out_shape={out_spatial!r} must be a sequence of "
+                              "non-negative integers (D1, ..., Dr)") from None
+    theta, spatial, align = parse_affine_args(theta, (batch, 1, *spatial), align_corners)
+    return theta, spatial, align
+
+
+def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
+                align_corners=False, *, channel_last=False, fill_value=0, cubic_a=-0.75,
+                prefilter=True) -> np.ndarray:
+    """Warp ``x`` by affine maps without making the sampling grid.
+
+    Equal, bit for bit, to ``grid_sample(x, affine_grid(theta, (N, C, *out_shape),
+    align_corners), mode, padding_mode, align_corners, ...)``, in less time and with no
+    memory beyond the output (and a B-spline's coefficients).
+
+    Parameters
+    ----------
+    x : array_like, shape (N, C, d1, ..., dr), or (N, d1, ..., dr, C) with ``channel_last``
+        r = 2 or 3 spatial axes; any element type :func:`grid_sample` takes.
+    theta : array_like, shape (N or 1, r, r + 1) or (r, r + 1)
+        :func:`affine_grid`'s matrices, mapping output normalized positions to input
+        normalized positions; float16, bfloat16, float32 or float64 (the dtype of the
+        grid ``affine_grid`` would make).  A batch of one applies to every item.
+    out_shape : sequence of int, optional
+        The output's spatial shape ``(D1, ..., Dr)``; default: ``x``'s.
+    mode, padding_mode, align_corners, channel_last, fill_value, cubic_a, prefilter
+        As in :func:`grid_sample` (an affine grid is normalized and absolute).
+
+    Returns
+    -------
+    ndarray, shape (N, C, D1, ..., Dr), or (N, D1, ..., Dr, C) with ``channel_last``
+        In ``x``'s dtype.
+
+    Raises
+    ------
+    GridSampleError
+        Bad shapes or values, naming the argument; :class:`GridSampleTypeError` for bad
+        types.
+
+    Examples
+    --------
+    >>> import numpy as np, gridsample
+    >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    >>> flip = np.array([[-1, 0, 0], [0, 1, 0]], np.float32)  # mirror left-right
+    >>> gridsample.affine_warp(x, flip)[0, 0, 0]
+    array([3., 2., 1., 0.], dtype=float32)
+    """
+    x = as_array("x", x)
+    rank = x.ndim - 2
+    if rank not in (2, 3):
+        raise GridSampleError(f"x has shape {x.shape}; affine_warp takes 2 or 3 spatial axes "
+                              "(N, C, H, W) or (N, C, D, H, W) (or channel-last)")
+    in_spatial = x.shape[1:-1] if parse_flag("channel_last", channel_last) else x.shape[2:]
+    theta, out_spatial, align = warp_theta(
+        theta, in_spatial if out_shape is None else out_shape, align_corners)
+    if len(out_spatial) != rank:
+        raise GridSampleError(f"theta has shape {theta.shape} ({len(out_spatial)} spatial "
+                              f"axes) but x has shape {x.shape} ({rank}); they must agree")
+    if theta.shape[0] not in (1, x.shape[0]):
+        raise GridSampleError(f"theta has batch size {theta.shape[0]} (shape {theta.shape}); "
+                              f"it must equal x's batch size {x.shape[0]} or be 1 to broadcast")
+    grid_stub = np.broadcast_to(np.zeros((), theta.dtype),
+                                (theta.shape[0], *out_spatial, rank))
+    plan, x, _ = plan_forward(x, grid_stub, mode, padding_mode, align, channel_last,
+                              fill_value=fill_value, cubic_a=cubic_a, prefilter=prefilter)
+    theta_c = np.ascontiguousarray(theta, dtype=_compute_dtype(theta.dtype))
+
+    # Bands of whole rows of the outermost output axis: each a contiguous range of points,
+    # made by affine_grid's row kernel from the whole grid's base coordinates.
+    zeros = (0,) * rank
+    bases, sizes = window_bases(theta_c.dtype, out_spatial, zeros, out_spatial, align)
+    theta_ro = read_only(theta_c)
+    width = out_spatial[-1]
+    lines = math.prod(out_spatial[1:-1])  # lines of `width` points per outermost index
+    outer = max(1, _BAND_POINTS // max(1, lines * width * plan.grid_batch))
+
+    def band(i):
+        o0 = i * outer
+        count = (min(out_spatial[0], o0 + outer) - o0) * lines
+        grid = np.empty((plan.grid_batch, count, width, rank), theta_c.dtype)
+        for n in range(plan.grid_batch):
+            _affine_rows(0, count, theta_ro, bases, sizes, (n * out_spatial[0] + o0) * lines,
+                         grid[n])
+        grid = grid.reshape(plan.grid_batch, count * width, rank)
+        if is_half(theta.dtype):  # the grid affine_grid makes, read as grid_sample reads it
+            grid = grid.astype(theta.dtype).astype(plan.coord_dtype)
+        return None, o0 * lines * width, grid
+
+    bands = Chunks(-(-out_spatial[0] // outer), band)
+    if plan.prefilter:
+        c, cplan = coefficient_plan(plan, x)
+        return cast_result(run_forward(cplan, c, None, bands), plan.out_dtype)
+    return run_forward(plan, x, None, bands)

@@ -1,0 +1,150 @@
+"""gridsample.affine_warp: bit for bit the pair grid_sample(x, affine_grid(theta)), without
+the grid in memory."""
+
+import tracemalloc
+
+import ml_dtypes
+import numba
+import numpy as np
+import pytest
+
+import gridsample
+from gridsample import GridSampleError, GridSampleTypeError
+
+
+def pair(x, theta, out_shape, mode, padding, align, **kw):
+    """The oracle: the grid made in full, then sampled."""
+    theta = np.asarray(theta)
+    theta = theta[None] if theta.ndim == 2 else theta
+    size = (theta.shape[0], 1, *out_shape)
+    grid = gridsample.affine_grid(theta, size, align)
+    return gridsample.grid_sample(x, grid, mode, padding, align, **kw)
+
+
+def random_theta(rng, batch, rank, dtype=np.float32):
+    """Rotations, scalings and shears that reach past the edges, with a translation."""
+    theta = np.zeros((batch, rank, rank + 1))
+    theta[:, :, :rank] = np.eye(rank) * 1.1 + rng.uniform(-0.4, 0.4, (batch, rank, rank))
+    theta[:, :, rank] = rng.uniform(-0.3, 0.3, (batch, rank))
+    return theta.astype(dtype)
+
+
+CASES = [
+    # rank, mode, padding
+    (2, "linear", "zeros"), (2, "nearest", "border"), (2, "cubic", "reflection"),
+    (2, "linear", "wrap"), (2, "cubic", "mirror"), (2, "bspline3", "symmetric"),
+    (3, "linear", "border"), (3, "nearest", "zeros"), (3, "cubic", "wrap"),
+    (3, "bspline2", "mirror"),
+]
+
+
+@pytest.mark.parametrize("rank,mode,padding", CASES)
+@pytest.mark.parametrize("align", [False, True])
+def test_equal_to_grid_sample_of_affine_grid(rng, rank, mode, padding, align):
+    x = rng.standard_normal((2, 3) + (11, 13, 9)[:rank]).astype(np.float32)
+    theta = random_theta(rng, 2, rank)
+    out_shape = (7, 12, 10)[:rank]
+    got = gridsample.affine_warp(x, theta, out_shape, mode, padding, align)
+    np.testing.assert_array_equal(got, pair(x, theta, out_shape, mode, padding, align))
+
+
+@pytest.mark.parametrize("rank", [2, 3])
+def test_many_bands_a_broadcast_theta_and_channel_last(rng, rank):
+    """Outputs larger than one band (each band made and sampled on its own), a theta of
+    batch 1 for a batch of 3, channel-last memory and the default out_shape."""
+    spatial = (300, 290) if rank == 2 else (12, 90, 80)
+    x = rng.standard_normal((3,) + spatial + (2,)).astype(np.float64)
+    theta = random_theta(rng, 1, rank, np.float64)[0]  # (r, r + 1): a batch of one
+    got = gridsample.affine_warp(x, theta, None, "linear", "reflection", channel_last=True)
+    want = pair(x, theta, spatial, "linear", "reflection", False, channel_last=True)
+    assert got.shape == want.shape == x.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("theta_dtype", [np.float16, ml_dtypes.bfloat16, np.float64])
+def test_theta_dtypes(rng, theta_dtype):
+    """theta's dtype is the grid's, as in affine_grid: half grids are sampled in float32."""
+    x = rng.standard_normal((2, 1, 20, 17)).astype(np.float32)
+    theta = random_theta(rng, 2, 2).astype(theta_dtype)
+    got = gridsample.affine_warp(x, theta, (15, 16), "cubic", "border", True)
+    np.testing.assert_array_equal(got, pair(x, theta, (15, 16), "cubic", "border", True))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "complex64", "bool"])
+def test_element_types(rng, dtype):
+    x = (rng.uniform(0, 200, (1, 2, 9, 10))).astype(dtype)
+    theta = random_theta(rng, 1, 2)
+    got = gridsample.affine_warp(x, theta, (8, 8), "linear", "constant", fill_value=7)
+    np.testing.assert_array_equal(got, pair(x, theta, (8, 8), "linear", "constant", False,
+                                            fill_value=7))
+    assert got.dtype == x.dtype
+
+
+def test_strings_and_fill_per_channel(rng):
+    x = np.array([[["ab", "c"], ["d", "efg"]], [["h", "i"], ["j", "k"]]]).reshape(1, 2, 2, 2)
+    theta = np.array([[0.9, 0.5, 0.3], [-0.4, 1.2, 0.1]], np.float32)
+    got = gridsample.affine_warp(x, theta, (5, 6), "nearest", "constant",
+                                 fill_value=["-", "+"])
+    np.testing.assert_array_equal(got, pair(x, theta, (5, 6), "nearest", "constant", False,
+                                            fill_value=["-", "+"]))
+
+
+def test_nan_infinite_and_huge_theta(rng):
+    x = rng.standard_normal((4, 2, 8, 9)).astype(np.float32)
+    theta = random_theta(rng, 4, 2)
+    theta[0, 0, 0] = np.nan
+    theta[1, 1, 2] = np.inf
+    theta[2, 0, 1] = -1e30
+    theta[3] = 3e38
+    for padding in ("zeros", "border", "reflection", "wrap"):
+        got = gridsample.affine_warp(x, theta, (6, 7), "linear", padding)
+        np.testing.assert_array_equal(got, pair(x, theta, (6, 7), "linear", padding, False))
+
+
+def test_memory_is_the_output_alone(rng):
+    """The full grid (2 float64 coordinates per output point: 4x the float32 output here)
+    is never allocated: beyond the output, each of the (two) threads holds one band of
+    coordinates at a time, a small fraction of the grid."""
+    x = rng.standard_normal((1, 1, 64, 64)).astype(np.float32)
+    theta = random_theta(rng, 1, 2, np.float64)
+    out_shape = (1500, 1500)
+    gridsample.affine_warp(x, theta, (8, 8))  # compile outside the measurement
+    threads = numba.get_num_threads()
+    numba.set_num_threads(min(2, threads))
+    tracemalloc.start()
+    try:
+        out = gridsample.affine_warp(x, theta, out_shape)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        numba.set_num_threads(threads)
+    grid_bytes = out.size * 2 * 8
+    assert peak - out.nbytes < grid_bytes / 5
+    np.testing.assert_array_equal(out, pair(x, theta, out_shape, "linear", "zeros", False))
+
+
+def test_empty_output():
+    x = np.ones((2, 1, 4, 4), np.float32)
+    got = gridsample.affine_warp(x, np.eye(2, 3), (0, 5))
+    assert got.shape == (2, 1, 0, 5)
+
+
+@pytest.mark.parametrize("args,kwargs,words", [
+    ((np.ones((1, 1, 4)), np.eye(1, 2)), {}, "x has shape (1, 1, 4)"),
+    ((np.ones((1, 1, 4, 4)), np.eye(3, 4)), {}, "theta has shape"),
+    ((np.ones((1, 1, 4, 4)), np.ones((1, 2, 2))), {}, "theta has shape"),
+    ((np.ones((2, 1, 4, 4)), np.ones((3, 2, 3))), {}, "theta has batch size 3"),
+    ((np.ones((1, 1, 4, 4)), np.eye(2, 3), (4, -1)), {}, "size="),
+    ((np.ones((1, 1, 4, 4)), np.eye(2, 3), "ab"), {}, "out_shape='ab'"),
+    ((np.ones((1, 1, 4, 4)), np.eye(2, 3), (3, 3), "bogus"), {}, "mode"),
+    ((np.ones((1, 1, 4, 4)), np.eye(2, 3)), {"channel_last": 2}, "channel_last"),
+])
+def test_errors_name_the_argument(args, kwargs, words):
+    with pytest.raises(GridSampleError) as info:
+        gridsample.affine_warp(*args, **kwargs)
+    assert words in str(info.value)
+
+
+def test_theta_type_error():
+    with pytest.raises(GridSampleTypeError, match="theta has dtype int64"):
+        gridsample.affine_warp(np.ones((1, 1, 4, 4)), np.eye(2, 3, dtype=np.int64))
