@@ -152,18 +152,17 @@ def _reflect_taps(t0, t1, t2, t3, ax, zero):
 #
 # Each tap index t is padded by its floor modulo q = t mod P (period P: S for wrap, 2(S-1)
 # for mirror, 2S for symmetric), then folded (mirror: P - q past S - 1; symmetric:
-# P - 1 - q).  For |t| < 2**22 the modulo is q - P floor(q / P) with the quotient taken
-# from the reciprocal and the remainder corrected once either way: exact in float32 (every
-# product stays below 2**24) and vectorized.  A point farther
-# out (rare: far outside the input) is planned again in a second pass, where the taps
-# t_k = f + k differ from f by e_k = t_k - f, small and exact (what float rounding made of
-# k for huge f), so q_k = (fmod(f, P) + e_k) mod P: one exact fmod (a libm call, which does
-# not vectorize) per axis and point.  Either way the result is _taps.pad_index's, bit for
-# bit.  An axis of size 1 under mirror (P = 0) takes P = 1: every index maps to 0.
+# P - 1 - q).  For |t| <= 2**21 the modulo is q - P floor((q + 1/2) / P) with the
+# quotient taken from the reciprocal: exact in float32 (see _modulo) and vectorized.  A
+# point farther out (rare: far outside the input) is planned again in a second pass, where
+# the taps t_k = f + k differ from f by e_k = t_k - f, small and exact (what float rounding
+# made of k for huge f), so q_k = (fmod(f, P) + e_k) mod P: one exact fmod (a libm call,
+# which does not vectorize) per axis and point.  Either way the result is _taps.pad_index's,
+# bit for bit.  An axis of size 1 under mirror (P = 0) takes P = 1: every index maps to 0.
 
 
 #: Coordinates below this magnitude take the vectorized modulo (see above).
-_NEAR = np.float32(1 << 22)
+_NEAR = np.float32(1 << 21)
 
 @skeleton
 def _period(ax):
@@ -184,12 +183,15 @@ def _period(ax):
 
 @skeleton
 def _modulo(q, ax, period, zero):
-    """``q mod P`` in ``[0, P)``, for an integer-valued float ``|q| < 2**22`` (or a residue)."""
-    # The quotient from the reciprocal (hoisted out of the loop) may be off by one either
-    # way; one correction each way makes the remainder exact.
-    q = q - period * np.floor(q * (ax[AXIS_ONE] / period))
-    q = q - period if q >= period else q
-    return q + period if q < zero else q
+    """``q mod P`` in ``[0, P)``, for an integer-valued float ``|q| <= 2**21`` (or a residue).
+
+    The quotient is ``floor((q + 1/2) (1/P))`` with the reciprocal hoisted out of the loop:
+    ``(q + 1/2) / P`` lies at least ``1/(2P)`` from an integer, and the two roundings (of
+    ``1/P`` and of the product) move it by less than ``|q + 1/2| 2**-23 / P < 1/(2P)``, so
+    the floor is exact, and so is ``q - P k`` (every product stays below ``2**24``).
+    """
+    half = ax[AXIS_ONE] / (ax[AXIS_ONE] + ax[AXIS_ONE])
+    return q - period * np.floor((q + half) * (ax[AXIS_ONE] / period))
 
 
 @skeleton
@@ -223,7 +225,7 @@ def _fold(q, ax, period, zero):
 @skeleton
 def _residue(t, ax, period, exact):
     """``t`` reduced for :func:`_modulo`: ``fmod(t, P)`` in the exact pass; in the vectorized
-    one ``t`` clamped to ``±2**22``, which leaves every point that pass keeps as it is and
+    one ``t`` clamped to ``±2**21``, which leaves every point that pass keeps as it is and
     keeps the residues of the others (planned again by the exact pass) inside ``[0, P)``, so
     every cast of a folded index is defined."""
     if exact:
@@ -235,7 +237,7 @@ def _residue(t, ax, period, exact):
 
 @skeleton
 def _distant(x, ax):
-    """Whether the coordinate ``x`` needs the exact pass (``|x| >= 2**22``)."""
+    """Whether the coordinate ``x`` needs the exact pass (``|x| >= 2**21``)."""
     return abs(x) >= ax[AXIS_ONE] * _NEAR
 
 
@@ -254,7 +256,7 @@ def _index_pair(x, pad, ax, zero, exact):
     f = np.floor(x)
     period = _period(ax)
     m0 = _modulo(_residue(f, ax, period, exact), ax, period, zero)
-    # The second tap's residue: the next one (|f| < 2**22: f + 1 is exact), or, in the exact
+    # The second tap's residue: the next one (|f| <= 2**21: f + 1 is exact), or, in the exact
     # pass, from what float rounding made of f + 1.
     m1 = (_modulo(m0 + ((f + ax[AXIS_ONE]) - f), ax, period, zero) if exact
           else _next(m0, ax, period))
@@ -521,14 +523,16 @@ def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, exact):
             m1 = _modulo(r, ax, period, zero)
             m2 = _modulo(r + (t2 - f), ax, period, zero)
             m3 = _modulo(r + (t3 - f), ax, period, zero)
-        else:  # |f| < 2**22: the taps are consecutive integers
+        else:  # |f| <= 2**21: the taps are consecutive integers
             m1 = _next(m0, ax, period)
             m2 = _next(m1, ax, period)
             m3 = _next(m2, ax, period)
         t0, t1 = _flip(m0, ax), _flip(m1, ax)
         t2, t3 = _flip(m2, ax), _flip(m3, ax)
-    last = np.int32(size - 1)
     i0, i1, i2, i3 = np.int32(t0), np.int32(t1), np.int32(t2), np.int32(t3)
+    if pad >= PAD_MIRROR:  # folded into [0, S-1] exactly
+        return i0, i1, i2, i3, w0, w1, w2, w3, True, True, True, True
+    last = np.int32(size - 1)
     # ±inf under border reads only its weight-1 tap (an inf at the edge stays
     # inf, not 0 * inf = NaN), as the general kernels drop the others.
     keep = not edge
