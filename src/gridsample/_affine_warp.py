@@ -22,6 +22,7 @@ from ._jit import read_only
 from ._options import parse_flag
 from ._plan import as_array, plan_forward
 from ._splines import cast_result, coefficient_plan
+from ._threads import num_threads
 
 __all__ = ["affine_warp", "warp_theta"]
 
@@ -119,6 +120,9 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
     width = out_spatial[-1]
     lines = math.prod(out_spatial[1:-1])  # lines of `width` points per outermost index
     outer = max(1, _BAND_POINTS // max(1, lines * width * plan.grid_batch))
+    # At least two bands per thread where the outermost axis allows: every thread makes and
+    # samples its own (a batch of matrices can fill a band's budget with a few rows).
+    outer = max(1, min(outer, out_spatial[0] // (2 * num_threads())))
 
     def band(i):
         o0 = i * outer

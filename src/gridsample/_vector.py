@@ -346,13 +346,13 @@ def plan_linear_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
     ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
     s0, s1 = np.int32(sizes[0]), np.int32(sizes[1])
     st0, st1 = np.int32(strides[0]), np.int32(strides[1])
-    distant = 0
+    distant = False  # an or of bools: an int64 count narrowed the loop's vectors
     for j in range(nb):
         o0, o1, o2, o3, dx, dy, far = linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad, ax0,
                                                      ax1, s0, s1, st0, st1, False)
         _store_linear_2d(off, wts, j, o0, o1, o2, o3, dx, dy, one)
-        distant += far
-    if pad >= PAD_MIRROR and distant > 0:  # the exact pass for points far outside
+        distant = distant | far
+    if pad >= PAD_MIRROR and distant:  # the exact pass for points far outside
         for j in range(nb):
             o0, o1, o2, o3, dx, dy, far = linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad,
                                                          ax0, ax1, s0, s1, st0, st1, True)
@@ -411,14 +411,14 @@ def _nearest_index_plan(grid, nb, pad, rank, axc, strides, one, nanw, off, wts):
     st0, st1 = np.int32(strides[0]), np.int32(strides[1])
     st2 = np.int32(strides[2]) if rank == 3 else st0
     zero = ax0[AXIS_HIGH] - ax0[AXIS_HIGH]
-    distant = 0
+    distant = False
     for j in range(nb):
         o, nan, far = _nearest_index_point(grid, j, pad, rank, ax0, ax1, ax2, st0, st1, st2,
                                            zero, False)
         off[0, j] = o
         wts[0, j] = nanw if nan else one
-        distant += far
-    if distant > 0:
+        distant = distant | far
+    if distant:
         for j in range(nb):
             o, nan, far = _nearest_index_point(grid, j, pad, rank, ax0, ax1, ax2, st0, st1,
                                                st2, zero, True)
@@ -568,7 +568,7 @@ def _plan_cubic_axis(grid, nb, pad, rank, axis, ax, kt, size, stride, off, wts):
     cnan = zero / zero
     out = np.int32(-2 ** 31)
     r = 4 * axis
-    distant = 0
+    distant = False
     for j in range(nb):
         g = grid[rank * j + axis]
         (i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2,
@@ -576,8 +576,8 @@ def _plan_cubic_axis(grid, nb, pad, rank, axis, ax, kt, size, stride, off, wts):
         _store_cubic_axis(off, wts, r, j, st, out, i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1,
                           ok2, ok3)
         if pad >= PAD_MIRROR:
-            distant += _distant(_index_coordinate(g, ax, zero)[0], ax)
-    if pad >= PAD_MIRROR and distant > 0:  # the exact pass for points far outside
+            distant = distant | _distant(_index_coordinate(g, ax, zero)[0], ax)
+    if pad >= PAD_MIRROR and distant:  # the exact pass for points far outside
         for j in range(nb):
             g = grid[rank * j + axis]
             if _distant(_index_coordinate(g, ax, zero)[0], ax):
@@ -649,7 +649,7 @@ def _plan_linear_axis(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts
         zero = ax[AXIS_HIGH] - ax[AXIS_HIGH]
         cnan = zero / zero
         r = 2 * axis
-        distant = 0
+        distant = False
         for j in range(nb):
             x, nan = _index_coordinate(grid[rank * j + axis], ax, zero)
             i0, i1, f = _index_pair(x, pad, ax, zero, False)
@@ -658,8 +658,8 @@ def _plan_linear_axis(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts
             off[r + 1, j] = np.int32(i1 * st)
             wts[r, j] = one - d
             wts[r + 1, j] = one * d
-            distant += _distant(x, ax)
-        if distant > 0:  # the exact pass for points far outside (their weights stand)
+            distant = distant | _distant(x, ax)
+        if distant:  # the exact pass for points far outside (their weights stand)
             for j in range(nb):
                 x, nan = _index_coordinate(grid[rank * j + axis], ax, zero)
                 if _distant(x, ax):
