@@ -113,30 +113,37 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
     theta_c = np.ascontiguousarray(theta, dtype=_compute_dtype(theta.dtype))
 
     # Bands of whole rows of the outermost output axis: each a contiguous range of points,
-    # made by affine_grid's row kernel from the whole grid's base coordinates.
+    # made by affine_grid's row kernel from the whole grid's base coordinates.  One matrix
+    # (theta of batch 1) serves every item with each band; a batch of matrices is banded
+    # item by item, so that a thread's share of the bands is a run of whole items, as
+    # grid_sample splits a batch.
     zeros = (0,) * rank
     bases, sizes = window_bases(theta_c.dtype, out_spatial, zeros, out_spatial, align)
     theta_ro = read_only(theta_c)
     width = out_spatial[-1]
     lines = math.prod(out_spatial[1:-1])  # lines of `width` points per outermost index
-    outer = max(1, _BAND_POINTS // max(1, lines * width * plan.grid_batch))
+    items = plan.grid_batch
+    outer = max(1, _BAND_POINTS // max(1, lines * width * (1 if items > 1 else plan.batch)))
+    per_item = -(-out_spatial[0] // outer)
     # At least two bands per thread where the outermost axis allows: every thread makes and
-    # samples its own (a batch of matrices can fill a band's budget with a few rows).
-    outer = max(1, min(outer, out_spatial[0] // (2 * num_threads())))
+    # samples its own.
+    wanted = -(-2 * num_threads() // items)
+    if per_item < wanted:
+        outer = max(1, out_spatial[0] // wanted)
+        per_item = -(-out_spatial[0] // outer)
 
     def band(i):
-        o0 = i * outer
+        n, k = divmod(i, per_item)
+        o0 = k * outer
         count = (min(out_spatial[0], o0 + outer) - o0) * lines
-        grid = np.empty((plan.grid_batch, count, width, rank), theta_c.dtype)
-        for n in range(plan.grid_batch):
-            _affine_rows(0, count, theta_ro, bases, sizes, (n * out_spatial[0] + o0) * lines,
-                         grid[n])
-        grid = grid.reshape(plan.grid_batch, count * width, rank)
+        grid = np.empty((count, width, rank), theta_c.dtype)
+        _affine_rows(0, count, theta_ro, bases, sizes, (n * out_spatial[0] + o0) * lines, grid)
+        grid = grid.reshape(1, count * width, rank)
         if is_half(theta.dtype):  # the grid affine_grid makes, read as grid_sample reads it
             grid = grid.astype(theta.dtype).astype(plan.coord_dtype)
-        return None, o0 * lines * width, grid
+        return (n if items > 1 else None), o0 * lines * width, grid
 
-    bands = Chunks(-(-out_spatial[0] // outer), band)
+    bands = Chunks(items * per_item, band)
     if plan.prefilter:
         c, cplan = coefficient_plan(plan, x)
         return cast_result(run_forward(cplan, c, None, bands), plan.out_dtype)
