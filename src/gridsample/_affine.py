@@ -214,7 +214,7 @@ def window_bases(ct, spatial, start, stop, align) -> tuple:
     return bases, sizes
 
 
-def affine_window(theta_c, out_dtype, spatial, start, stop, align, threads=None) -> np.ndarray:
+def affine_window(theta_c, out_dtype, spatial, start, stop, align) -> np.ndarray:
     """``affine_grid(theta, (N, C, *spatial))[:, start:stop]`` without the rest of the grid.
 
     ``theta_c`` is theta in the compute dtype (float32, or float64 for
@@ -222,9 +222,7 @@ def affine_window(theta_c, out_dtype, spatial, start, stop, align, threads=None)
     axis.  Each axis's base coordinates are computed for the full axis length
     and then sliced, so a window's values are bit-identical to the same
     points of the whole grid (gridsample.dask builds per-block grids this way).
-    ``threads``: how many to use (default :func:`num_threads`).
     """
-    threads = num_threads() if threads is None else threads
     ct = theta_c.dtype
     theta_c = read_only(theta_c)
     r = len(spatial)
@@ -237,13 +235,13 @@ def affine_window(theta_c, out_dtype, spatial, start, stop, align, threads=None)
     rows = out.size // (width * r)
     flat = out.reshape(rows, width, r)
     if out.dtype == ct:
-        run_shared(_affine_rows, rows, (theta_c, bases, sizes, 0, flat), threads)
+        run_shared(_affine_rows, rows, (theta_c, bases, sizes, 0, flat), num_threads())
         return out
     # float16 / bfloat16: compute blocks of rows in float32, cast each back.
     step = max(1, _CAST_BLOCK_POINTS // width)
     scratch = np.empty((min(step, rows), width, r), ct)
     for row in range(0, rows, step):
         end = min(rows, row + step)
-        run_shared(_affine_rows, end - row, (theta_c, bases, sizes, row, scratch), threads)
+        run_shared(_affine_rows, end - row, (theta_c, bases, sizes, row, scratch), num_threads())
         flat[row:end] = scratch[: end - row]
     return out

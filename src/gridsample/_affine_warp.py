@@ -2,8 +2,9 @@
 
 ``affine_warp(x, theta, ...)`` equals ``grid_sample(x, affine_grid(theta, ...), ...)`` bit
 for bit: the grid of an affine map is made a band of output rows at a time by
-``affine_grid``'s own kernel (:func:`gridsample._affine.affine_window`, which gives each
-point the bits the whole grid would), and each band is sampled while it is in cache.
+``affine_grid``'s own row kernel (``gridsample._affine._affine_rows``, fed the whole grid's
+base coordinates, so each point gets the bits the whole grid would), and each band is
+sampled while it is in cache.
 The whole grid (``r`` coordinates per output point: as large as a float32 output with
 ``r`` channels) is never allocated, written or read back.
 """

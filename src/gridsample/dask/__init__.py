@@ -34,7 +34,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "gridsample.dask needs Dask: pip install 'gridsample[dask]' "
         "(dask[array] and distributed)") from exc
 
-from .._affine import _compute_dtype, base_coordinates, parse_affine_args
+from .._affine import _compute_dtype, base_coordinates
+from .._affine_warp import warp_theta
 from .._dtypes import is_string
 from .._errors import GridSampleError, GridSampleTypeError
 from .._options import parse_align_corners, parse_flag, parse_mode
@@ -447,14 +448,9 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
     threads = _threads_arg(kernel_threads)
     xd = _as_dask(x)
     layout_rank = xd.ndim - 2
-    theta = np.asarray(theta)
-    if theta.ndim == 2:
-        theta = theta[None]
     in_spatial_guess = tuple(xd.shape[1:-1]) if chan_last else tuple(xd.shape[2:])
-    out_spatial = tuple(int(s) for s in (out_shape if out_shape is not None
-                                         else in_spatial_guess))
-    theta, out_spatial, align = parse_affine_args(
-        theta, (theta.shape[0] if theta.ndim == 3 else 1, 1, *out_spatial), align)
+    theta, out_spatial, align = warp_theta(
+        theta, out_shape if out_shape is not None else in_spatial_guess, align)
     r = len(out_spatial)
     if layout_rank != r:
         raise GridSampleError(
