@@ -182,7 +182,7 @@ def _period(ax):
 
 
 @skeleton
-def _modulo(q, ax, period, zero):
+def _modulo(q, ax, period):
     """``q mod P`` in ``[0, P)``, for an integer-valued float ``|q| <= 2**21`` (or a residue).
 
     The quotient is ``floor((q + 1/2) (1/P))`` with the reciprocal hoisted out of the loop:
@@ -217,9 +217,9 @@ def _flip(m, ax):
 
 
 @skeleton
-def _fold(q, ax, period, zero):
+def _fold(q, ax, period):
     """Padded index of ``q`` (an integer-valued float, ``|q| < P + 5``), in ``[0, S-1]``."""
-    return _flip(_modulo(q, ax, period, zero), ax)
+    return _flip(_modulo(q, ax, period), ax)
 
 
 @skeleton
@@ -251,14 +251,14 @@ def _index_coordinate(g, ax, zero):
 
 
 @skeleton
-def _index_pair(x, pad, ax, zero, exact):
+def _index_pair(x, ax, exact):
     """Linear's two padded taps ``floor(x)``, ``floor(x) + 1`` (int32) and ``floor(x)``."""
     f = np.floor(x)
     period = _period(ax)
-    m0 = _modulo(_residue(f, ax, period, exact), ax, period, zero)
+    m0 = _modulo(_residue(f, ax, period, exact), ax, period)
     # The second tap's residue: the next one (|f| <= 2**21: f + 1 is exact), or, in the exact
     # pass, from what float rounding made of f + 1.
-    m1 = (_modulo(m0 + ((f + ax[AXIS_ONE]) - f), ax, period, zero) if exact
+    m1 = (_modulo(m0 + ((f + ax[AXIS_ONE]) - f), ax, period) if exact
           else _next(m0, ax, period))
     return (np.int32(_flip(m0, ax)), np.int32(_flip(m1, ax)), f)
 
@@ -304,8 +304,8 @@ def linear_2d_taps(g0, g1, pad, ax0, ax1, s0, s1, st0, st1, exact):
     if pad >= PAD_MIRROR:  # an index padding: every tap inside, padded on its own
         x, nanx = _index_coordinate(g0, ax0, zero)
         y, nany = _index_coordinate(g1, ax1, zero)
-        ix0, ix1, fx = _index_pair(x, pad, ax0, zero, exact)
-        iy0, iy1, fy = _index_pair(y, pad, ax1, zero, exact)
+        ix0, ix1, fx = _index_pair(x, ax0, exact)
+        iy0, iy1, fy = _index_pair(y, ax1, exact)
         nan = nanx | nany
         y0, y1 = np.int32(iy0 * st1), np.int32(iy1 * st1)
         x0, x1 = np.int32(ix0 * st0), np.int32(ix1 * st0)
@@ -383,7 +383,7 @@ def _index_nearest(g, pad, ax, zero, exact):
     whether the point needs the exact pass."""
     x, nan = _index_coordinate(g, ax, zero)
     period = _period(ax)
-    i = _fold(_residue(np.rint(x), ax, period, exact), ax, period, zero)
+    i = _fold(_residue(np.rint(x), ax, period, exact), ax, period)
     return np.int32(i), nan, _distant(x, ax)
 
 
@@ -518,11 +518,11 @@ def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, exact):
     else:  # an index padding: each tap's residue, then its fold
         period = _period(ax)
         r = _residue(f, ax, period, exact)
-        m0 = _modulo(r + (t0 - f), ax, period, zero)
+        m0 = _modulo(r + (t0 - f), ax, period)
         if exact:  # each tap from its exact offset to f (f + 1 may round to f)
-            m1 = _modulo(r, ax, period, zero)
-            m2 = _modulo(r + (t2 - f), ax, period, zero)
-            m3 = _modulo(r + (t3 - f), ax, period, zero)
+            m1 = _modulo(r, ax, period)
+            m2 = _modulo(r + (t2 - f), ax, period)
+            m3 = _modulo(r + (t3 - f), ax, period)
         else:  # |f| <= 2**21: the taps are consecutive integers
             m1 = _next(m0, ax, period)
             m2 = _next(m1, ax, period)
@@ -652,7 +652,7 @@ def _plan_linear_axis(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts
         distant = False
         for j in range(nb):
             x, nan = _index_coordinate(grid[rank * j + axis], ax, zero)
-            i0, i1, f = _index_pair(x, pad, ax, zero, False)
+            i0, i1, f = _index_pair(x, ax, False)
             d = cnan if nan else x - f
             off[r, j] = np.int32(i0 * st)
             off[r + 1, j] = np.int32(i1 * st)
@@ -663,7 +663,7 @@ def _plan_linear_axis(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts
             for j in range(nb):
                 x, nan = _index_coordinate(grid[rank * j + axis], ax, zero)
                 if _distant(x, ax):
-                    i0, i1, f = _index_pair(x, pad, ax, zero, True)
+                    i0, i1, f = _index_pair(x, ax, True)
                     off[r, j] = np.int32(i0 * st)
                     off[r + 1, j] = np.int32(i1 * st)
         return
