@@ -299,3 +299,58 @@ def test_index_paddings_on_the_vector_kernels(rng, monkeypatch, rank, mode):
         # the per-axis mix (first) ran on the vector kernels, forward and input gradient
         assert calls and inputs
     assert {key[2] for key in calls + inputs} <= {PAD_MIRROR, PAD_SYMMETRIC, PAD_WRAP}
+
+
+def _ladder(rng, count, dtype):
+    """Pixel coordinates from 0 to past ``2**22``, both signs: powers of two and their
+    neighbours (±1, ±1/2, ±1/4), the exact pass's threshold ``2**21`` and random values
+    log-uniform in magnitude, with fractions."""
+    near = [2.0 ** k + e for k in range(23) for e in (-1, -0.5, -0.25, 0, 0.25, 0.5, 1)]
+    values = np.concatenate([near, 10 ** rng.uniform(-3, 6.7, count)])
+    values = np.concatenate([values, -values])
+    return rng.permutation(np.resize(values, count)).astype(dtype)
+
+
+@pytest.mark.parametrize("rank, mode", [(2, "linear"), (2, "nearest"), (2, "cubic"),
+                                        (3, "linear"), (3, "nearest"), (3, "cubic")])
+def test_reflection_across_the_exact_pass_threshold(rng, monkeypatch, rank, mode):
+    """Reflection reduces a coordinate by its period with a vectorized modulo below ``2**21``
+    and with ``fmod`` beyond (the exact pass): bit for bit the general kernels' ``fmod``,
+    for blocks wholly below the threshold, wholly beyond and mixed; forward and both
+    gradients.  float32 (float64 has the same bounds with more digits to spare; its
+    variants would compile for this test alone)."""
+    x = rng.standard_normal((1, 2) + (9, 10, 7)[:rank]).astype(np.float32)
+    out_spatial = (64, 40, 16)[:rank]
+    points = int(np.prod(out_spatial))
+    for dtype in (np.float32,):
+        coords = _ladder(rng, points * rank, dtype)
+        below = np.where(np.abs(coords) < 2 ** 21 - 2, coords, coords / 8)
+        for values in (below, coords):
+            grid = values.reshape((1,) + out_spatial + (rank,))
+            for align in ALIGNS:
+                kw = dict(align_corners=align, grid_units="pixels")
+                want = general(monkeypatch, x, grid, mode, "reflection", **kw)
+                got = gridsample.grid_sample(x, grid, mode, "reflection", **kw)
+                np.testing.assert_array_equal(got, want)
+                gout = rng.standard_normal(want.shape).astype(np.float32)
+                fast = gridsample.grid_sample_backward(gout, x, grid, mode, "reflection", **kw)
+                with _engine.use_kernels("general"):
+                    slow = gridsample.grid_sample_backward(gout, x, grid, mode, "reflection",
+                                                           **kw)
+                for a, b in zip(fast, slow):
+                    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("mode", VECTOR_MODES)
+def test_reflection_with_a_period_beyond_the_vectorized_modulo(rng, monkeypatch, mode):
+    """An axis longer than ``2**20`` has a period past ``2**21``: every point takes the
+    exact pass, with the same results."""
+    size = (1 << 20) + 3
+    x = rng.standard_normal((1, 1, 2, size)).astype(np.float32)
+    u = np.concatenate([rng.uniform(-3 * size, 3 * size, 200), [size - 1.5, -0.5, size + 0.25]])
+    grid = np.stack([u, np.resize([0.0, 1.0, 0.5], u.size)], -1)[None, None].astype(np.float32)
+    for align in ALIGNS:
+        kw = dict(align_corners=align, grid_units="pixels")
+        np.testing.assert_array_equal(
+            gridsample.grid_sample(x, grid, mode, "reflection", **kw),
+            general(monkeypatch, x, grid, mode, "reflection", **kw))

@@ -45,7 +45,7 @@ import numpy as np
 
 from ._dtypes import KIND_NATIVE
 from ._jit import skeleton
-from ._registry import PAD_BORDER, PAD_MIRROR, PAD_REFLECTION
+from ._registry import PAD_BORDER, PAD_REFLECTION
 from ._taps import (
     AXIS_HIGH,
     AXIS_MUL,
@@ -61,7 +61,9 @@ from ._vector import (
     _plan_linear_axis,
     _tap_inlined,
     _unnormalize,
+    has_exact_pass,
     linear_2d_taps,
+    reflect_residue,
     unfold,
 )
 
@@ -72,13 +74,15 @@ __all__ = ["plan_grad_linear_2d", "sweep_grad_linear_2d", "plan_grad_linear_3d",
 
 
 @skeleton
-def _chain(g, pad, ax):
+def _chain(g, pad, ax, exact):
     """``dx/dg * pad'(x)`` with selects: :func:`gridsample._grad_taps.pad_slope`'s rule.
 
     Border: slope 1 strictly inside ``(0, S-1)``, else 0.  Reflection: the
     sign of ``x - low``, flipped in the mirrored half of the fold, 0 where
     the reflected value is clipped and on an axis of span 0.  A coordinate
     at ``±inf`` (or NaN: the point's sums are NaN whatever this is) gets 0.
+    Also whether reflection needs the exact pass for ``g``
+    (:func:`gridsample._vector.reflect_residue`; ``exact``: this is that pass).
     """
     u = _unnormalize(g, ax)
     high = ax[AXIS_HIGH]
@@ -86,19 +90,46 @@ def _chain(g, pad, ax):
     one = ax[AXIS_ONE]
     finite = (u == u) & (not math.isinf(u))
     slope = one
+    far = False
     if pad == PAD_BORDER:
         slope = one if (u > zero) & (u < high) else zero
     elif pad == PAD_REFLECTION:
         low, span = ax[AXIS_REFLECT_LOW], ax[AXIS_REFLECT_SPAN]
         v = u if finite else zero
         d = v - low
-        m = np.fmod(abs(d), span + span)
+        m, far = reflect_residue(abs(d), ax, exact)
         sign = one if d >= zero else -one
         sign = -sign if m > span else sign
-        y = unfold(m, ax, zero)  # the reflected coordinate, from the same fmod
+        y = unfold(m, ax, zero)  # the reflected coordinate, from the same residue
         slope = sign if (y > zero) & (y < high) & (span > zero) else zero
     scale = ax[AXIS_MUL] * ax[AXIS_SCALE]
-    return scale * slope if finite else zero
+    return (scale * slope if finite else zero), far
+
+
+@skeleton
+def _grad_linear_2d_point(grid, j, pad, ax0, ax1, s0, s1, st0, st1, one, exact, off, dws,
+                          chain):
+    """Point ``j``'s rows of a 2-D linear gradient plan; whether it needs the exact pass."""
+    g0, g1 = grid[2 * j], grid[2 * j + 1]
+    o0, o1, o2, o3, dx, dy, far = linear_2d_taps(g0, g1, pad, ax0, ax1, s0, s1, st0, st1,
+                                                 exact)
+    off[0, j] = o0
+    off[1, j] = o1
+    off[2, j] = o2
+    off[3, j] = o3
+    wx0, wy0 = one - dx, one - dy
+    # -w: the general planner's (-1) * w, bit for bit (also for w = 0)
+    dws[0, j] = -wy0
+    dws[1, j] = wy0
+    dws[2, j] = -dy
+    dws[3, j] = dy
+    dws[4, j] = -wx0
+    dws[5, j] = -dx
+    dws[6, j] = wx0
+    dws[7, j] = dx
+    chain[0, j] = _chain(g0, pad, ax0, exact)[0]
+    chain[1, j] = _chain(g1, pad, ax1, exact)[0]
+    return far
 
 
 @skeleton
@@ -106,42 +137,24 @@ def plan_grad_linear_2d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dw
     """Plan ``nb`` points of a 2-D linear block: offsets, weight slopes, chain factors.
 
     ``grid`` is the block's coordinates flat (``2j``, ``2j + 1``); the taps are
-    :func:`gridsample._vector.linear_2d_taps`, the forward's.
+    :func:`gridsample._vector.linear_2d_taps`, the forward's, and so is the exact pass
+    for points far outside (the chain factors' reflection takes the same residue).
     """
     ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
     s0, s1 = np.int32(sizes[0]), np.int32(sizes[1])
     st0, st1 = np.int32(strides[0]), np.int32(strides[1])
     one = ax0[AXIS_ONE]
-    distant = 0
+    distant = False  # an or of bools keeps the loop's vectors full width
     for j in range(nb):
-        o0, o1, o2, o3, dx, dy, far = linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad, ax0,
-                                                     ax1, s0, s1, st0, st1, False)
-        distant += far
-        off[0, j] = o0
-        off[1, j] = o1
-        off[2, j] = o2
-        off[3, j] = o3
-        wx0, wy0 = one - dx, one - dy
-        # -w: the general planner's (-1) * w, bit for bit (also for w = 0)
-        dws[0, j] = -wy0
-        dws[1, j] = wy0
-        dws[2, j] = -dy
-        dws[3, j] = dy
-        dws[4, j] = -wx0
-        dws[5, j] = -dx
-        dws[6, j] = wx0
-        dws[7, j] = dx
-        chain[0, j] = _chain(grid[2 * j], pad, ax0)
-        chain[1, j] = _chain(grid[2 * j + 1], pad, ax1)
-    if pad >= PAD_MIRROR and distant > 0:  # the exact pass for points far outside
+        far = _grad_linear_2d_point(grid, j, pad, ax0, ax1, s0, s1, st0, st1, one, False, off,
+                                    dws, chain)
+        distant = distant | far
+    if has_exact_pass(pad) and distant:  # the exact pass for points far outside
         for j in range(nb):
-            o0, o1, o2, o3, dx, dy, far = linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad,
-                                                         ax0, ax1, s0, s1, st0, st1, True)
-            if far:  # only the offsets differ from the first pass
-                off[0, j] = o0
-                off[1, j] = o1
-                off[2, j] = o2
-                off[3, j] = o3
+            if linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad, ax0, ax1, s0, s1, st0, st1,
+                              False)[6]:
+                _grad_linear_2d_point(grid, j, pad, ax0, ax1, s0, s1, st0, st1, one, True,
+                                      off, dws, chain)
 
 
 @skeleton
@@ -181,8 +194,16 @@ def plan_grad_linear_3d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dw
         _plan_linear_axis(grid, nb, pad, 3, a, ax, ax[AXIS_ONE], sizes[a], strides[a], off, wts)
     for a in range(3):
         ax = axis_row(axc, a)
+        distant = False
         for j in range(nb):
-            chain[a, j] = _chain(grid[3 * j + a], pad, ax)
+            c, far = _chain(grid[3 * j + a], pad, ax, False)
+            chain[a, j] = c
+            distant = distant | far
+        if pad == PAD_REFLECTION and distant:  # the exact pass for points far outside
+            for j in range(nb):
+                c, far = _chain(grid[3 * j + a], pad, ax, True)
+                if far:
+                    chain[a, j] = c
     _nan_points_on_every_axis(nb, 3, 2, axc, wts, chain)
 
 

@@ -91,10 +91,59 @@ def _unnormalize(g, ax):
 
 
 @skeleton
-def _reflect(u, ax, zero):
-    """``_taps.reflect_clip`` for a finite ``u``, with selects (``fmod`` is exact)."""
-    low, span = ax[AXIS_REFLECT_LOW], ax[AXIS_REFLECT_SPAN]
-    return unfold(np.fmod(abs(u - low), span + span), ax, zero)
+def reflect_residue(d, ax, exact):
+    """A residue of ``d`` modulo the reflection period ``P = 2 span`` (an integer: ``2(S-1)``
+    or ``2S``), exact, and whether ``d`` needs the exact pass.
+
+    The exact pass takes ``fmod(d, P)`` (exact for every finite ``d``, in ``(-P, P)`` with
+    the sign of ``d``; a libm call, which does not vectorize).  The vectorized pass takes
+    the floor modulo ``m = d - P k``, ``k = floor(d (1/P))``, moved by one period when it
+    falls outside ``[0, P)``.  It is exact for ``|d| < 2**21`` and ``P <= 2**21`` when
+    ``d >= 0`` or ``d`` is a multiple of 1/2: the rounded quotient is off by at most one
+    (its error is below ``|d| 2**-23 / P < 1``), ``P k`` is an integer below ``2**22``, and
+    ``d - P k`` lies within one period of ``d``'s true residue: for ``d >= 0`` it is ``d``
+    itself (``k = 0``), a Sterbenz difference (``k = 1``) or smaller than ``d``; for
+    multiples of 1/2 below ``2**22`` every value here is representable.  The corrections
+    then land on the true residue, which is representable.  For ``d >= 0`` both passes give
+    the same number; otherwise the two are congruent modulo ``P``.  Points beyond
+    (``far``) are planned again by the exact pass; until then their ``m`` is some finite
+    number, which the fold and the clip keep inside the axis.
+    """
+    span = ax[AXIS_REFLECT_SPAN]
+    period = span + span
+    near = ax[AXIS_ONE] * _NEAR
+    far = (abs(d) >= near) | (period > near)
+    if exact:
+        return np.fmod(d, period), far
+    m = d - period * np.floor(d * (ax[AXIS_ONE] / period))
+    m = m + period if m < span - span else m
+    return (m - period if m >= period else m), far
+
+
+@skeleton
+def has_exact_pass(pad):
+    """Whether planners under ``pad`` plan points far outside again, exactly: the index
+    paddings and reflection, whose vectorized modulo holds below ``2**21``."""
+    return pad >= PAD_MIRROR or pad == PAD_REFLECTION
+
+
+@skeleton
+def needs_exact_pass(g, pad, ax, zero):
+    """Whether the grid value ``g`` needs the exact pass under ``pad`` (a coordinate beyond
+    ``±2**21``; for reflection also a period beyond ``2**21``)."""
+    far = _distant(_index_coordinate(g, ax, zero)[0], ax)
+    if pad == PAD_REFLECTION:
+        span = ax[AXIS_REFLECT_SPAN]
+        far = far | (span + span > ax[AXIS_ONE] * _NEAR)
+    return far
+
+
+@skeleton
+def _reflect(u, ax, zero, exact):
+    """``_taps.reflect_clip`` for a finite ``u``, with selects, and whether ``u`` needs
+    the exact pass (:func:`reflect_residue`)."""
+    m, far = reflect_residue(abs(u - ax[AXIS_REFLECT_LOW]), ax, exact)
+    return unfold(m, ax, zero), far
 
 
 @skeleton
@@ -123,22 +172,22 @@ def _reflect_near(t, low, d1, r, period, span, high, zero):
 
 
 @skeleton
-def _reflect_taps(t0, t1, t2, t3, ax, zero):
+def _reflect_taps(t0, t1, t2, t3, ax, zero, exact):
     """:func:`_reflect` of the four cubic taps with one ``fmod`` instead of four.
 
     Reflection folds ``d = t - low`` with period ``P = 2 span``, and the fold
     depends on ``d`` only modulo ``P`` and up to its sign.  With ``d1 = t1 - low``
-    and ``r = fmod(d1, P)`` (exact), each tap's ``d_k = t_k - low`` equals
-    ``d1 + e_k`` with ``e_k = d_k - d1`` exact (a small integer: -1 ... 2, or
-    what float rounding made of ``f + k`` for huge ``f``, at most 4 in size), so
-    ``d_k`` folds like the small, exact ``r + e_k``: the same bits as
-    :func:`_reflect` on each tap, for a quarter of the ``fmod`` calls (libm
-    calls, which do not vectorize).
+    and ``r`` a residue of ``d1`` modulo ``P`` (exact: :func:`reflect_residue`),
+    each tap's ``d_k = t_k - low`` equals ``d1 + e_k`` with ``e_k = d_k - d1``
+    exact (a small integer: -1 ... 2, or what float rounding made of ``f + k``
+    for huge ``f``, at most 4 in size), so ``d_k`` folds like the small, exact
+    ``r + e_k``: the same bits as :func:`_reflect` on each tap, for one residue.
     """
     low, span, high = ax[AXIS_REFLECT_LOW], ax[AXIS_REFLECT_SPAN], ax[AXIS_HIGH]
     period = span + span
     d1 = t1 - low
-    r = np.fmod(d1, period)  # NaN for span 0, replaced below
+    # The fold is even and P-periodic: any residue of d1 serves (d1 is a multiple of 1/2).
+    r = reflect_residue(d1, ax, exact)[0]  # NaN for span 0, replaced below
     y0 = _reflect_near(t0, low, d1, r, period, span, high, zero)
     y1 = _reflect_near(t1, low, d1, r, period, span, high, zero)
     y2 = _reflect_near(t2, low, d1, r, period, span, high, zero)
@@ -271,8 +320,9 @@ def _clip(u, high, zero):
 
 
 @skeleton
-def _coordinate(g, pad, ax):
-    """Unnormalized, padded coordinate of ``g`` and whether it is a NaN point.
+def _coordinate(g, pad, ax, exact):
+    """Unnormalized, padded coordinate of ``g``, whether it is a NaN point, and whether
+    reflection needs the exact pass for it (:func:`reflect_residue`).
 
     A NaN point (docs/semantics.md §5): a NaN coordinate, or ``±inf`` under reflection (no
     image).  Its coordinate is returned as 0, so that every later step sees a
@@ -282,19 +332,20 @@ def _coordinate(g, pad, ax):
     high = ax[AXIS_HIGH]
     zero = high - high
     nan = u != u
+    far = False
     if pad == PAD_BORDER:
         u = _clip(u, high, zero)
     elif pad == PAD_REFLECTION:
         nan = nan | math.isinf(u)
-        u = _reflect(zero if nan else u, ax, zero)
-    return (zero if nan else u), nan
+        u, far = _reflect(zero if nan else u, ax, zero, exact)
+    return (zero if nan else u), nan, far
 
 
 @skeleton
 def linear_2d_taps(g0, g1, pad, ax0, ax1, s0, s1, st0, st1, exact):
     """One point's 2-D linear taps: four int32 offsets (``-1`` outside), the fractions
     ``dx, dy`` (NaN for a NaN point), in the coordinate dtype, and whether an index padding
-    needs the exact pass for this point (``exact``: this is that pass)."""
+    or reflection needs the exact pass for this point (``exact``: this is that pass)."""
     # Constants in the coordinate dtype: a Python int literal would turn
     # float32 math into float64 (half the vector width).
     zero, c1 = ax0[AXIS_HIGH] - ax0[AXIS_HIGH], ax0[AXIS_ONE]
@@ -312,8 +363,8 @@ def linear_2d_taps(g0, g1, pad, ax0, ax1, s0, s1, st0, st1, exact):
         return (np.int32(y0 + x0), np.int32(y0 + x1), np.int32(y1 + x0), np.int32(y1 + x1),
                 cnan if nan else x - fx, cnan if nan else y - fy,
                 _distant(x, ax0) | _distant(y, ax1))
-    x, nanx = _coordinate(g0, pad, ax0)
-    y, nany = _coordinate(g1, pad, ax1)
+    x, nanx, farx = _coordinate(g0, pad, ax0, exact)
+    y, nany, fary = _coordinate(g1, pad, ax1, exact)
     # Outside (-2, S+1) both taps are outside: move such x (and NaN) to -3
     # before the cast, which is then always defined.
     x = x if (x > lo) & (x < ax0[AXIS_HIGH] + c2) else far
@@ -332,7 +383,7 @@ def linear_2d_taps(g0, g1, pad, ax0, ax1, s0, s1, st0, st1, exact):
     b = np.int32(iy * st1 + ix * st0)
     return (b if x0 & y0 else np.int32(-1), np.int32(b + st0) if x1 & y0 else np.int32(-1),
             np.int32(b + st1) if x0 & y1 else np.int32(-1),
-            np.int32(b + st1 + st0) if x1 & y1 else np.int32(-1), dx, dy, False)
+            np.int32(b + st1 + st0) if x1 & y1 else np.int32(-1), dx, dy, farx | fary)
 
 
 @skeleton
@@ -352,7 +403,7 @@ def plan_linear_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
                                                      ax1, s0, s1, st0, st1, False)
         _store_linear_2d(off, wts, j, o0, o1, o2, o3, dx, dy, one)
         distant = distant | far
-    if pad >= PAD_MIRROR and distant:  # the exact pass for points far outside
+    if has_exact_pass(pad) and distant:  # the exact pass for points far outside
         for j in range(nb):
             o0, o1, o2, o3, dx, dy, far = linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad,
                                                          ax0, ax1, s0, s1, st0, st1, True)
@@ -427,9 +478,35 @@ def _nearest_index_plan(grid, nb, pad, rank, axc, strides, one, nanw, off, wts):
 
 
 @skeleton
+def _nearest_axis(g, pad, ax, lo, far, size, exact):
+    """One axis of a nearest point under an ONNX padding: the rounded index (int32), whether
+    it lies inside, the NaN flag and whether reflection needs the exact pass."""
+    x, nan, distant = _coordinate(g, pad, ax, exact)
+    x = x if (x > lo) & (x < ax[AXIS_HIGH] + ax[AXIS_ONE]) else far
+    i = np.int32(np.rint(x))  # half to even
+    return i, (i >= 0) & (i < size), nan, distant
+
+
+@skeleton
+def _nearest_point(g0, g1, g2, pad, rank, ax0, ax1, ax2, s0, s1, s2, st0, st1, st2, lo, far,
+                   exact):
+    """A nearest point's offset (``-1`` outside), NaN flag and exact-pass flag (2-D or 3-D;
+    ``g2`` is unused in 2-D)."""
+    ix, okx, nanx, farx = _nearest_axis(g0, pad, ax0, lo, far, s0, exact)
+    iy, oky, nany, fary = _nearest_axis(g1, pad, ax1, lo, far, s1, exact)
+    o = np.int32(iy * st1 + ix * st0)
+    ok, nan, distant = okx & oky, nanx | nany, farx | fary
+    if rank == 3:
+        iz, okz, nanz, farz = _nearest_axis(g2, pad, ax2, lo, far, s2, exact)
+        o = np.int32(o + iz * st2)
+        ok, nan, distant = ok & okz, nan | nanz, distant | farz
+    return (o if ok else np.int32(-1)), nan, distant
+
+
+@skeleton
 def _nearest_pass(grid, nb, pad, rank, axc, sizes, strides, one, nanw, off, wts):
     """Plan a nearest block (2-D or 3-D: ``rank``) with an ONNX padding: one tap, weight 1
-    (NaN for a NaN point)."""
+    (NaN for a NaN point); reflection plans points far outside again, exactly."""
     ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
     ax2 = axis_row(axc, 2) if rank == 3 else ax0
     s0, s1 = np.int32(sizes[0]), np.int32(sizes[1])
@@ -438,25 +515,21 @@ def _nearest_pass(grid, nb, pad, rank, axc, sizes, strides, one, nanw, off, wts)
     st2 = np.int32(strides[2]) if rank == 3 else st0
     zero, c1 = ax0[AXIS_HIGH] - ax0[AXIS_HIGH], ax0[AXIS_ONE]
     lo, far = zero - c1, zero - c1 - c1 - c1
-    hi0, hi1, hi2 = ax0[AXIS_HIGH] + c1, ax1[AXIS_HIGH] + c1, ax2[AXIS_HIGH] + c1
+    distant = False
     for j in range(nb):
-        x, nanx = _coordinate(grid[rank * j], pad, ax0)
-        y, nany = _coordinate(grid[rank * j + 1], pad, ax1)
-        x = x if (x > lo) & (x < hi0) else far
-        y = y if (y > lo) & (y < hi1) else far
-        ix, iy = np.int32(np.rint(x)), np.int32(np.rint(y))  # half to even
-        ok = (ix >= 0) & (ix < s0) & (iy >= 0) & (iy < s1)
-        o = np.int32(iy * st1 + ix * st0)
-        nan = nanx | nany
-        if rank == 3:
-            z, nanz = _coordinate(grid[rank * j + 2], pad, ax2)
-            z = z if (z > lo) & (z < hi2) else far
-            iz = np.int32(np.rint(z))
-            ok = ok & (iz >= 0) & (iz < s2)
-            o = np.int32(o + iz * st2)
-            nan = nan | nanz
-        off[0, j] = o if ok else np.int32(-1)
+        g2 = grid[rank * j + 2] if rank == 3 else zero
+        o, nan, f = _nearest_point(grid[rank * j], grid[rank * j + 1], g2, pad, rank, ax0,
+                                   ax1, ax2, s0, s1, s2, st0, st1, st2, lo, far, False)
+        off[0, j] = o
         wts[0, j] = nanw if nan else one
+        distant = distant | f
+    if pad == PAD_REFLECTION and distant:  # the exact pass for points far outside
+        for j in range(nb):
+            g2 = grid[rank * j + 2] if rank == 3 else zero
+            o, nan, f = _nearest_point(grid[rank * j], grid[rank * j + 1], g2, pad, rank,
+                                       ax0, ax1, ax2, s0, s1, s2, st0, st1, st2, lo, far, True)
+            if f:
+                off[0, j] = o
 
 
 @skeleton
@@ -514,7 +587,7 @@ def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, exact):
         t0, t1 = _clip(t0, high, zero), _clip(t1, high, zero)
         t2, t3 = _clip(t2, high, zero), _clip(t3, high, zero)
     elif pad == PAD_REFLECTION:
-        t0, t1, t2, t3 = _reflect_taps(t0, t1, t2, t3, ax, zero)
+        t0, t1, t2, t3 = _reflect_taps(t0, t1, t2, t3, ax, zero, exact)
     else:  # an index padding: each tap's residue, then its fold
         period = _period(ax)
         r = _residue(f, ax, period, exact)
@@ -575,12 +648,12 @@ def _plan_cubic_axis(grid, nb, pad, rank, axis, ax, kt, size, stride, off, wts):
          ok3) = _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, False)
         _store_cubic_axis(off, wts, r, j, st, out, i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1,
                           ok2, ok3)
-        if pad >= PAD_MIRROR:
-            distant = distant | _distant(_index_coordinate(g, ax, zero)[0], ax)
-    if pad >= PAD_MIRROR and distant:  # the exact pass for points far outside
+        if has_exact_pass(pad):
+            distant = distant | needs_exact_pass(g, pad, ax, zero)
+    if has_exact_pass(pad) and distant:  # the exact pass for points far outside
         for j in range(nb):
             g = grid[rank * j + axis]
-            if _distant(_index_coordinate(g, ax, zero)[0], ax):
+            if needs_exact_pass(g, pad, ax, zero):
                 (i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2,
                  ok3) = _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, True)
                 _store_cubic_axis(off, wts, r, j, st, out, i0, i1, i2, i3, w0, w1, w2, w3,
@@ -611,8 +684,23 @@ def plan_cubic_3d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
 
 
 @skeleton
+def _linear_axis_taps(g, pad, ax, st, s, lo, far, hi, cnan, out, exact):
+    """One axis of a linear point under an ONNX padding: its two tap offsets (``-2**31``
+    outside), the fraction ``d`` (NaN for a NaN point) and the exact-pass flag."""
+    x, nan, distant = _coordinate(g, pad, ax, exact)
+    x = x if (x > lo) & (x < hi) else far
+    f = np.floor(x)
+    d = cnan if nan else x - f
+    i = np.int32(f)
+    ok0, ok1 = (i >= 0) & (i < s), (i >= -1) & (i < s - 1)
+    return (np.int32(i * st) if ok0 else out, np.int32(i * st + st) if ok1 else out, d,
+            distant)
+
+
+@skeleton
 def _linear_axis_pass(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts):
-    """Plan one axis of a linear block with an ONNX padding."""
+    """Plan one axis of a linear block with an ONNX padding (reflection: points far
+    outside planned again, exactly)."""
     st = np.int32(stride)
     s = np.int32(size)
     zero, c1 = ax[AXIS_HIGH] - ax[AXIS_HIGH], ax[AXIS_ONE]
@@ -621,18 +709,24 @@ def _linear_axis_pass(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts
     cnan = zero / zero
     out = np.int32(-2 ** 31)
     r = 2 * axis
+    distant = False
     for j in range(nb):
-        x, nan = _coordinate(grid[rank * j + axis], pad, ax)
-        x = x if (x > lo) & (x < hi) else far
-        f = np.floor(x)
-        d = x - f
-        d = cnan if nan else d
-        i = np.int32(f)
-        ok0, ok1 = (i >= 0) & (i < s), (i >= -1) & (i < s - 1)
-        off[r, j] = np.int32(i * st) if ok0 else out
-        off[r + 1, j] = np.int32(i * st + st) if ok1 else out
+        o0, o1, d, f = _linear_axis_taps(grid[rank * j + axis], pad, ax, st, s, lo, far, hi,
+                                         cnan, out, False)
+        off[r, j] = o0
+        off[r + 1, j] = o1
         wts[r, j] = one - d
         wts[r + 1, j] = one * d
+        distant = distant | f
+    if pad == PAD_REFLECTION and distant:  # the exact pass for points far outside
+        for j in range(nb):
+            o0, o1, d, f = _linear_axis_taps(grid[rank * j + axis], pad, ax, st, s, lo, far,
+                                             hi, cnan, out, True)
+            if f:
+                off[r, j] = o0
+                off[r + 1, j] = o1
+                wts[r, j] = one - d
+                wts[r + 1, j] = one * d
 
 
 @skeleton
