@@ -301,14 +301,22 @@ def test_index_paddings_on_the_vector_kernels(rng, monkeypatch, rank, mode):
     assert {key[2] for key in calls + inputs} <= {PAD_MIRROR, PAD_SYMMETRIC, PAD_WRAP}
 
 
-def _ladder(rng, count, dtype):
-    """Pixel coordinates from 0 to past ``2**22``, both signs: powers of two and their
-    neighbours (±1, ±1/2, ±1/4), the exact pass's threshold ``2**21`` and random values
-    log-uniform in magnitude, with fractions."""
-    near = [2.0 ** k + e for k in range(23) for e in (-1, -0.5, -0.25, 0, 0.25, 0.5, 1)]
-    values = np.concatenate([near, 10 ** rng.uniform(-3, 6.7, count)])
-    values = np.concatenate([values, -values])
-    return rng.permutation(np.resize(values, count)).astype(dtype)
+def _reflection_ladder(rng, count, size, align):
+    """Pixel coordinates along an axis of ``size`` under reflection, both signs, from 0 to
+    past ``2**22``: multiples of the period and their float32 neighbours (where a rounded
+    quotient is off by one), powers of two and their neighbours (±1, ±1/2, ±1/4), random
+    values log-uniform in magnitude."""
+    period = 2 * (size - 1) if align else 2 * size
+    low = 0.0 if align else -0.5  # reflection folds d = u - low
+    multiples = (np.unique(np.geomspace(1, 2 ** 22 / period, 200).astype(np.int64))
+                 * period).astype(np.float32)
+    d = np.concatenate([multiples, np.nextafter(multiples, np.float32(0)),
+                        np.nextafter(multiples, np.float32(np.inf)), multiples - 0.5,
+                        [2.0 ** k + e for k in range(23) for e in (-1, -0.5, -0.25, 0, 0.25,
+                                                                   0.5, 1)],
+                        10 ** rng.uniform(-3, 6.7, count)]).astype(np.float32)
+    u = np.concatenate([d + np.float32(low), np.float32(low) - d])
+    return rng.permutation(np.resize(u, count)).astype(np.float32)
 
 
 @pytest.mark.parametrize("rank, mode", [(2, "linear"), (2, "nearest"), (2, "cubic"),
@@ -319,26 +327,30 @@ def test_reflection_across_the_exact_pass_threshold(rng, monkeypatch, rank, mode
     for blocks wholly below the threshold, wholly beyond and mixed; forward and both
     gradients.  float32 (float64 has the same bounds with more digits to spare; its
     variants would compile for this test alone)."""
-    x = rng.standard_normal((1, 2) + (9, 10, 7)[:rank]).astype(np.float32)
+    # Periods whose float32 quotients overshoot (12, 14: sizes 7) and undershoot (82: sizes
+    # 41 without and 42 with align_corners) at some multiples.
+    spatial = ((7, 41), (41, 7, 42))[rank - 2]
+    x = rng.standard_normal((1, 2) + spatial).astype(np.float32)
     out_spatial = (64, 40, 16)[:rank]
     points = int(np.prod(out_spatial))
-    for dtype in (np.float32,):
-        coords = _ladder(rng, points * rank, dtype)
+    for align in ALIGNS:
+        # grid component k runs along spatial axis rank - 1 - k
+        coords = np.stack([_reflection_ladder(rng, points, spatial[rank - 1 - k], align)
+                           for k in range(rank)], -1)
         below = np.where(np.abs(coords) < 2 ** 21 - 2, coords, coords / 8)
         for values in (below, coords):
             grid = values.reshape((1,) + out_spatial + (rank,))
-            for align in ALIGNS:
-                kw = dict(align_corners=align, grid_units="pixels")
-                want = general(monkeypatch, x, grid, mode, "reflection", **kw)
-                got = gridsample.grid_sample(x, grid, mode, "reflection", **kw)
-                np.testing.assert_array_equal(got, want)
-                gout = rng.standard_normal(want.shape).astype(np.float32)
-                fast = gridsample.grid_sample_backward(gout, x, grid, mode, "reflection", **kw)
-                with _engine.use_kernels("general"):
-                    slow = gridsample.grid_sample_backward(gout, x, grid, mode, "reflection",
-                                                           **kw)
-                for a, b in zip(fast, slow):
-                    np.testing.assert_array_equal(a, b)
+            kw = dict(align_corners=align, grid_units="pixels")
+            want = general(monkeypatch, x, grid, mode, "reflection", **kw)
+            got = gridsample.grid_sample(x, grid, mode, "reflection", **kw)
+            np.testing.assert_array_equal(got, want)
+            gout = rng.standard_normal(want.shape).astype(np.float32)
+            fast = gridsample.grid_sample_backward(gout, x, grid, mode, "reflection", **kw)
+            with _engine.use_kernels("general"):
+                slow = gridsample.grid_sample_backward(gout, x, grid, mode, "reflection",
+                                                       **kw)
+            for a, b in zip(fast, slow):
+                np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("mode", VECTOR_MODES)

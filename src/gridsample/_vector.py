@@ -43,6 +43,7 @@ import math
 import numpy as np
 
 from ._convert import load, store
+from ._int32 import add32, mul32
 from ._jit import helper, skeleton
 from ._registry import (
     PAD_BORDER,
@@ -358,9 +359,9 @@ def linear_2d_taps(g0, g1, pad, ax0, ax1, s0, s1, st0, st1, exact):
         ix0, ix1, fx = _index_pair(x, ax0, exact)
         iy0, iy1, fy = _index_pair(y, ax1, exact)
         nan = nanx | nany
-        y0, y1 = np.int32(iy0 * st1), np.int32(iy1 * st1)
-        x0, x1 = np.int32(ix0 * st0), np.int32(ix1 * st0)
-        return (np.int32(y0 + x0), np.int32(y0 + x1), np.int32(y1 + x0), np.int32(y1 + x1),
+        y0, y1 = mul32(iy0, st1), mul32(iy1, st1)
+        x0, x1 = mul32(ix0, st0), mul32(ix1, st0)
+        return (add32(y0, x0), add32(y0, x1), add32(y1, x0), add32(y1, x1),
                 cnan if nan else x - fx, cnan if nan else y - fy,
                 _distant(x, ax0) | _distant(y, ax1))
     x, nanx, farx = _coordinate(g0, pad, ax0, exact)
@@ -373,17 +374,17 @@ def linear_2d_taps(g0, g1, pad, ax0, ax1, s0, s1, st0, st1, exact):
     nan = nanx | nany  # a NaN point: every weight NaN
     dx = cnan if nan else x - fx
     dy = cnan if nan else y - fy
-    ix, iy = np.int32(fx), np.int32(fy)
-    x0 = (ix >= 0) & (ix < s0)
-    x1 = (ix >= -1) & (ix < s0 - 1)
-    y0 = (iy >= 0) & (iy < s1)
-    y1 = (iy >= -1) & (iy < s1 - 1)
-    # Numba forms int32 sums and products in int64; the explicit int32
-    # keeps the vector lanes 32 bits wide (the values fit: fits_int32).
-    b = np.int32(iy * st1 + ix * st0)
-    return (b if x0 & y0 else np.int32(-1), np.int32(b + st0) if x1 & y0 else np.int32(-1),
-            np.int32(b + st1) if x0 & y1 else np.int32(-1),
-            np.int32(b + st1 + st0) if x1 & y1 else np.int32(-1), dx, dy, farx | fary)
+    # Which taps lie inside, from the integer-valued floats (same lanes as the coordinates).
+    x0 = (fx >= zero) & (fx <= ax0[AXIS_HIGH])
+    x1 = (fx >= -c1) & (fx < ax0[AXIS_HIGH])
+    y0 = (fy >= zero) & (fy <= ax1[AXIS_HIGH])
+    y1 = (fy >= -c1) & (fy < ax1[AXIS_HIGH])
+    # int32 arithmetic (the values fit: fits_int32); Numba's own would widen to int64.
+    b = add32(mul32(np.int32(fy), st1), mul32(np.int32(fx), st0))
+    b1 = add32(b, st1)
+    out = np.int32(-1)
+    return (b if x0 & y0 else out, add32(b, st0) if x1 & y0 else out,
+            b1 if x0 & y1 else out, add32(b1, st0) if x1 & y1 else out, dx, dy, farx | fary)
 
 
 @skeleton
@@ -444,11 +445,11 @@ def _nearest_index_point(grid, j, pad, rank, ax0, ax1, ax2, st0, st1, st2, zero,
     whether it needs the exact pass."""
     ix, nanx, farx = _index_nearest(grid[rank * j], pad, ax0, zero, exact)
     iy, nany, fary = _index_nearest(grid[rank * j + 1], pad, ax1, zero, exact)
-    o = np.int32(iy * st1 + ix * st0)
+    o = add32(mul32(iy, st1), mul32(ix, st0))
     nan, far = nanx | nany, farx | fary
     if rank == 3:
         iz, nanz, farz = _index_nearest(grid[rank * j + 2], pad, ax2, zero, exact)
-        o = np.int32(o + iz * st2)
+        o = add32(o, mul32(iz, st2))
         nan, far = nan | nanz, far | farz
     return o, nan, far
 
@@ -483,8 +484,8 @@ def _nearest_axis(g, pad, ax, lo, far, size, exact):
     it lies inside, the NaN flag and whether reflection needs the exact pass."""
     x, nan, distant = _coordinate(g, pad, ax, exact)
     x = x if (x > lo) & (x < ax[AXIS_HIGH] + ax[AXIS_ONE]) else far
-    i = np.int32(np.rint(x))  # half to even
-    return i, (i >= 0) & (i < size), nan, distant
+    r = np.rint(x)  # half to even
+    return np.int32(r), (r >= lo - lo) & (r <= ax[AXIS_HIGH]), nan, distant
 
 
 @skeleton
@@ -494,11 +495,11 @@ def _nearest_point(g0, g1, g2, pad, rank, ax0, ax1, ax2, s0, s1, s2, st0, st1, s
     ``g2`` is unused in 2-D)."""
     ix, okx, nanx, farx = _nearest_axis(g0, pad, ax0, lo, far, s0, exact)
     iy, oky, nany, fary = _nearest_axis(g1, pad, ax1, lo, far, s1, exact)
-    o = np.int32(iy * st1 + ix * st0)
+    o = add32(mul32(iy, st1), mul32(ix, st0))
     ok, nan, distant = okx & oky, nanx | nany, farx | fary
     if rank == 3:
         iz, okz, nanz, farz = _nearest_axis(g2, pad, ax2, lo, far, s2, exact)
-        o = np.int32(o + iz * st2)
+        o = add32(o, mul32(iz, st2))
         ok, nan, distant = ok & okz, nan | nanz, distant | farz
     return (o if ok else np.int32(-1)), nan, distant
 
@@ -574,14 +575,15 @@ def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, exact):
     w1 = nanw if nan else (one if edge else w1)
     w2 = nanw if nan else (zw if edge else w2)
     w3 = nanw if nan else (zw if edge else w3)
-    if pad == PAD_ZEROS:
-        i0 = np.int32(f) - np.int32(1)
-        s = np.int32(size)
-        return (i0, i0 + np.int32(1), i0 + np.int32(2), i0 + np.int32(3), w0, w1, w2, w3,
-                (i0 >= 0) & (i0 < s), (i0 >= -1) & (i0 < s - 1), (i0 >= -2) & (i0 < s - 2),
-                (i0 >= -3) & (i0 < s - 3))
-    # Each tap formed from f directly (past 2**24 in float32, f + 1 rounds).
     c1 = ax[AXIS_ONE]
+    if pad == PAD_ZEROS:
+        # tap k = f - 1 + k lies inside when 1 - k <= f <= S - k (in floats: the same lanes)
+        i1 = np.int32(f)
+        c2 = c1 + c1
+        return (add32(i1, -1), i1, add32(i1, 1), add32(i1, 2), w0, w1, w2, w3,
+                (f >= c1) & (f <= high + c1), (f >= zero) & (f <= high),
+                (f >= -c1) & (f <= high - c1), (f >= -c2) & (f <= high - c2))
+    # Each tap formed from f directly (past 2**24 in float32, f + 1 rounds).
     t0, t1, t2, t3 = f - c1, f, f + c1, f + (c1 + c1)
     if pad == PAD_BORDER:
         t0, t1 = _clip(t0, high, zero), _clip(t1, high, zero)
@@ -617,10 +619,10 @@ def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, exact):
 def _store_cubic_axis(off, wts, r, j, st, out, i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2,
                       ok3):
     """Point ``j``'s rows ``r … r + 3`` of a cubic plan."""
-    off[r, j] = i0 * st if ok0 else out
-    off[r + 1, j] = i1 * st if ok1 else out
-    off[r + 2, j] = i2 * st if ok2 else out
-    off[r + 3, j] = i3 * st if ok3 else out
+    off[r, j] = mul32(i0, st) if ok0 else out
+    off[r + 1, j] = mul32(i1, st) if ok1 else out
+    off[r + 2, j] = mul32(i2, st) if ok2 else out
+    off[r + 3, j] = mul32(i3, st) if ok3 else out
     wts[r, j] = w0
     wts[r + 1, j] = w1
     wts[r + 2, j] = w2
@@ -691,10 +693,10 @@ def _linear_axis_taps(g, pad, ax, st, s, lo, far, hi, cnan, out, exact):
     x = x if (x > lo) & (x < hi) else far
     f = np.floor(x)
     d = cnan if nan else x - f
-    i = np.int32(f)
-    ok0, ok1 = (i >= 0) & (i < s), (i >= -1) & (i < s - 1)
-    return (np.int32(i * st) if ok0 else out, np.int32(i * st + st) if ok1 else out, d,
-            distant)
+    zero, high = lo - lo, ax[AXIS_HIGH]
+    ok0, ok1 = (f >= zero) & (f <= high), (f >= zero - ax[AXIS_ONE]) & (f < high)
+    o = mul32(np.int32(f), st)
+    return (o if ok0 else out), (add32(o, st) if ok1 else out), d, distant
 
 
 @skeleton
@@ -748,8 +750,8 @@ def _plan_linear_axis(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts
             x, nan = _index_coordinate(grid[rank * j + axis], ax, zero)
             i0, i1, f = _index_pair(x, ax, False)
             d = cnan if nan else x - f
-            off[r, j] = np.int32(i0 * st)
-            off[r + 1, j] = np.int32(i1 * st)
+            off[r, j] = mul32(i0, st)
+            off[r + 1, j] = mul32(i1, st)
             wts[r, j] = one - d
             wts[r + 1, j] = one * d
             distant = distant | _distant(x, ax)
@@ -758,8 +760,8 @@ def _plan_linear_axis(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts
                 x, nan = _index_coordinate(grid[rank * j + axis], ax, zero)
                 if _distant(x, ax):
                     i0, i1, f = _index_pair(x, ax, True)
-                    off[r, j] = np.int32(i0 * st)
-                    off[r + 1, j] = np.int32(i1 * st)
+                    off[r, j] = mul32(i0, st)
+                    off[r + 1, j] = mul32(i1, st)
         return
     _linear_axis_pass(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts)
 
