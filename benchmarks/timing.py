@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -25,8 +26,8 @@ def interleaved_medians(runners: dict, repeats: int, settle: float = 0.0) -> dic
     """Median seconds of each zero-argument callable in ``runners``.
 
     Every runner is called once to warm up (compile, allocate, page in), then
-    the runners are called in turn ``repeats`` times, starting one runner
-    later each round, so drift on a shared machine and the state one runner
+    the runners are called in turn ``repeats`` times, in a new random order each
+    round (seeded), so drift on a shared machine and the state one runner
     leaves for the next hit all of them alike; with ``settle`` (seconds, e.g.
     ``SETTLE_SECONDS``) each timed call starts after that pause, so no runner
     inherits another's spinning threads.  Runners slower than ``SLOW_SECONDS`` on
@@ -40,13 +41,17 @@ def interleaved_medians(runners: dict, repeats: int, settle: float = 0.0) -> dic
             slow.add(name)
     samples = {name: [] for name in runners}
     names = list(runners)
-    for i in range(repeats):
-        # Rotate the order every round: what a runner leaves behind (cold
-        # caches, a heap trimmed back to the OS so that the next large output
-        # faults its pages in again, spinning threads) then falls on each
-        # runner in turn, not always on the one after it (measured: the 8x32x128²
-        # case took 3.5 ms after torch but 9.8 ms after scipy).
-        for name in names[i % len(names):] + names[:i % len(names)]:
+    order = random.Random(0)  # the same orders in every run
+    for _ in range(repeats):
+        # A new order every round, drawn at random: what a runner leaves behind
+        # (cold caches, a heap trimmed back to the OS so that the next large output
+        # faults its pages in again, spinning threads) then falls on every runner
+        # alike (measured: the 8x32x128² case took 3.5 ms after torch but 9.8 ms after
+        # scipy).  A rotation is not enough: within a round each runner still follows
+        # the same one (measured: a 3-D case read 1.2x its true time against a
+        # baseline when it was the one that followed torch).
+        order.shuffle(names)
+        for name in names:
             run = runners[name]
             if name in slow and len(samples[name]) >= 2:
                 continue

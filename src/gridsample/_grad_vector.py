@@ -107,12 +107,10 @@ def _chain(g, pad, ax, exact):
 
 
 @skeleton
-def _grad_linear_2d_point(grid, j, pad, ax0, ax1, s0, s1, st0, st1, one, exact, off, dws,
-                          chain):
+def _grad_linear_2d_point(grid, j, pad, ax0, ax1, st0, st1, one, exact, off, dws, chain):
     """Point ``j``'s rows of a 2-D linear gradient plan; whether it needs the exact pass."""
     g0, g1 = grid[2 * j], grid[2 * j + 1]
-    o0, o1, o2, o3, dx, dy, far = linear_2d_taps(g0, g1, pad, ax0, ax1, s0, s1, st0, st1,
-                                                 exact)
+    o0, o1, o2, o3, dx, dy, far = linear_2d_taps(g0, g1, pad, ax0, ax1, st0, st1, exact)
     off[0, j] = o0
     off[1, j] = o1
     off[2, j] = o2
@@ -141,20 +139,18 @@ def plan_grad_linear_2d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dw
     for points far outside (the chain factors' reflection takes the same residue).
     """
     ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
-    s0, s1 = np.int32(sizes[0]), np.int32(sizes[1])
     st0, st1 = np.int32(strides[0]), np.int32(strides[1])
     one = ax0[AXIS_ONE]
     distant = False  # an or of bools keeps the loop's vectors full width
     for j in range(nb):
-        far = _grad_linear_2d_point(grid, j, pad, ax0, ax1, s0, s1, st0, st1, one, False, off,
-                                    dws, chain)
+        far = _grad_linear_2d_point(grid, j, pad, ax0, ax1, st0, st1, one, False, off, dws,
+                                    chain)
         distant = distant | far
     if has_exact_pass(pad) and distant:  # the exact pass for points far outside
         for j in range(nb):
-            if linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad, ax0, ax1, s0, s1, st0, st1,
-                              False)[6]:
-                _grad_linear_2d_point(grid, j, pad, ax0, ax1, s0, s1, st0, st1, one, True,
-                                      off, dws, chain)
+            if linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad, ax0, ax1, st0, st1, False)[6]:
+                _grad_linear_2d_point(grid, j, pad, ax0, ax1, st0, st1, one, True, off, dws,
+                                      chain)
 
 
 @skeleton
