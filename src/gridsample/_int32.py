@@ -1,19 +1,37 @@
 """int32 sums and products that stay 32 bits wide in compiled code.
 
-Numba types ``int32 * int32`` (and ``+``, ``|``) as int64, the platform integer, so a
-planner's offset arithmetic ran in 64-bit lanes: half the vector width, sign extensions
-and ``vpmullq`` (a slow instruction) around every product, and twice the instructions per
-point.  These intrinsics emit the 32-bit LLVM operation itself.  They wrap on overflow, so
-callers use them only where the values fit: the vector kernels' offsets, which
+Numba types ``int32 * int32`` (and ``+``) as int64, the platform integer, so a planner's
+offset arithmetic ran in 64-bit lanes: half the vector width, sign extensions and
+``vpmullq`` (a slow instruction) around every product, and more instructions per point.
+Compiled, :func:`add32` and :func:`mul32` are the 32-bit LLVM operations themselves; as
+plain Python (``NUMBA_DISABLE_JIT=1``) they compute the same values.  They wrap on overflow,
+so callers use them only where the values fit: the vector kernels' offsets, which
 :func:`gridsample._vector.fits_int32` guarantees.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from numba import types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 __all__ = ["add32", "mul32"]
+
+
+def _wrap(value: int) -> np.int32:
+    """A Python int taken modulo 2**32 into int32's range."""
+    return np.int32((value + 2 ** 31) % 2 ** 32 - 2 ** 31)
+
+
+def add32(a, b):
+    """``a + b`` in int32 (wrapping), for integers of any width (taken modulo 2**32)."""
+    return _wrap(int(a) + int(b))
+
+
+def mul32(a, b):
+    """``a * b`` in int32 (wrapping), for integers of any width (taken modulo 2**32)."""
+    return _wrap(int(a) * int(b))
+
 
 def _signature(a, b, operation):
     """The typing and code of ``a <operation> b`` on LLVM i32 (operands cast to int32)."""
@@ -28,12 +46,20 @@ def _signature(a, b, operation):
 
 
 @intrinsic
-def add32(typingctx, a, b):
-    """``a + b`` in int32 (wrapping), for integers of any width (taken modulo 2**32)."""
+def _add_i32(typingctx, a, b):
     return _signature(a, b, "add")
 
 
 @intrinsic
-def mul32(typingctx, a, b):
-    """``a * b`` in int32 (wrapping), for integers of any width (taken modulo 2**32)."""
+def _mul_i32(typingctx, a, b):
     return _signature(a, b, "mul")
+
+
+@overload(add32, inline="always")
+def _add32_impl(a, b):
+    return lambda a, b: _add_i32(a, b)
+
+
+@overload(mul32, inline="always")
+def _mul32_impl(a, b):
+    return lambda a, b: _mul_i32(a, b)
