@@ -101,7 +101,11 @@ def machine_line() -> str:
     except Exception:  # noqa: BLE001 - only a label
         llvm_name = "?"
     isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE/other"
-    return f"CPU: {model} ({llvm_name}, {isa}, {os.cpu_count()} logical cores)"
+    line = f"CPU: {model} ({llvm_name}, {isa}, {os.cpu_count()} logical cores)"
+    # Code paths chosen for another CPU than the host's (the AVX2 paths on an AVX-512 machine).
+    emulated = [f"{k}={os.environ[k]}" for k in ("NUMBA_CPU_NAME", "ATEN_CPU_CAPABILITY")
+                if os.environ.get(k)]
+    return line + (f"; code paths: {', '.join(emulated)}" if emulated else "")
 
 
 def report(table: str, compile_line, markdown) -> None:

@@ -331,7 +331,7 @@ def test_reflection_across_the_exact_pass_threshold(rng, monkeypatch, rank, mode
     # 41 without and 42 with align_corners) at some multiples.
     spatial = ((7, 41), (41, 7, 42))[rank - 2]
     x = rng.standard_normal((1, 2) + spatial).astype(np.float32)
-    out_spatial = (64, 40, 16)[:rank]
+    out_spatial = ((64, 40), (24, 20, 12))[rank - 2]
     points = int(np.prod(out_spatial))
     for align in ALIGNS:
         # grid component k runs along spatial axis rank - 1 - k
