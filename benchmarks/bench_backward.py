@@ -25,6 +25,7 @@ from benchmarks.timing import (
     interleaved_medians,
     machine_line,
     report,
+    set_threads,
 )
 
 TORCH_MODE = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}
@@ -96,7 +97,11 @@ def main(argv=None):
     parser.add_argument("--no-compile", action="store_true", help="skip compile-time runs")
     parser.add_argument("--baseline", metavar="REV", default=None,
                         help="also time gridsample as of this git revision (before/after)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for gridsample and every peer (default: each its own)")
     args = parser.parse_args(argv)
+    if args.threads:
+        set_threads(args.threads)
     repeats = args.repeats or (3 if args.quick else 9)
     cases = [c for c in default_cases() if not args.case or any(s in c.name for s in args.case)]
 

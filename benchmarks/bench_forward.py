@@ -18,7 +18,13 @@ import numpy as np
 
 from benchmarks.grids import random_grid, smooth_grid
 from benchmarks.peers import PEERS, Unsupported, make_gridsample, make_gridsample_of
-from benchmarks.timing import first_call_seconds, interleaved_medians, machine_line, report
+from benchmarks.timing import (
+    first_call_seconds,
+    interleaved_medians,
+    machine_line,
+    report,
+    set_threads,
+)
 
 
 @dataclass
@@ -127,7 +133,11 @@ def main(argv=None):
     parser.add_argument("--no-compile", action="store_true", help="skip compile-time runs")
     parser.add_argument("--baseline", metavar="REV", default=None,
                         help="also time gridsample as of this git revision (before/after)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for gridsample and every peer (default: each its own)")
     args = parser.parse_args(argv)
+    if args.threads:
+        set_threads(args.threads)
     repeats = args.repeats or (3 if args.quick else 9)
     peers = {p: PEERS[p] for p in args.peers.split(",") if p}
     if args.baseline:

@@ -8,6 +8,8 @@ library just drops its column.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 import gridsample
@@ -89,6 +91,8 @@ def ort_session_options():
 
     opts = ort.SessionOptions()
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if os.environ.get("ORT_THREADS"):  # benchmarks' --threads (timing.set_threads)
+        opts.intra_op_num_threads = int(os.environ["ORT_THREADS"])
     opts.log_severity_level = 4  # errors are raised as exceptions anyway
     return opts
 

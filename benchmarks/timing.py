@@ -78,6 +78,29 @@ def first_call_seconds(code: str) -> list:
     return result
 
 
+def set_threads(count: int) -> None:
+    """Give gridsample and every installed peer ``count`` threads (``--threads``).
+
+    gridsample and Numba read Numba's setting; PyTorch, OpenCV and onnxruntime their own
+    (``peers.ort_session_options`` reads ``ORT_THREADS``).  One thread each compares the
+    kernels themselves: a lead that comes from the second core alone disappears there.
+    """
+    import importlib.util
+
+    import numba
+
+    numba.set_num_threads(count)
+    if importlib.util.find_spec("torch"):
+        import torch
+
+        torch.set_num_threads(count)
+    if importlib.util.find_spec("cv2"):
+        import cv2
+
+        cv2.setNumThreads(count)
+    os.environ["ORT_THREADS"] = str(count)
+
+
 def machine_line() -> str:
     """The CPU model, LLVM's name for it and its widest x86 vector ISA, for every table."""
     import platform
