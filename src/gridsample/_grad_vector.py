@@ -108,9 +108,12 @@ def _chain(g, pad, ax, exact):
 
 @skeleton
 def _grad_linear_2d_point(grid, j, pad, ax0, ax1, st0, st1, one, exact, off, dws, chain):
-    """Point ``j``'s rows of a 2-D linear gradient plan; whether it needs the exact pass."""
+    """Point ``j``'s rows of a 2-D linear gradient plan; whether it needs the exact pass.
+    The exact pass (``exact``) rewrites only the points it exists for."""
     g0, g1 = grid[2 * j], grid[2 * j + 1]
     o0, o1, o2, o3, dx, dy, far = linear_2d_taps(g0, g1, pad, ax0, ax1, st0, st1, exact)
+    if exact and not far:
+        return far
     off[0, j] = o0
     off[1, j] = o1
     off[2, j] = o2
@@ -148,9 +151,7 @@ def plan_grad_linear_2d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dw
         distant = distant | far
     if has_exact_pass(pad) and distant:  # the exact pass for points far outside
         for j in range(nb):
-            if linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad, ax0, ax1, st0, st1, False)[6]:
-                _grad_linear_2d_point(grid, j, pad, ax0, ax1, st0, st1, one, True, off, dws,
-                                      chain)
+            _grad_linear_2d_point(grid, j, pad, ax0, ax1, st0, st1, one, True, off, dws, chain)
 
 
 @skeleton
