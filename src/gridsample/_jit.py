@@ -37,10 +37,12 @@ import numba.core.dispatcher
 import numpy as np
 from numba.core import caching
 
+from ._inline import Compiler
+
 __all__ = ["function", "helper", "skeleton", "cache_root", "cache_key", "cache_dir", "NOALIAS",
            "kernel_source_files", "compiled_functions", "read_only"]
 
-_COMMON = dict(nogil=True, error_model="numpy")
+_COMMON = dict(nogil=True, error_model="numpy", pipeline_class=Compiler)
 
 _PACKAGE = Path(__file__).resolve().parent
 

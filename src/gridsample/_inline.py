@@ -1,0 +1,254 @@
+"""Inline the kernels' skeletons top-down, cutting dead branches before they are copied.
+
+The kernels are written once, as skeletons (:func:`gridsample._jit.skeleton`)
+that take the padding code, the pass (``exact``) and the like as arguments;
+the generated entries call them with constants.  Numba's own inliner
+(``InlineInlinables``) works bottom-up: to inline a callee it first compiles
+the callee's untyped IR *with all of its own skeletons inlined* (again, at
+every call site: nothing is cached), copies it twice, and only then, in the
+caller, do the constants reach the ``if pad == ...`` branches.  So every
+variant paid for the IR of every padding's branch -- a 2-D linear zeros
+entry copied the index paddings' and reflection's code a few thousand times,
+and spent ~80% of an 18 s first call in ``copy.deepcopy`` (docs/kernels.md,
+"Dead branches are inlined too").
+
+:class:`InlineSkeletons` replaces that pass in gridsample's pipeline
+(:class:`Compiler`).  It works one level at a time:
+
+1. fold comparisons of integer and boolean constants (``PAD_ZEROS >=
+   PAD_MIRROR`` once the argument is known) and prune the branches they
+   decide (Numba's ``dead_branch_prune``); drop the blocks no longer reached;
+2. inline every skeleton called from what is left, from its *raw* untyped IR
+   (nothing inlined into it; made once per process and copied once per site);
+3. repeat until no skeleton call remains.
+
+A skeleton called in a dead branch is never copied.  The result is the same
+program the bottom-up inliner produced, less its dead code.
+"""
+
+from __future__ import annotations
+
+import copy
+import operator
+
+from numba.core import ir, ir_utils, postproc
+from numba.core.analysis import compute_cfg_from_blocks, dead_branch_prune
+from numba.core.compiler import CompilerBase, DefaultPassBuilder
+from numba.core.compiler_machinery import FunctionPass, PassManager, register_pass
+from numba.core.inline_closurecall import (
+    InlineWorker,
+    _created_inlined_var_name,
+    _get_callee_args,
+    _replace_args_with,
+    _replace_returns,
+    callee_ir_validator,
+)
+from numba.core.ir_utils import (
+    GuardException,
+    add_offset_to_labels,
+    build_definitions,
+    find_const,
+    find_topo_order,
+    guard,
+    next_label,
+    replace_vars,
+    resolve_func_from_module,
+    simplify_CFG,
+)
+from numba.core.untyped_passes import (
+    DeadBranchPrune,
+    FixupArgs,
+    GenericRewrites,
+    InlineClosureLikes,
+    InlineInlinables,
+    IRProcessing,
+    MakeFunctionToJitFunction,
+    RewriteDynamicRaises,
+    RewriteSemanticConstants,
+    TranslateByteCode,
+    WithLifting,
+)
+
+__all__ = ["Compiler", "InlineSkeletons"]
+
+#: Comparisons folded when both sides are integer or boolean constants.
+_FOLDED = {operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge}
+
+
+def _raw_pipeline(state):
+    """The untyped passes a callee gets before it is inlined, less inlining itself."""
+    pm = PassManager("gridsample_skeleton")
+    if state.func_ir is None:
+        pm.add_pass(TranslateByteCode, "analyzing bytecode")
+        pm.add_pass(FixupArgs, "fix up args")
+    pm.add_pass(IRProcessing, "processing IR")
+    pm.add_pass(WithLifting, "Handle with contexts")
+    pm.add_pass(InlineClosureLikes, "inline calls to locally defined closures")
+    if not state.flags.no_rewrites:
+        pm.add_pass(RewriteSemanticConstants, "rewrite semantic constants")
+        pm.add_pass(DeadBranchPrune, "dead branch pruning")
+        pm.add_pass(GenericRewrites, "nopython rewrites")
+    pm.add_pass(RewriteDynamicRaises, "rewrite dynamic raises")
+    pm.add_pass(MakeFunctionToJitFunction, "convert make_function into JIT functions")
+    pm.finalize()
+    return pm
+
+
+#: Raw untyped IR per skeleton (its Python function), made once per process.
+#: ``InlineWorker.inline_ir`` copies it before changing anything.
+_RAW_IR: dict = {}
+
+
+def _raw_ir(worker: InlineWorker, func):
+    found = _RAW_IR.get(func)
+    if found is None:
+        found = _RAW_IR[func] = worker.run_untyped_passes(func)
+    return found
+
+
+def _int_constant(func_ir, var):
+    """The value of ``var`` if it is an integer or boolean constant, else None."""
+    value = guard(find_const, func_ir, var)
+    if isinstance(value, (bool, int)):  # bool is an int
+        return value
+    return None
+
+
+def _fold_comparisons(func_ir) -> bool:
+    """Replace each comparison of two integer or boolean constants by its result."""
+    changed = False
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            if not isinstance(stmt, ir.Assign):
+                continue
+            expr = stmt.value
+            if not (isinstance(expr, ir.Expr) and expr.op == "binop" and expr.fn in _FOLDED):
+                continue
+            lhs, rhs = _int_constant(func_ir, expr.lhs), _int_constant(func_ir, expr.rhs)
+            if lhs is None or rhs is None:
+                continue
+            stmt.value = ir.Const(bool(expr.fn(lhs, rhs)), loc=expr.loc)
+            changed = True
+    return changed
+
+
+def _prune(func_ir, args) -> None:
+    """Fold, prune and drop unreachable blocks until nothing changes."""
+    while True:
+        folded = _fold_comparisons(func_ir)
+        if folded:
+            func_ir._definitions = build_definitions(func_ir.blocks)
+        count = len(func_ir.blocks)
+        dead_branch_prune(func_ir, args)
+        for label in compute_cfg_from_blocks(func_ir.blocks).dead_nodes():
+            del func_ir.blocks[label]
+        func_ir._definitions = build_definitions(func_ir.blocks)
+        if not folded and len(func_ir.blocks) == count:
+            return
+
+
+def _skeleton_called(func_ir, expr):
+    """The Python function of the skeleton that ``expr`` (a call) calls, or None."""
+    try:
+        target = func_ir.get_definition(expr.func)
+    except (KeyError, GuardException):
+        return None
+    if getattr(target, "op", None) == "getattr":
+        target = guard(resolve_func_from_module, func_ir, target)
+    else:
+        target = getattr(target, "value", None)
+    options = getattr(target, "targetoptions", None)
+    if options and options.get("inline") == "always":
+        return target.py_func
+    return None
+
+
+def _call_sites(func_ir) -> list:
+    """``(block, index, function)`` of every skeleton call, later statements first."""
+    sites = []
+    for block in func_ir.blocks.values():
+        for i in range(len(block.body) - 1, -1, -1):
+            stmt = block.body[i]
+            if (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr)
+                    and stmt.value.op == "call"):
+                func = _skeleton_called(func_ir, stmt.value)
+                if func is not None:
+                    sites.append((block, i, func))
+    return sites
+
+
+def _inline(func_ir, block, i, raw, func) -> None:
+    """Inline ``raw`` (the untyped IR of the skeleton ``func``) at statement ``i`` of
+    ``block``, whose value is the call.
+
+    As Numba's ``InlineWorker.inline_ir``, but copying the callee once, its blocks in one
+    ``deepcopy`` (so their common scope is copied once, not once per block).
+    """
+    blocks = copy.deepcopy(raw.blocks)
+    # Labels above every label of the caller, and of the IR made since.
+    start = max(ir_utils._the_max_label.next(), max(func_ir.blocks)) + 1
+    blocks = simplify_CFG(add_offset_to_labels(blocks, start))
+    ir_utils._the_max_label.update(max(blocks))
+    # The callee's variables become fresh variables of the caller's scope.
+    scope, callee_scope = block.scope, next(iter(blocks.values())).scope
+    names = {}
+    free = func.__code__.co_freevars
+    for var in tuple(callee_scope.localvars._con.values()):
+        if var.name not in free:
+            fresh = _created_inlined_var_name(raw.func_id.unique_name, var.name)
+            names[var.name] = scope.redefine(fresh, loc=var.loc)
+    replace_vars(blocks, names)
+    call = block.body[i]
+    _replace_args_with(blocks, _get_callee_args(call.value, func, call.loc, func_ir))
+    # The caller's block ends with a jump into the callee; its rest follows the returns.
+    rest = ir.Block(scope, block.loc)
+    rest.body = block.body[i + 1:]
+    rest_label = next_label()
+    func_ir.blocks[rest_label] = rest
+    block.body = block.body[:i] + [ir.Jump(min(blocks), call.loc)]
+    order = find_topo_order(blocks)
+    _replace_returns(blocks, call.target, rest_label)
+    for label in order:
+        blocks[label].scope = scope
+        func_ir.blocks[label] = blocks[label]
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class InlineSkeletons(FunctionPass):
+    """Numba pass: inline skeletons level by level, pruning dead branches first."""
+
+    _name = "gridsample_inline_skeletons"
+
+    def __init__(self):
+        FunctionPass.__init__(self)
+
+    def run_pass(self, state):
+        worker = InlineWorker(state.typingctx, state.targetctx, state.locals, state.pipeline,
+                              state.flags, validator=callee_ir_validator)
+        worker._compiler_pipeline = _raw_pipeline
+        func_ir = state.func_ir
+        modified = False
+        while True:
+            _prune(func_ir, state.args)
+            sites = _call_sites(func_ir)
+            if not sites:
+                break
+            for block, i, func in sites:  # later statements of a block first: indices hold
+                _inline(func_ir, block, i, _raw_ir(worker, func), func)
+            func_ir._definitions = build_definitions(func_ir.blocks)
+            modified = True
+        if modified:
+            postproc.PostProcessor(func_ir).run()
+            func_ir.blocks = simplify_CFG(func_ir.blocks)
+        return modified
+
+
+class Compiler(CompilerBase):
+    """Numba's nopython pipeline with :class:`InlineSkeletons` in place of its inliner."""
+
+    def define_pipelines(self):
+        pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
+        pm.passes = [(InlineSkeletons, "inline skeletons, dead branches pruned first")
+                     if cls is InlineInlinables else (cls, text) for cls, text in pm.passes]
+        pm.finalize()
+        return [pm]
