@@ -40,6 +40,7 @@ from ._taps import axis_constants, weight_constants
 from ._threads import num_threads, run_shared
 from ._vector import fits_int32
 from ._vector_entries import ENTRIES as VECTOR_ENTRIES
+from ._vector_entries import PLAN_ROWS
 
 __all__ = ["run_forward", "flat_view", "GENERAL_KERNELS", "KERNEL_FAMILIES", "use_kernels",
            "kernel_family", "vector_entry", "kernel_constants", "coordinates", "identity_axis"]
@@ -277,7 +278,9 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None)
         if vector is not None:
             args = (xflat, xs_n, xs_c, sizes, strides, axc, kc, grid3, outflat, os_n, os_c, os_p,
                     plan.channels, block, wconst, conv.kind, outside)
-            run_shared(vector, tasks, args, threads)
+            rows = PLAN_ROWS[(r, plan.kernel_mode)]
+            tables = (((rows, block), np.int32), ((rows, block), plan.weight_dtype))
+            run_shared(vector, tasks, args, threads, tables)
         else:
             args = (xflat, xs_n, xs_c, sizes, strides, axc, kc, grid3, outflat, os_n, os_c, os_p,
                     batch, plan.channels, K, plan.kernel_mode, plan.padding, block, interleaved,

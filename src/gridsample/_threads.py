@@ -18,6 +18,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
+import numpy as np
 
 __all__ = ["num_threads", "run_shared"]
 
@@ -50,23 +51,30 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-def run_shared(entry, tasks: int, args: tuple, threads: int) -> None:
+def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()) -> None:
     """Split ``range(tasks)`` into ``min(threads, tasks)`` contiguous shares, run in parallel.
 
-    Share ``w`` is ``entry(first, stop, *args)``.  Contiguous shares keep
-    neighbouring blocks -- which read neighbouring input on smooth grids --
-    in one core's cache (measured: striding blocks across threads was 1.3-1.6x
-    slower).
+    Share ``w`` is ``entry(first, stop, *args, *buffers)``, ``buffers`` a new
+    ``np.empty(shape, dtype)`` for each ``(shape, dtype)`` of ``scratch``: the
+    vector entries' plan tables, one set per share, passed in (not allocated
+    inside) so that the compiled entry sees them as arguments that alias
+    nothing.  Contiguous shares keep neighbouring blocks -- which read
+    neighbouring input on smooth grids -- in one core's cache (measured:
+    striding blocks across threads was 1.3-1.6x slower).
     """
     shares = max(1, min(threads, tasks))
     bounds = [tasks * w // shares for w in range(shares + 1)]
+
+    def share(first, stop):
+        entry(first, stop, *args, *(np.empty(shape, dtype) for shape, dtype in scratch))
+
     if shares == 1:
-        entry(0, tasks, *args)
+        share(0, tasks)
         return
     pool = _get_pool(shares - 1)
-    futures = [pool.submit(entry, bounds[w], bounds[w + 1], *args) for w in range(1, shares)]
+    futures = [pool.submit(share, bounds[w], bounds[w + 1]) for w in range(1, shares)]
     try:
-        entry(bounds[0], bounds[1], *args)
+        share(bounds[0], bounds[1])
     finally:
         for f in futures:
             f.result()

@@ -21,10 +21,13 @@ points on one core), and the sweep reads every tap with a gather::
 
 which is PyTorch's own formula for its vectorized CPU kernel (masked gathers
 give 0 outside), so results agree with the general kernels except that a sum
-of zeros may carry the other sign.  Planner and sweep are separate compiled
-functions whose array arguments are ``noalias`` (:func:`gridsample._jit.function`):
-without that LLVM cannot prove a store to the output leaves the plan alone and
-vectorizes nothing; inside a ``prange`` body it cannot see it either.
+of zeros may carry the other sign.  Planner and sweep are skeletons inlined
+into one compiled entry per variant, and the plan tables are the entry's
+arguments, like the input, grid and output: every array argument is
+``noalias`` (:func:`gridsample._jit.function`).  Without that LLVM cannot
+prove a store to the output (or to one plan table) leaves the others alone
+and vectorizes nothing; tables allocated inside the entry would not be known
+apart either.
 
 Offsets are int32 so that a gather takes 16 of them (AVX-512); the engine uses
 these kernels only when every offset of a batch item and channel, and every
@@ -950,26 +953,26 @@ sweep_nearest_3d = sweep_nearest_2d
 
 @skeleton
 def run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-               os_c, os_p, C, block, wconst, kind, azero, K, rank, plan, sweep):
-    """Blocks ``first .. stop - 1`` of ``N x blocks``: plan each with ``plan``, sweep with
-    ``sweep``.
+               os_c, os_p, C, block, wconst, kind, azero, off, wts, rank, plan, pad, sweep):
+    """Blocks ``first .. stop - 1`` of ``N x blocks``: plan each with the template ``plan``
+    under padding ``pad``, sweep with the template ``sweep``.
 
-    The plan tables (``K`` rows of ``block`` points) are allocated once per
-    call; a block's grid slice is flat (``rank`` values per point), its
-    input view starts at the batch item and its output view at the block's
-    first point.
+    ``off``, ``wts``: the plan tables (``K`` rows of ``block`` points), the
+    caller's scratch (arguments, so that LLVM knows that no store into one
+    changes another or the output: the loops vectorize).  A block's grid
+    slice is flat (``rank`` values per point), its input view starts at the
+    batch item and its output view at the block's first point.
     """
     P = grid.shape[1]
     nblk = (P + block - 1) // block
     gflat = grid.reshape(grid.size)
     one, nanw = wconst[1], wconst[2]
-    off = np.empty((K, block), np.int32)
-    wts = np.empty((K, block), wconst.dtype)
     for task in range(first, stop):
         n = task // nblk
         p0 = (task - n * nblk) * block
         nb = min(block, P - p0)
         gn = 0 if grid.shape[0] == 1 else n
-        plan(gflat[(gn * P + p0) * rank:], nb, axc, kc, sizes, strides, one, nanw, off, wts)
+        plan(gflat[(gn * P + p0) * rank:], nb, pad, axc, kc, sizes, strides, one, nanw, off,
+             wts)
         sweep(xflat[n * xs_n:], xs_c, off, wts, nb, C, outflat[n * os_n + p0 * os_p:], os_c,
               os_p, kind, azero)
