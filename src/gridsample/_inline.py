@@ -164,8 +164,17 @@ def _skeleton_called(func_ir, expr):
 
 
 def _call_sites(func_ir) -> list:
-    """``(block, index, function)`` of every skeleton call, later statements first."""
-    sites = []
+    """``(block, index, function)`` of every skeleton call, later statements first; only the
+    calls whose result is a branch's predicate (``if has_exact_pass(pad):``) if there are
+    any, so that their branches are decided before the calls inside them are copied."""
+    predicates = set()
+    for block in func_ir.blocks.values():
+        last = block.body[-1]
+        if isinstance(last, ir.Branch):
+            test = guard(func_ir.get_definition, last.cond)  # bool(value)
+            if getattr(test, "op", None) == "call" and test.args:
+                predicates.add(test.args[0].name)
+    sites, deciding = [], []
     for block in func_ir.blocks.values():
         for i in range(len(block.body) - 1, -1, -1):
             stmt = block.body[i]
@@ -174,7 +183,9 @@ def _call_sites(func_ir) -> list:
                 func = _skeleton_called(func_ir, stmt.value)
                 if func is not None:
                     sites.append((block, i, func))
-    return sites
+                    if stmt.target.name in predicates:
+                        deciding.append((block, i, func))
+    return deciding or sites
 
 
 def _inline(func_ir, block, i, raw, func) -> None:

@@ -127,8 +127,14 @@ def reflect_residue(d, ax, exact):
 @skeleton
 def has_exact_pass(pad):
     """Whether planners under ``pad`` plan points far outside again, exactly: the index
-    paddings and reflection, whose vectorized modulo holds below ``2**21``."""
-    return pad >= PAD_MIRROR or pad == PAD_REFLECTION
+    paddings and reflection, whose vectorized modulo holds below ``2**21``.
+
+    Two returns, not ``a or b``: with a constant ``pad`` each return is then a constant
+    that the entries' inliner folds (:mod:`gridsample._inline`), and the exact pass's
+    code is never compiled into the variants that do not have one."""
+    if pad >= PAD_MIRROR:
+        return True
+    return pad == PAD_REFLECTION
 
 
 @skeleton
