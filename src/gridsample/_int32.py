@@ -3,17 +3,20 @@
 Numba types ``int32 * int32`` (and ``+``) as int64, the platform integer, so a planner's
 offset arithmetic ran in 64-bit lanes: half the vector width, sign extensions and
 ``vpmullq`` (a slow instruction) around every product, and more instructions per point.
-Compiled, :func:`add32` and :func:`mul32` are the 32-bit LLVM operations themselves; as
-plain Python (``NUMBA_DISABLE_JIT=1``) they compute the same values.  They wrap on overflow,
+Compiled, :func:`add32` and :func:`mul32` are the 32-bit LLVM operations themselves
+(intrinsics, typed at each call: no function to compile or inline); with
+``NUMBA_DISABLE_JIT=1`` they are plain Python functions that compute the same values.  They
+wrap on overflow,
 so callers use them only where the values fit: the vector kernels' offsets, which
 :func:`gridsample._vector.fits_int32` guarantees.
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import types
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
 __all__ = ["add32", "mul32"]
 
@@ -23,12 +26,12 @@ def _wrap(value: int) -> np.int32:
     return np.int32((value + 2 ** 31) % 2 ** 32 - 2 ** 31)
 
 
-def add32(a, b):
+def _add32(a, b):
     """``a + b`` in int32 (wrapping), for integers of any width (taken modulo 2**32)."""
     return _wrap(int(a) + int(b))
 
 
-def mul32(a, b):
+def _mul32(a, b):
     """``a * b`` in int32 (wrapping), for integers of any width (taken modulo 2**32)."""
     return _wrap(int(a) * int(b))
 
@@ -55,11 +58,7 @@ def _mul_i32(typingctx, a, b):
     return _signature(a, b, "mul")
 
 
-@overload(add32, inline="always")
-def _add32_impl(a, b):
-    return lambda a, b: _add_i32(a, b)
-
-
-@overload(mul32, inline="always")
-def _mul32_impl(a, b):
-    return lambda a, b: _mul_i32(a, b)
+if numba.config.DISABLE_JIT:
+    add32, mul32 = _add32, _mul32
+else:
+    add32, mul32 = _add_i32, _mul_i32

@@ -20,7 +20,8 @@ from ._backward import grid_sample_backward
 from ._errors import GridSampleError
 from ._registry import DEFAULT_PADDINGS, MODES
 
-__all__ = ["Combination", "combinations", "compile_combination", "compile_many", "resolve_dtype",
+__all__ = ["Combination", "combinations", "compile_combination", "compile_many", "share", "Workers",
+           "resolve_dtype",
            "DEFAULT_DTYPES", "DEFAULT_RANKS", "DEFAULT_PADDINGS", "DEFAULT_MODES"]
 
 #: What ``gridsample compile`` compiles when not told: float32 images and
@@ -117,28 +118,58 @@ def compile_combination(c: Combination) -> float:
     return time.perf_counter() - start
 
 
-def compile_many(todo, jobs: int = 1, done=None) -> None:
-    """Compile every combination of ``todo``, in ``jobs`` processes at once.
+def share(todo, jobs: int) -> tuple:
+    """``(mine, theirs)``: the combinations this process compiles and those left to ``jobs -
+    1`` workers.  This process takes the larger share (``ceil(n / jobs)``): it starts at
+    once, while a spawned worker first imports NumPy, Numba and gridsample (~1 s)."""
+    todo = list(todo)
+    mine = -(-len(todo) // max(1, jobs))
+    return todo[:mine], todo[mine:]
+
+
+class Workers:
+    """Combinations compiled in ``workers`` spawned processes while this one goes on.
 
     Numba compiles in one thread per process, so several processes compile
     several kernels at a time; they share the disk cache (its writes are
-    atomic), and the caller's later calls load what they wrote.  Workers
+    atomic), and this process's later calls load what they wrote.  Workers
     are spawned, not forked (forking a process that ran kernels is unsafe).
-    ``done()`` is called after each combination.
     """
-    todo = list(todo)
-    if jobs <= 1 or len(todo) <= 1:
-        for combo in todo:
+
+    def __init__(self, todo, workers: int):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        todo = list(todo)
+        context = multiprocessing.get_context("spawn")
+        self._pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))),
+                                         mp_context=context)
+        self._futures = [self._pool.submit(compile_combination, c) for c in todo]
+
+    def wait(self, done=None) -> None:
+        """Wait for every combination (re-raising a worker's error); ``done()`` after each."""
+        from concurrent.futures import as_completed
+
+        try:
+            for future in as_completed(self._futures):
+                future.result()
+                if done:
+                    done()
+        finally:
+            self._pool.shutdown(cancel_futures=True)
+
+
+def compile_many(todo, jobs: int = 1, done=None) -> None:
+    """Compile every combination of ``todo``, in ``jobs`` processes at once (this one and
+    ``jobs - 1`` :class:`Workers`; see :func:`share`).  ``done()`` is called after each
+    combination."""
+    mine, theirs = share(todo, jobs)
+    workers = Workers(theirs, jobs - 1) if theirs else None
+    try:
+        for combo in mine:
             compile_combination(combo)
             if done:
                 done()
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context) as pool:
-        for future in as_completed([pool.submit(compile_combination, c) for c in todo]):
-            future.result()
-            if done:
-                done()
+    finally:
+        if workers is not None:
+            workers.wait(done)
