@@ -42,7 +42,6 @@ from ._registry import taps_per_point
 from ._splines import coefficient_plan, input_gradient
 from ._threads import num_threads, run_shared
 from ._vector import fits_int32
-from ._vector_entries import PLAN_ROWS
 
 __all__ = ["grid_sample_backward", "GRAD_DTYPE_NAMES"]
 
@@ -237,11 +236,8 @@ def _gradients(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
         # The branch-free grid-gradient kernels: blocks of points, one task each.
         block = block_size(plan.out_points, plan.batch, K, threads)
         tasks = plan.batch * -(-plan.out_points // block)
-        rows = PLAN_ROWS[(r, plan.kernel_mode)]
-        tables = (((rows, block), np.int32), ((rows, block), dt), ((2 * rows, block), dt),
-                  ((r, block), dt), ((r, block), dt))  # offsets, weights, slopes, chain, sums
         run_shared(vector, tasks, (xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid3, gflat,
-                                   gs_n, gs_c, gs_p, ggrid, plan.channels, block), threads, tables)
+                                   gs_n, gs_c, gs_p, ggrid, plan.channels, block), threads)
     elif grid_in_kernel and not fused:
         chunks = max(1, min(-(-4 * threads // plan.batch), plan.out_points // _MIN_BLOCK_POINTS))
         launch(1, chunks, np.zeros(1, dt), ggrid, False, True)
@@ -250,11 +246,9 @@ def _gradients(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
         if scatter is not None:
             block = block_size(-(-plan.out_points // Q), plan.batch, K, threads)
             wconst = np.array([0.0, 1.0, np.nan], dt)
-            rows = PLAN_ROWS[(r, plan.kernel_mode)]
             run_shared(scatter, plan.batch * G * Q,
                        (gxbuf, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid3, gflat, gs_n,
-                        gs_c, gs_p, xw.size, plan.channels, block, wconst), threads,
-                       (((rows, block), np.int32), ((rows, block), dt)))
+                        gs_c, gs_p, xw.size, plan.channels, block, wconst), threads)
         else:
             launch(G, Q, gxbuf, ggrid if fused else np.zeros((1, 1, r), dt), True, fused)
         if Q == 1:

@@ -350,27 +350,35 @@ def sweep_grad_cubic_2d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, ac
 
 @skeleton
 def run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                         gflat, gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc,
-                         rank, plan, pad, sweep):
+                         gflat, gs_n, gs_c, gs_p, ggrid, C, block, K, rank, plan, sweep):
     """Blocks ``first .. stop - 1`` of ``N x blocks``: ``ggrid[n, p, a] = S_a * chain_a``.
 
     Each block belongs to one task, which writes its points' rows of
     ``ggrid`` (shape (N, P, r)) whole: deterministic at any thread count.
-    The plan tables, the caller's scratch (as in ``_vector.run_blocks``):
-    ``K`` rows of offsets and of weights, ``2 K`` of slopes, ``rank`` of
-    chain factors and of sums (each template uses what it needs).
+    The plan tables: ``K`` rows of offsets and of weights, ``2 K`` of
+    slopes, ``rank`` of chain factors (each template uses what it needs).
+
+    ``plan`` and ``sweep`` are compiled functions of their own here (not
+    templates inlined into the entry, as the forward's): inlined, the grid
+    gradient ran 2-2.5x slower (2-D linear, one thread, Zen 4; the same
+    bits), which the forward's and the input gradient's loops did not.
     """
     P = grid.shape[1]
     nblk = (P + block - 1) // block
     gcoords = grid.reshape(grid.size)
     zero = axc[0, 0] - axc[0, 0]
+    off = np.empty((K, block), np.int32)
+    wts = np.empty((K, block), axc.dtype)
+    dws = np.empty((2 * K, block), axc.dtype)
+    chain = np.empty((rank, block), axc.dtype)
+    acc = np.empty((rank, block), axc.dtype)
     for task in range(first, stop):
         n = task // nblk
         p0 = (task - n * nblk) * block
         nb = min(block, P - p0)
         gn = 0 if grid.shape[0] == 1 else n
-        plan(gcoords[(gn * P + p0) * rank:], nb, pad, axc, kc, dk, sizes, strides, off, wts,
-             dws, chain)
+        plan(gcoords[(gn * P + p0) * rank:], nb, axc, kc, dk, sizes, strides, off, wts, dws,
+             chain)
         sweep(xflat[n * xs_n:], xs_c, gflat[n * gs_n + p0 * gs_p:], gs_c, gs_p, off, wts, dws,
               nb, C, acc, zero)
         for j in range(nb):
@@ -458,8 +466,7 @@ def scatter_cubic_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
 
 @skeleton
 def run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, K, rank, plan,
-                       pad, scatter):
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, K, rank, plan, scatter):
     """``dL/dx`` for tasks ``first .. stop - 1`` of ``N x G x Q`` (as the general backward).
 
     Task ``(n, g, q)``: item ``n``, channels ``g*C//G .. (g+1)*C//G - 1``,
@@ -470,6 +477,8 @@ def run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, ax
     P = grid.shape[1]
     gcoords = grid.reshape(grid.size)
     one, nanw = wconst[1], wconst[2]
+    off = np.empty((K, block), np.int32)
+    wts = np.empty((K, block), wconst.dtype)
     for task in range(first, stop):
         n = task // (G * Q)
         g = (task // Q) % G
@@ -479,7 +488,7 @@ def run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, ax
         gn = 0 if grid.shape[0] == 1 else n
         for p0 in range(ps, pe, block):
             nb = min(block, pe - p0)
-            plan(gcoords[(gn * P + p0) * rank:], nb, pad, axc, kc, sizes, strides, one, nanw,
-                 off, wts)
+            plan(gcoords[(gn * P + p0) * rank:], nb, axc, kc, sizes, strides, one, nanw, off,
+                 wts)
             scatter(gxflat[q * gx_q + n * xs_n:], xs_c, gflat[n * gs_n + p0 * gs_p:], gs_c,
                     gs_p, off, wts, nb, c0, c1, K)

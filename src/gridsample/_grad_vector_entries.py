@@ -4,7 +4,8 @@ per (mode, rank, padding), one for all the index paddings.
 
 Grid-gradient entries run blocks ``first .. stop - 1`` with
 :func:`gridsample._grad_vector.run_grid_grad_blocks`, input-gradient entries with
-:func:`gridsample._grad_vector.run_scatter_blocks`, their templates inlined;
+:func:`gridsample._grad_vector.run_scatter_blocks`, each with its planner and sweep
+(or scatter) functions;
 :data:`GRID_GRAD_ENTRIES` and :data:`INPUT_GRAD_ENTRIES` are the tables the backward
 reads.
 """
@@ -50,318 +51,534 @@ __all__ = ["GRID_GRAD_ENTRIES", "INPUT_GRAD_ENTRIES"]
 # linear_2d
 
 @function
+def plan_grad_linear_2d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_2d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def plan_grad_linear_2d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_2d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def plan_grad_linear_2d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_2d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws,
+                        chain)
+
+
+@function
+def plan_grad_linear_2d_index(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_2d(grid, nb, PAD_MIRROR, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def sweep_grad_linear_2d_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
+    sweep_grad_linear_2d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
+
+
+@function
 def grid_grad_linear_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                              gflat, gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc):
+                              gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
-                         gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc, 2,
-                         plan_grad_linear_2d, PAD_ZEROS, sweep_grad_linear_2d)
+                         gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_zeros,
+                         sweep_grad_linear_2d_native)
 
 
 @function
 def grid_grad_linear_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                               gflat, gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain,
-                               acc):
+                               gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
-                         gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc, 2,
-                         plan_grad_linear_2d, PAD_BORDER, sweep_grad_linear_2d)
+                         gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_border,
+                         sweep_grad_linear_2d_native)
 
 
 @function
 def grid_grad_linear_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
-                                   grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws,
-                                   chain, acc):
+                                   grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
-                         gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc, 2,
-                         plan_grad_linear_2d, PAD_REFLECTION, sweep_grad_linear_2d)
+                         gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_reflection,
+                         sweep_grad_linear_2d_native)
 
 
 @function
 def grid_grad_linear_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                              gflat, gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc):
+                              gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
-                         gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc, 2,
-                         plan_grad_linear_2d, PAD_MIRROR, sweep_grad_linear_2d)
+                         gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_index,
+                         sweep_grad_linear_2d_native)
 
 
 # linear_3d
 
 @function
+def plan_grad_linear_3d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_3d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def plan_grad_linear_3d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_3d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def plan_grad_linear_3d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_3d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws,
+                        chain)
+
+
+@function
+def plan_grad_linear_3d_index(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_linear_3d(grid, nb, PAD_MIRROR, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def sweep_grad_linear_3d_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
+    sweep_grad_linear_3d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
+
+
+@function
 def grid_grad_linear_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                              gflat, gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc):
+                              gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
-                         gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc, 3,
-                         plan_grad_linear_3d, PAD_ZEROS, sweep_grad_linear_3d)
+                         gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_zeros,
+                         sweep_grad_linear_3d_native)
 
 
 @function
 def grid_grad_linear_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                               gflat, gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain,
-                               acc):
+                               gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
-                         gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc, 3,
-                         plan_grad_linear_3d, PAD_BORDER, sweep_grad_linear_3d)
+                         gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_border,
+                         sweep_grad_linear_3d_native)
 
 
 @function
 def grid_grad_linear_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
-                                   grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws,
-                                   chain, acc):
+                                   grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
-                         gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc, 3,
-                         plan_grad_linear_3d, PAD_REFLECTION, sweep_grad_linear_3d)
+                         gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_reflection,
+                         sweep_grad_linear_3d_native)
 
 
 @function
 def grid_grad_linear_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                              gflat, gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc):
+                              gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
-                         gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc, 3,
-                         plan_grad_linear_3d, PAD_MIRROR, sweep_grad_linear_3d)
+                         gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_index,
+                         sweep_grad_linear_3d_native)
 
 
 # cubic_2d
 
 @function
+def plan_grad_cubic_2d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_cubic_2d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def plan_grad_cubic_2d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_cubic_2d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def plan_grad_cubic_2d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_cubic_2d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def plan_grad_cubic_2d_index(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+    plan_grad_cubic_2d(grid, nb, PAD_MIRROR, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+
+
+@function
+def sweep_grad_cubic_2d_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
+    sweep_grad_cubic_2d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
+
+
+@function
 def grid_grad_cubic_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                             gflat, gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc):
+                             gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
-                         gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc, 2,
-                         plan_grad_cubic_2d, PAD_ZEROS, sweep_grad_cubic_2d)
+                         gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_zeros,
+                         sweep_grad_cubic_2d_native)
 
 
 @function
 def grid_grad_cubic_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                              gflat, gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc):
+                              gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
-                         gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc, 2,
-                         plan_grad_cubic_2d, PAD_BORDER, sweep_grad_cubic_2d)
+                         gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_border,
+                         sweep_grad_cubic_2d_native)
 
 
 @function
 def grid_grad_cubic_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                                  gflat, gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain,
-                                  acc):
+                                  gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
-                         gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc, 2,
-                         plan_grad_cubic_2d, PAD_REFLECTION, sweep_grad_cubic_2d)
+                         gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_reflection,
+                         sweep_grad_cubic_2d_native)
 
 
 @function
 def grid_grad_cubic_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                             gflat, gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc):
+                             gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
-                         gs_n, gs_c, gs_p, ggrid, C, block, off, wts, dws, chain, acc, 2,
-                         plan_grad_cubic_2d, PAD_MIRROR, sweep_grad_cubic_2d)
+                         gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_index,
+                         sweep_grad_cubic_2d_native)
 
 
 # input gradient, linear_2d
 
 @function
+def plan_linear_2d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_linear_2d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_linear_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_linear_2d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_linear_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_linear_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_linear_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_linear_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def scatter_linear_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 4)
+
+
+@function
 def input_grad_linear_2d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 4, 2, plan_linear_2d,
-                       PAD_ZEROS, scatter_fused)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_zeros,
+                       scatter_linear_2d_native)
 
 
 @function
 def input_grad_linear_2d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 4, 2, plan_linear_2d,
-                       PAD_BORDER, scatter_fused)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_border,
+                       scatter_linear_2d_native)
 
 
 @function
 def input_grad_linear_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off,
-                                    wts):
+                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 4, 2, plan_linear_2d,
-                       PAD_REFLECTION, scatter_fused)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_reflection,
+                       scatter_linear_2d_native)
 
 
 @function
 def input_grad_linear_2d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 4, 2, plan_linear_2d,
-                       PAD_MIRROR, scatter_fused)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_index,
+                       scatter_linear_2d_native)
 
 
 # input gradient, linear_3d
 
 @function
+def plan_linear_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_linear_3d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_linear_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_linear_3d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_linear_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_linear_3d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_linear_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_linear_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def scatter_linear_3d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    scatter_linear_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 6)
+
+
+@function
 def input_grad_linear_3d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 6, 3, plan_linear_3d,
-                       PAD_ZEROS, scatter_linear_3d)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_zeros,
+                       scatter_linear_3d_native)
 
 
 @function
 def input_grad_linear_3d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 6, 3, plan_linear_3d,
-                       PAD_BORDER, scatter_linear_3d)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_border,
+                       scatter_linear_3d_native)
 
 
 @function
 def input_grad_linear_3d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off,
-                                    wts):
+                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 6, 3, plan_linear_3d,
-                       PAD_REFLECTION, scatter_linear_3d)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_reflection,
+                       scatter_linear_3d_native)
 
 
 @function
 def input_grad_linear_3d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 6, 3, plan_linear_3d,
-                       PAD_MIRROR, scatter_linear_3d)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_index,
+                       scatter_linear_3d_native)
 
 
 # input gradient, nearest_2d
 
 @function
+def plan_nearest_2d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_nearest_2d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_nearest_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_nearest_2d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_nearest_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_nearest_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_nearest_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_nearest_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def scatter_nearest_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 1)
+
+
+@function
 def input_grad_nearest_2d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 1, 2, plan_nearest_2d,
-                       PAD_ZEROS, scatter_fused)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_zeros,
+                       scatter_nearest_2d_native)
 
 
 @function
 def input_grad_nearest_2d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 1, 2, plan_nearest_2d,
-                       PAD_BORDER, scatter_fused)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_border,
+                       scatter_nearest_2d_native)
 
 
 @function
 def input_grad_nearest_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                     grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off,
-                                     wts):
+                                     grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 1, 2, plan_nearest_2d,
-                       PAD_REFLECTION, scatter_fused)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_reflection,
+                       scatter_nearest_2d_native)
 
 
 @function
 def input_grad_nearest_2d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 1, 2, plan_nearest_2d,
-                       PAD_MIRROR, scatter_fused)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_index,
+                       scatter_nearest_2d_native)
 
 
 # input gradient, nearest_3d
 
 @function
+def plan_nearest_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_nearest_3d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_nearest_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_nearest_3d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_nearest_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_nearest_3d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_nearest_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_nearest_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def scatter_nearest_3d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 1)
+
+
+@function
 def input_grad_nearest_3d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 1, 3, plan_nearest_3d,
-                       PAD_ZEROS, scatter_fused)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_zeros,
+                       scatter_nearest_3d_native)
 
 
 @function
 def input_grad_nearest_3d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 1, 3, plan_nearest_3d,
-                       PAD_BORDER, scatter_fused)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_border,
+                       scatter_nearest_3d_native)
 
 
 @function
 def input_grad_nearest_3d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                     grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off,
-                                     wts):
+                                     grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 1, 3, plan_nearest_3d,
-                       PAD_REFLECTION, scatter_fused)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_reflection,
+                       scatter_nearest_3d_native)
 
 
 @function
 def input_grad_nearest_3d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                                grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 1, 3, plan_nearest_3d,
-                       PAD_MIRROR, scatter_fused)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_index,
+                       scatter_nearest_3d_native)
 
 
 # input gradient, cubic_2d
 
 @function
+def plan_cubic_2d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_cubic_2d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_cubic_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_cubic_2d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_cubic_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_cubic_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_cubic_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_cubic_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def scatter_cubic_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    scatter_cubic_2d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 8)
+
+
+@function
 def input_grad_cubic_2d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                              gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                              gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 8, 2, plan_cubic_2d,
-                       PAD_ZEROS, scatter_cubic_2d)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_zeros,
+                       scatter_cubic_2d_native)
 
 
 @function
 def input_grad_cubic_2d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 8, 2, plan_cubic_2d,
-                       PAD_BORDER, scatter_cubic_2d)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_border,
+                       scatter_cubic_2d_native)
 
 
 @function
 def input_grad_cubic_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off,
-                                   wts):
+                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 8, 2, plan_cubic_2d,
-                       PAD_REFLECTION, scatter_cubic_2d)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_reflection,
+                       scatter_cubic_2d_native)
 
 
 @function
 def input_grad_cubic_2d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                              gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                              gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 8, 2, plan_cubic_2d,
-                       PAD_MIRROR, scatter_cubic_2d)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_index,
+                       scatter_cubic_2d_native)
 
 
 # input gradient, cubic_3d
 
 @function
+def plan_cubic_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_cubic_3d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_cubic_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_cubic_3d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_cubic_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_cubic_3d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def plan_cubic_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
+    plan_cubic_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts)
+
+
+@function
+def scatter_cubic_3d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    scatter_cubic_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 12)
+
+
+@function
 def input_grad_cubic_3d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                              gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                              gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 12, 3, plan_cubic_3d,
-                       PAD_ZEROS, scatter_cubic_3d)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_zeros,
+                       scatter_cubic_3d_native)
 
 
 @function
 def input_grad_cubic_3d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 12, 3, plan_cubic_3d,
-                       PAD_BORDER, scatter_cubic_3d)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_border,
+                       scatter_cubic_3d_native)
 
 
 @function
 def input_grad_cubic_3d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off,
-                                   wts):
+                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 12, 3, plan_cubic_3d,
-                       PAD_REFLECTION, scatter_cubic_3d)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_reflection,
+                       scatter_cubic_3d_native)
 
 
 @function
 def input_grad_cubic_3d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                              gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts):
+                              gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, off, wts, 12, 3, plan_cubic_3d,
-                       PAD_MIRROR, scatter_cubic_3d)
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_index,
+                       scatter_cubic_3d_native)
 
 
 #: Grid-gradient entry of each (rank, mode code, padding code).
