@@ -10,7 +10,7 @@ caller, do the constants reach the ``if pad == ...`` branches.  So every
 variant paid for the IR of every padding's branch -- a 2-D linear zeros
 entry copied the index paddings' and reflection's code a few thousand times,
 and spent ~80% of an 18 s first call in ``copy.deepcopy`` (docs/kernels.md,
-"Dead branches are inlined too").
+"Skeletons are inlined top-down").
 
 :class:`InlineSkeletons` replaces that pass in gridsample's pipeline
 (:class:`Compiler`).  It works one level at a time:
@@ -94,8 +94,8 @@ def _raw_pipeline(state):
     return pm
 
 
-#: Raw untyped IR per skeleton (its Python function), made once per process.
-#: ``InlineWorker.inline_ir`` copies it before changing anything.
+#: Raw untyped IR per skeleton (its Python function), made once per process (under
+#: Numba's compiler lock).  :func:`_inline` copies it before changing anything.
 _RAW_IR: dict = {}
 
 
