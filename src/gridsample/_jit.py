@@ -10,10 +10,12 @@ and loop-level functions, array arguments ``noalias``) or :func:`helper`
   not raise; arguments are validated before they run).
 * no ``fastmath``: NaN and infinity must follow the written rules, and
   reassociation would make results depend on vector width.
-* no IR-level inlining (``inline="always"``) but for the small loop
-  skeletons of :func:`skeleton`: Numba re-types an inlined body in every
-  caller, which measured 2-6x the compile time of letting LLVM inline the
-  small callees (it does, and vectorizes the same loops).
+* no IR-level inlining (``inline="always"``) but for the loop skeletons of
+  :func:`skeleton`: Numba re-types an inlined body in every caller, which
+  measured 2-6x the compile time of letting LLVM inline the small callees
+  (it does, and vectorizes the same loops).  Skeletons are inlined by
+  gridsample's own pass (:mod:`gridsample._inline`), which decides the
+  branches on constant arguments before it copies what they guard.
 
 Compiled code is cached on disk under a folder named by a hash of the kernel
 sources, Numba's and llvmlite's versions and Python's (:func:`cache_key`).
@@ -37,12 +39,24 @@ import numba.core.dispatcher
 import numpy as np
 from numba.core import caching
 
-from ._inline import Compiler
+
+def _pipeline() -> dict:
+    """Compile with gridsample's skeleton inliner (:mod:`gridsample._inline`).
+
+    It builds on Numba internals; where a Numba version has moved them, its
+    own pipeline serves (the same programs, slower to compile).
+    """
+    try:
+        from ._inline import Compiler
+    except Exception:  # pragma: no cover - depends on Numba internals
+        return {}
+    return {"pipeline_class": Compiler}
+
 
 __all__ = ["function", "helper", "skeleton", "cache_root", "cache_key", "cache_dir", "NOALIAS",
            "kernel_source_files", "compiled_functions", "read_only"]
 
-_COMMON = dict(nogil=True, error_model="numpy", pipeline_class=Compiler)
+_COMMON = dict(nogil=True, error_model="numpy", **_pipeline())
 
 _PACKAGE = Path(__file__).resolve().parent
 
