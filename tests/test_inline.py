@@ -57,6 +57,18 @@ def _two_passes(x, pad, exact):
     return y
 
 
+@skeleton
+def _is_b(pad):
+    return pad == PAD_B
+
+
+@skeleton
+def _folded_twice(x, pad):
+    if _is_b(pad) == False:  # noqa: E712 - a comparison of a comparison: only the fold decides
+        return _cheap(x)
+    return _costly(x)
+
+
 def _compile(body):
     """``body`` compiled in gridsample's pipeline, without the disk cache."""
     return numba.njit(pipeline_class=_inline.Compiler)(body)
@@ -106,6 +118,26 @@ def test_a_predicate_skeleton_is_decided_before_what_it_guards_is_copied(copied)
     assert copied["_costly"] == 1
 
 
+def test_a_comparison_of_folded_comparisons_is_decided(copied):
+    def entry_a(x):
+        return _folded_twice(x, PAD_A)
+
+    assert _compile(entry_a)(2.0) == 2.5
+    assert copied["_costly"] == 0
+
+
+def test_a_padding_assigned_twice_is_not_taken_for_a_constant(copied):
+    def entry(x, flag):
+        pad = PAD_A
+        if flag:
+            pad = PAD_B
+        return _padded(x, pad)
+
+    compiled = _compile(entry)
+    assert [compiled(2.0, False), compiled(2.0, True)] == [2.5, 5.0]
+    assert copied["_costly"] >= 1 and copied["_cheap"] == 1
+
+
 def test_a_runtime_padding_keeps_every_branch(copied):
     def entry(x, pad):
         return _padded(x, pad)
@@ -117,7 +149,8 @@ def test_a_runtime_padding_keeps_every_branch(copied):
 
 def test_the_zeros_entry_copies_no_other_paddings_code(copied):
     """The real 2-D linear and cubic zeros entries: none of reflection's or the index
-    paddings' per-axis code is copied into them (each copy is typed and compiled)."""
+    paddings' per-axis code is copied into them (each copy is typed and compiled), while
+    the reflection entry copies reflection's."""
     import numpy as np
 
     import gridsample
@@ -128,11 +161,15 @@ def test_the_zeros_entry_copies_no_other_paddings_code(copied):
     grid = np.zeros((1, 2, 2, 2), np.float32)
     other = {"_reflect", "reflect_residue", "_reflect_taps", "_index_pair", "_period", "_fold",
              "_index_coordinate", "_distant"}
-    for mode, entry in (("linear", _vector_entries.linear_2d_zeros),
-                        ("cubic", _vector_entries.cubic_2d_zeros)):
+    for mode, padding, entry in (("linear", "zeros", _vector_entries.linear_2d_zeros),
+                                 ("cubic", "zeros", _vector_entries.cubic_2d_zeros),
+                                 ("linear", "reflection", _vector_entries.linear_2d_reflection)):
         with use_kernels("vector"):  # compiled or loaded: its signature is known
-            gridsample.grid_sample(x, grid, mode)
+            gridsample.grid_sample(x, grid, mode, padding)
         copied.clear()
         numba.njit(pipeline_class=_inline.Compiler)(entry.py_func).compile(entry.signatures[0])
         assert copied["run_blocks"] == 1
-        assert not other & set(copied), mode
+        if padding == "zeros":
+            assert not other & set(copied), mode
+        else:  # the control: reflection's own variant does copy them
+            assert {"_reflect", "reflect_residue"} <= set(copied)

@@ -71,6 +71,9 @@ from numba.core.untyped_passes import (
 
 __all__ = ["Compiler", "InlineSkeletons"]
 
+#: Rounds of inlining before a compile gives up (the kernels nest about ten deep).
+_MAX_DEPTH = 64
+
 #: Comparisons folded when both sides are integer or boolean constants.
 _FOLDED = {operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge}
 
@@ -94,15 +97,20 @@ def _raw_pipeline(state):
     return pm
 
 
-#: Raw untyped IR per skeleton (its Python function), made once per process (under
-#: Numba's compiler lock).  :func:`_inline` copies it before changing anything.
+#: Raw untyped IR per (skeleton's Python function, rewrites flag), made once per process
+#: (under Numba's compiler lock).  :func:`_inline` copies it before changing anything.
 _RAW_IR: dict = {}
 
 
 def _raw_ir(worker: InlineWorker, func):
-    found = _RAW_IR.get(func)
+    key = (func, worker.flags.no_rewrites)
+    found = _RAW_IR.get(key)
     if found is None:
-        found = _RAW_IR[func] = worker.run_untyped_passes(func)
+        found = worker.run_untyped_passes(func)
+        callee_ir_validator(found)  # what Numba's inliner refuses (generators, ...)
+        if len({id(block.scope) for block in found.blocks.values()}) != 1:
+            raise NotImplementedError(f"skeleton {func.__qualname__}: more than one scope")
+        _RAW_IR[key] = found
     return found
 
 
@@ -153,27 +161,48 @@ def _skeleton_called(func_ir, expr):
         target = func_ir.get_definition(expr.func)
     except (KeyError, GuardException):
         return None
-    if getattr(target, "op", None) == "getattr":
+    if isinstance(target, ir.Expr):  # only a module attribute can name a skeleton
+        if target.op != "getattr":
+            return None
         target = guard(resolve_func_from_module, func_ir, target)
     else:
-        target = getattr(target, "value", None)
+        target = getattr(target, "value", None)  # a global or free variable
     options = getattr(target, "targetoptions", None)
     if options and options.get("inline") == "always":
         return target.py_func
     return None
 
 
-def _call_sites(func_ir) -> list:
-    """``(block, index, function)`` of every skeleton call, later statements first; only the
-    calls whose result is a branch's predicate (``if has_exact_pass(pad):``) if there are
-    any, so that their branches are decided before the calls inside them are copied."""
-    predicates = set()
+def _predicate_sources(func_ir) -> set:
+    """Names of the variables that branch predicates are computed from: each ``bool(v)``'s
+    ``v``, and what ``v`` is copied or compared from (``if has_exact_pass(pad) == False``)."""
+    todo = []
     for block in func_ir.blocks.values():
         last = block.body[-1]
         if isinstance(last, ir.Branch):
             test = guard(func_ir.get_definition, last.cond)  # bool(value)
             if getattr(test, "op", None) == "call" and test.args:
-                predicates.add(test.args[0].name)
+                todo.append(test.args[0].name)
+    found = set()
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        found.add(name)
+        for value in func_ir._definitions.get(name, ()):
+            if isinstance(value, ir.Var):
+                todo.append(value.name)
+            elif isinstance(value, ir.Expr) and value.op in ("binop", "unary"):
+                todo += [v.name for v in value.list_vars()]
+    return found
+
+
+def _call_sites(func_ir) -> list:
+    """``(block, index, function)`` of every skeleton call, later statements first; only the
+    calls whose result a branch's predicate is computed from (``if has_exact_pass(pad):``)
+    if there are any, so that their branches are decided before the calls inside them are
+    copied."""
+    predicates = _predicate_sources(func_ir)
     sites, deciding = [], []
     for block in func_ir.blocks.values():
         for i in range(len(block.body) - 1, -1, -1):
@@ -234,13 +263,18 @@ class InlineSkeletons(FunctionPass):
         FunctionPass.__init__(self)
 
     def run_pass(self, state):
+        # The worker's raw passes set flags of their own (enable_ssa): give them a copy, so
+        # that a compile does not depend on which skeletons an earlier one made raw IR of.
         worker = InlineWorker(state.typingctx, state.targetctx, state.locals, state.pipeline,
-                              state.flags, validator=callee_ir_validator)
+                              state.flags.copy(), validator=callee_ir_validator)
         worker._compiler_pipeline = _raw_pipeline
         func_ir = state.func_ir
+        func_ir._definitions = build_definitions(func_ir.blocks)
+        prune = not state.flags.no_rewrites
         modified = False
-        while True:
-            _prune(func_ir, state.args)
+        for _ in range(_MAX_DEPTH):
+            if prune:
+                _prune(func_ir, state.args)
             sites = _call_sites(func_ir)
             if not sites:
                 break
@@ -248,10 +282,15 @@ class InlineSkeletons(FunctionPass):
                 _inline(func_ir, block, i, _raw_ir(worker, func), func)
             func_ir._definitions = build_definitions(func_ir.blocks)
             modified = True
+        else:
+            raise NotImplementedError(f"{state.func_id.func_qualname}: skeletons nest deeper "
+                                      f"than {_MAX_DEPTH} levels (a recursive skeleton?)")
         if modified:
             postproc.PostProcessor(func_ir).run()
             func_ir.blocks = simplify_CFG(func_ir.blocks)
-        return modified
+            # As Numba's own inliner leaves it (its InlineWorker clears the caller's flag).
+            state.flags.enable_ssa = False
+        return True
 
 
 class Compiler(CompilerBase):

@@ -158,6 +158,11 @@ class Workers:
         finally:
             self._pool.shutdown(cancel_futures=True)
 
+    def cancel(self) -> None:
+        """Drop the combinations no worker has started, without waiting (after an error here:
+        that error, not a worker's, is the one to report)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
 
 def compile_many(todo, jobs: int = 1, done=None) -> None:
     """Compile every combination of ``todo``, in ``jobs`` processes at once (this one and
@@ -170,6 +175,9 @@ def compile_many(todo, jobs: int = 1, done=None) -> None:
             compile_combination(combo)
             if done:
                 done()
-    finally:
+    except BaseException:
         if workers is not None:
-            workers.wait(done)
+            workers.cancel()
+        raise
+    if workers is not None:
+        workers.wait(done)

@@ -264,24 +264,25 @@ def render_sheet(chart, panels, times, box, size, align_corners, threads):
 
 
 @contextlib.contextmanager
-def _on_first_compile(start):
+def _on_first_compile(start, started: list):
     """Within the block, the first compile Numba starts in this process (a kernel missing
-    from the cache; loads from the cache do not count) calls ``start()`` first.  Yields a
-    list that then holds ``start()``'s result (empty if nothing compiled)."""
+    from the cache; loads from the cache do not count) calls ``start()`` first and appends
+    its result to ``started`` (None if it failed: the compile goes on without it)."""
     from numba.core import event
-
-    started = []
 
     class Listener(event.Listener):
         def on_start(self, ev):
             if not started:
-                started.append(start())
+                try:
+                    started.append(start())
+                except Exception:  # noqa: BLE001 - e.g. no process can be spawned here
+                    started.append(None)
 
         def on_end(self, ev):
             pass
 
     with event.install_listener("numba:compile", Listener()):
-        yield started
+        yield
 
 
 def run_demo(args) -> int:
@@ -309,13 +310,18 @@ def run_demo(args) -> int:
     jobs = os.cpu_count() or 1
     mine, theirs = share([Combination("uint8", "float32", 2, m, p, True, channels=3)
                           for m in MODES for p in PADDINGS][1:], jobs)
-    with _on_first_compile(lambda: Workers(theirs, jobs - 1) if theirs else None) as started:
-        grid_sample(x, grid, MODES[0], PADDINGS[0], align, channel_last=True)
-    if started:
-        for combo in mine:
+    started = []
+    try:
+        with _on_first_compile(lambda: Workers(theirs, jobs - 1) if theirs else None, started):
+            grid_sample(x, grid, MODES[0], PADDINGS[0], align, channel_last=True)
+        for combo in mine if started else ():
             compile_combination(combo)
-        if started[0] is not None:
-            started[0].wait()
+    except BaseException:
+        if started and started[0] is not None:
+            started[0].cancel()
+        raise
+    if started and started[0] is not None:
+        started[0].wait()
     for mode in MODES:  # each kernel now loads from the cache
         for padding in PADDINGS:
             grid_sample(x, grid, mode, padding, align, channel_last=True)
