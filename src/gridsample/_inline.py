@@ -55,19 +55,7 @@ from numba.core.ir_utils import (
     resolve_func_from_module,
     simplify_CFG,
 )
-from numba.core.untyped_passes import (
-    DeadBranchPrune,
-    FixupArgs,
-    GenericRewrites,
-    InlineClosureLikes,
-    InlineInlinables,
-    IRProcessing,
-    MakeFunctionToJitFunction,
-    RewriteDynamicRaises,
-    RewriteSemanticConstants,
-    TranslateByteCode,
-    WithLifting,
-)
+from numba.core.untyped_passes import InlineInlinables
 
 __all__ = ["Compiler", "InlineSkeletons"]
 
@@ -79,20 +67,13 @@ _FOLDED = {operator.eq, operator.ne, operator.lt, operator.le, operator.gt, oper
 
 
 def _raw_pipeline(state):
-    """The untyped passes a callee gets before it is inlined, less inlining itself."""
+    """The untyped passes a callee gets before it is inlined: Numba's own untyped pipeline
+    up to (not including) its inliner."""
     pm = PassManager("gridsample_skeleton")
-    if state.func_ir is None:
-        pm.add_pass(TranslateByteCode, "analyzing bytecode")
-        pm.add_pass(FixupArgs, "fix up args")
-    pm.add_pass(IRProcessing, "processing IR")
-    pm.add_pass(WithLifting, "Handle with contexts")
-    pm.add_pass(InlineClosureLikes, "inline calls to locally defined closures")
-    if not state.flags.no_rewrites:
-        pm.add_pass(RewriteSemanticConstants, "rewrite semantic constants")
-        pm.add_pass(DeadBranchPrune, "dead branch pruning")
-        pm.add_pass(GenericRewrites, "nopython rewrites")
-    pm.add_pass(RewriteDynamicRaises, "rewrite dynamic raises")
-    pm.add_pass(MakeFunctionToJitFunction, "convert make_function into JIT functions")
+    for cls, text in DefaultPassBuilder.define_untyped_pipeline(state).passes:
+        if cls is InlineInlinables:
+            break
+        pm.add_pass(cls, text)
     pm.finalize()
     return pm
 

@@ -5,10 +5,9 @@ offset arithmetic ran in 64-bit lanes: half the vector width, sign extensions an
 ``vpmullq`` (a slow instruction) around every product, and more instructions per point.
 Compiled, :func:`add32` and :func:`mul32` are the 32-bit LLVM operations themselves
 (intrinsics, typed at each call: no function to compile or inline); with
-``NUMBA_DISABLE_JIT=1`` they are plain Python functions that compute the same values.  They
-wrap on overflow,
-so callers use them only where the values fit: the vector kernels' offsets, which
-:func:`gridsample._vector.fits_int32` guarantees.
+``NUMBA_DISABLE_JIT=1`` they are plain Python functions that compute the same values.
+They wrap on overflow, so callers use them only where the values fit: the vector kernels'
+offsets, which :func:`gridsample._vector.fits_int32` guarantees.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ from ._errors import GridSampleError
 from ._registry import DEFAULT_PADDINGS, MODES
 
 __all__ = ["Combination", "combinations", "compile_combination", "compile_many", "share", "Workers",
-           "resolve_dtype",
-           "DEFAULT_DTYPES", "DEFAULT_RANKS", "DEFAULT_PADDINGS", "DEFAULT_MODES"]
+           "finish", "resolve_dtype", "DEFAULT_DTYPES", "DEFAULT_RANKS", "DEFAULT_PADDINGS",
+           "DEFAULT_MODES"]
 
 #: What ``gridsample compile`` compiles when not told: float32 images and
 #: volumes, the ONNX modes and every padding with code of its own, forward only
@@ -164,12 +164,10 @@ class Workers:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def compile_many(todo, jobs: int = 1, done=None) -> None:
-    """Compile every combination of ``todo``, in ``jobs`` processes at once (this one and
-    ``jobs - 1`` :class:`Workers`; see :func:`share`).  ``done()`` is called after each
-    combination."""
-    mine, theirs = share(todo, jobs)
-    workers = Workers(theirs, jobs - 1) if theirs else None
+def finish(mine, workers, done=None) -> None:
+    """Compile ``mine`` in this process while ``workers`` (:class:`Workers`, or None) compile
+    theirs, then wait for them; ``done()`` after each combination.  After an error here the
+    workers are cancelled, not awaited: that error is the one to report."""
     try:
         for combo in mine:
             compile_combination(combo)
@@ -181,3 +179,11 @@ def compile_many(todo, jobs: int = 1, done=None) -> None:
         raise
     if workers is not None:
         workers.wait(done)
+
+
+def compile_many(todo, jobs: int = 1, done=None) -> None:
+    """Compile every combination of ``todo``, in ``jobs`` processes at once (this one and
+    ``jobs - 1`` :class:`Workers`; see :func:`share`).  ``done()`` is called after each
+    combination."""
+    mine, theirs = share(todo, jobs)
+    finish(mine, Workers(theirs, jobs - 1) if theirs else None, done)

@@ -29,7 +29,7 @@ import numba
 import numpy as np
 
 from .. import grid_sample
-from .._precompile import Combination, Workers, compile_combination, share
+from .._precompile import Combination, Workers, finish, share
 from .._registry import MODES as _MODES
 from .._registry import PADDINGS as _PADDINGS
 from ._errors import FAILURE, USAGE, CLIError, require
@@ -314,14 +314,12 @@ def run_demo(args) -> int:
     try:
         with _on_first_compile(lambda: Workers(theirs, jobs - 1) if theirs else None, started):
             grid_sample(x, grid, MODES[0], PADDINGS[0], align, channel_last=True)
-        for combo in mine if started else ():
-            compile_combination(combo)
     except BaseException:
         if started and started[0] is not None:
             started[0].cancel()
         raise
-    if started and started[0] is not None:
-        started[0].wait()
+    if started:
+        finish(mine, started[0])
     for mode in MODES:  # each kernel now loads from the cache
         for padding in PADDINGS:
             grid_sample(x, grid, mode, padding, align, channel_last=True)
