@@ -9,7 +9,17 @@ import numpy as np
 import pytest
 
 import gridsample
+import gridsample._affine_warp
 from gridsample import GridSampleError, GridSampleTypeError
+from gridsample._engine import use_kernels
+
+
+@pytest.fixture(params=["general", "vector"])
+def kernels(request):
+    """Both kernel families: under the vector kernels each block of an affine warp makes its
+    own points (the compiled affine entries); the general kernels sample bands of the grid."""
+    with use_kernels(request.param):
+        yield request.param
 
 
 def pair(x, theta, out_shape, mode, padding, align, **kw):
@@ -40,7 +50,7 @@ CASES = [
 
 @pytest.mark.parametrize("rank,mode,padding", CASES)
 @pytest.mark.parametrize("align", [False, True])
-def test_equal_to_grid_sample_of_affine_grid(rng, rank, mode, padding, align):
+def test_equal_to_grid_sample_of_affine_grid(rng, kernels, rank, mode, padding, align):
     x = rng.standard_normal((2, 3) + (11, 13, 9)[:rank]).astype(np.float32)
     theta = random_theta(rng, 2, rank)
     out_shape = (7, 12, 10)[:rank]
@@ -49,7 +59,7 @@ def test_equal_to_grid_sample_of_affine_grid(rng, rank, mode, padding, align):
 
 
 @pytest.mark.parametrize("rank", [2, 3])
-def test_many_bands_a_broadcast_theta_and_channel_last(rng, rank):
+def test_many_bands_a_broadcast_theta_and_channel_last(rng, kernels, rank):
     """Outputs larger than one band (each band made and sampled on its own), a theta of
     batch 1 for a batch of 3, channel-last memory and the default out_shape."""
     spatial = (300, 290) if rank == 2 else (12, 90, 80)
@@ -62,7 +72,7 @@ def test_many_bands_a_broadcast_theta_and_channel_last(rng, rank):
 
 
 @pytest.mark.parametrize("theta_dtype", [np.float16, ml_dtypes.bfloat16, np.float64])
-def test_theta_dtypes(rng, theta_dtype):
+def test_theta_dtypes(rng, kernels, theta_dtype):
     """theta's dtype is the grid's, as in affine_grid: half grids are sampled in float32."""
     x = rng.standard_normal((2, 1, 20, 17)).astype(np.float32)
     theta = random_theta(rng, 2, 2).astype(theta_dtype)
@@ -70,9 +80,10 @@ def test_theta_dtypes(rng, theta_dtype):
     np.testing.assert_array_equal(got, pair(x, theta, (15, 16), "cubic", "border", True))
 
 
-@pytest.mark.parametrize("dtype", ["uint8", "int16", "complex64", "bool"])
-def test_element_types(rng, dtype):
-    x = (rng.uniform(0, 200, (1, 2, 9, 10))).astype(dtype)
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "complex64", "bool", "float16",
+                                   "bfloat16"])
+def test_element_types(rng, kernels, dtype):
+    x = (rng.uniform(0, 200, (1, 2, 9, 10))).astype(getattr(ml_dtypes, dtype, dtype))
     theta = random_theta(rng, 1, 2)
     got = gridsample.affine_warp(x, theta, (8, 8), "linear", "constant", fill_value=7)
     np.testing.assert_array_equal(got, pair(x, theta, (8, 8), "linear", "constant", False,
@@ -89,7 +100,7 @@ def test_strings_and_fill_per_channel(rng):
                                             fill_value=["-", "+"]))
 
 
-def test_nan_infinite_and_huge_theta(rng):
+def test_nan_infinite_and_huge_theta(rng, kernels):
     x = rng.standard_normal((4, 2, 8, 9)).astype(np.float32)
     theta = random_theta(rng, 4, 2)
     theta[0, 0, 0] = np.nan
@@ -97,14 +108,35 @@ def test_nan_infinite_and_huge_theta(rng):
     theta[2, 0, 1] = -1e30
     theta[3] = 3e38
     for padding in ("zeros", "border", "reflection", "wrap"):
-        got = gridsample.affine_warp(x, theta, (6, 7), "linear", padding)
-        np.testing.assert_array_equal(got, pair(x, theta, (6, 7), "linear", padding, False))
+        for mode in ("linear", "nearest", "cubic"):
+            got = gridsample.affine_warp(x, theta, (6, 7), mode, padding)
+            np.testing.assert_array_equal(got, pair(x, theta, (6, 7), mode, padding, False))
 
 
-def test_memory_is_the_output_alone(rng):
+@pytest.mark.parametrize("rank", [2, 3])
+def test_vector_kernels_make_no_band(rng, monkeypatch, rank):
+    """Under the vector kernels each block makes its own points from theta: the band
+    maker (affine_grid's row kernel, called per band) is never called, and the result is
+    still the pair's."""
+    x = rng.standard_normal((2, 3) + (40, 37, 9)[:rank]).astype(np.float32)
+    theta = random_theta(rng, 2, rank)
+    out_shape = (45, 33, 11)[:rank]
+    want = pair(x, theta, out_shape, "linear", "border", False)
+
+    def no_band(*args):
+        raise AssertionError("a band of the grid was made")
+
+    monkeypatch.setattr(gridsample._affine_warp, "_affine_rows", no_band)
+    with use_kernels("vector"):
+        got = gridsample.affine_warp(x, theta, out_shape, "linear", "border")
+    np.testing.assert_array_equal(got, want)
+
+
+def test_memory_is_the_output_alone(rng, kernels):
     """The full grid (2 float64 coordinates per output point: 4x the float32 output here)
     is never allocated: beyond the output, each of the (two) threads holds one band of
-    coordinates at a time, a small fraction of the grid."""
+    coordinates (general kernels) or one block's (vector kernels) at a time, a small
+    fraction of the grid."""
     x = rng.standard_normal((1, 1, 64, 64)).astype(np.float32)
     theta = random_theta(rng, 1, 2, np.float64)
     out_shape = (1500, 1500)

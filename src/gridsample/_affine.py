@@ -29,7 +29,7 @@ import numbers
 import numpy as np
 
 from ._errors import GridSampleError, GridSampleTypeError, describe
-from ._jit import function, read_only
+from ._jit import function, read_only, skeleton
 from ._options import parse_align_corners
 from ._plan import as_array
 from ._threads import num_threads, run_shared
@@ -111,6 +111,52 @@ def base_coordinates(length: int, align_corners: bool) -> np.ndarray:
     return (2.0 * i + 1.0) / length - 1.0
 
 
+@skeleton
+def affine_row(theta, n, rest, bases, sizes):
+    """The part of row ``rest``'s sums (``rest`` counts the rows of item ``n``) that is
+    constant along it, ``(c0, c1, c2)``: ``c_k = t[k, r] + t[k, 1] * y (+ t[k, 2] * z)``,
+    in that order (``c2`` only where r == 3).  ``sizes`` lists the spatial sizes innermost
+    first (W, H[, D]), ``bases`` each axis's base coordinates."""
+    r = sizes.shape[0]
+    c0 = theta[n, 0, r]
+    c1 = theta[n, 1, r]
+    c2 = theta[n, r - 1, r]  # only used when r == 3
+    for j in range(1, r):
+        idx = rest % sizes[j]
+        rest //= sizes[j]
+        b = bases[j, idx]
+        c0 += theta[n, 0, j] * b
+        c1 += theta[n, 1, j] * b
+        if r == 3:
+            c2 += theta[n, 2, j] * b
+    return c0, c1, c2
+
+
+@skeleton
+def affine_points(theta, n, bases, sizes, p0, nb, rank, coords):
+    """Points ``p0 … p0 + nb - 1`` of item ``n``'s grid, ``rank`` coordinates each, into
+    the flat ``coords`` (converted to its dtype): :func:`_affine_rows`'s values, bit for
+    bit (the same sums in the same order)."""
+    width = sizes[0]
+    row = p0 // width
+    w0 = p0 - row * width
+    j = 0
+    while j < nb:
+        c0, c1, c2 = affine_row(theta, n, row, bases, sizes)
+        a0, a1, a2 = theta[n, 0, 0], theta[n, 1, 0], theta[n, rank - 1, 0]
+        m = min(nb - j, width - w0)
+        for k in range(m):
+            bx = bases[0, w0 + k]
+            q = rank * (j + k)
+            coords[q] = a0 * bx + c0
+            coords[q + 1] = a1 * bx + c1
+            if rank == 3:
+                coords[q + 2] = a2 * bx + c2
+        j += m
+        row += 1
+        w0 = 0
+
+
 @function
 def _affine_rows(first, stop, theta, bases, sizes, row_start, out):
     """Write grid rows ``row_start + first … row_start + stop - 1`` of the flattened output.
@@ -120,8 +166,7 @@ def _affine_rows(first, stop, theta, bases, sizes, row_start, out):
     (W, H[, D]).  A row is one line of W points of one batch item; ``out``
     is (rows, W, r) with its row 0 at global row ``row_start``.  The part of
     each sum that is constant along the row (translation plus the H and D
-    terms) is formed once per row, in the order
-    ``t[k, r] + t[k, 1] * y + t[k, 2] * z``, then ``t[k, 0] * x`` is added.
+    terms) is formed once per row (:func:`affine_row`), then ``t[k, 0] * x`` is added.
     """
     r = sizes.shape[0]
     width = sizes[0]
@@ -130,19 +175,7 @@ def _affine_rows(first, stop, theta, bases, sizes, row_start, out):
         rows_per_item *= sizes[j]
     for row in range(row_start + first, row_start + stop):
         n = row // rows_per_item
-        rest = row - n * rows_per_item
-        # r <= 3: the row constants live in three scalars (no per-row array).
-        c0 = theta[n, 0, r]
-        c1 = theta[n, 1, r]
-        c2 = theta[n, r - 1, r]  # only used when r == 3
-        for j in range(1, r):
-            idx = rest % sizes[j]
-            rest //= sizes[j]
-            b = bases[j, idx]
-            c0 += theta[n, 0, j] * b
-            c1 += theta[n, 1, j] * b
-            if r == 3:
-                c2 += theta[n, 2, j] * b
+        c0, c1, c2 = affine_row(theta, n, row - n * rows_per_item, bases, sizes)
         local = row - row_start
         for w in range(width):
             bx = bases[0, w]

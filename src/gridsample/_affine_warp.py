@@ -145,7 +145,11 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
         return (n if items > 1 else None), o0 * lines * width, grid
 
     bands = Chunks(items * per_item, band)
+    # Where a vector kernel serves the plan, each of its blocks makes its own points from
+    # theta (no band is made); a float16/bfloat16 theta's grid is rounded to its dtype
+    # first, which only the bands do.
+    affine = None if is_half(theta.dtype) else (theta_ro, bases, sizes)
     if plan.prefilter:
         c, cplan = coefficient_plan(plan, x)
-        return cast_result(run_forward(cplan, c, None, bands), plan.out_dtype)
-    return run_forward(plan, x, None, bands)
+        return cast_result(run_forward(cplan, c, None, bands, affine), plan.out_dtype)
+    return run_forward(plan, x, None, bands, affine)

@@ -95,8 +95,10 @@ def use_kernels(family: str):
         _family.reset(token)
 
 
-def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kind):
-    """The vector entry for these arguments, or None where the general kernels must run.
+def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kind,
+                 table=VECTOR_ENTRIES):
+    """The vector entry of ``table`` for these arguments, or None where the general kernels
+    must run.
 
     Cubic and 3-D linear keep per-axis weights in the weight dtype and
     multiply them in the sweep, which matches the general kernels' rounding
@@ -105,7 +107,7 @@ def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kin
     kernels run).
     """
     family = {KIND_F16: "f16", KIND_BF16: "bf16"}.get(kind, "native")
-    entry = VECTOR_ENTRIES.get((rank, mode, pad, family))
+    entry = table.get((rank, mode, pad, family))
     if entry is None or not fits_int32(sizes, strides):
         return None
     if padding_of(pad).index and max(sizes) > _MAX_INDEX_PAD_SIZE:
@@ -119,9 +121,13 @@ def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kin
 # The vector kernels fold tap indices of the index paddings in floating point
 # (gridsample._vector._fold): exact for periods below 2**22 (float32).
 _MAX_INDEX_PAD_SIZE = 1 << 20
-# Target number of (offset, weight) pairs planned per block: ~4096 pairs
-# (48-64 KiB of scratch) stays in L2 while the channels are swept.
-_PAIRS_PER_BLOCK = 4096
+# Target number of (offset, weight) pairs planned per block.  The forward sweeps every
+# channel of a block before planning the next: 2048 pairs (16 KiB of plan) leave room in
+# L1/L2 for the block's input and output lines of each channel (8x32x128² linear: 0.6-0.7x
+# the time of 4096 pairs, Zen 4, one and two threads; the other benchmark cases within
+# noise).  The gradients' blocks carry slopes too: they keep 4096 (no gain measured at 2048).
+FORWARD_PAIRS_PER_BLOCK = 2048
+GRADIENT_PAIRS_PER_BLOCK = 4096
 _MIN_BLOCK = 16
 # Up to this many channels the planar sweep wins even on channel-last memory
 # (a few passes over cache lines the first pass brought in; no accumulator array).
@@ -148,8 +154,12 @@ def flat_view(a: np.ndarray, writeable: bool = False):
     return flat, strides
 
 
-def block_size(points: int, batch: int, taps_total: int, threads: int) -> int:
-    block = max(_MIN_BLOCK, _PAIRS_PER_BLOCK // taps_total)
+def block_size(points: int, batch: int, taps_total: int, threads: int,
+               pairs: int = FORWARD_PAIRS_PER_BLOCK) -> int:
+    """Points per block: about ``pairs`` (offset, weight) pairs of ``taps_total`` taps
+    each, at least four blocks per thread, and a row length that spreads the plan tables'
+    rows over the L1 sets."""
+    block = max(_MIN_BLOCK, pairs // taps_total)
     # Enough blocks for every thread (x4 for balance) even when N is small.
     wanted = 4 * threads
     per_item = -(-wanted // max(batch, 1))
@@ -218,7 +228,8 @@ def identity_axis(length: int, align_corners: bool, pixels: bool, dtype) -> np.n
     return base_coordinates(length, align_corners).astype(dtype)
 
 
-def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None) -> np.ndarray:
+def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
+                affine=None) -> np.ndarray:
     """Compute the forward operator for a validated plan.
 
     ``chunks``: where the coordinates come from when they are made a chunk of points at a
@@ -231,6 +242,10 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None)
     dispatch, and each is sampled while it is in that core's cache (with fewer chunks than
     twice the threads, the chunks are made one at a time and each is sampled by every
     thread).
+
+    ``affine``: ``(theta, bases, bsizes)`` when the coordinates are those of affine maps
+    (:func:`gridsample._affine.affine_points`); where a vector kernel serves the plan, its
+    affine entry makes each block's points itself and ``chunks`` is not used.
     """
     if is_string(plan.out_dtype):
         return _run_strings(plan, x, grid, chunks)
@@ -289,6 +304,21 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None)
                 run_shared(general, tasks, (args,), threads)
             else:
                 run_shared(kern.task_fill, tasks, (args, fillv), threads)
+
+    if affine is not None and vector is not None:
+        from ._affine_entries import AFFINE_ENTRIES  # compiled for affine_warp only
+
+        theta, bases, bsizes = affine
+        entry = vector_entry(r, plan.kernel_mode, vector_pad, plan.coord_dtype,
+                             plan.weight_dtype, sizes, strides, conv.kind, AFFINE_ENTRIES)
+        block = block_size(plan.out_points, plan.batch, K, threads)
+        rows = PLAN_ROWS[(r, plan.kernel_mode)]
+        scratch = (((rows, block), np.int32), ((rows, block), plan.weight_dtype),
+                   ((r * block,), theta.dtype))
+        args = (xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes, outflat, os_n,
+                os_c, os_p, plan.channels, block, wconst, conv.kind, outside)
+        run_shared(entry, plan.batch * -(-plan.out_points // block), args, threads, scratch)
+        return out
 
     if chunks is None:
         grid3 = grid.reshape(plan.grid_batch, plan.out_points, r)

@@ -45,6 +45,7 @@ import math
 
 import numpy as np
 
+from ._affine import affine_points
 from ._convert import load, store
 from ._int32 import add32, mul32
 from ._jit import helper, skeleton
@@ -72,7 +73,7 @@ from ._taps import (
     cubic_row,
 )
 
-__all__ = ["fits_int32", "run_blocks"]
+__all__ = ["fits_int32", "run_affine_blocks", "run_blocks"]
 
 _INT32_MAX = 2 ** 31 - 1
 
@@ -958,27 +959,57 @@ def sweep_nearest_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, az
 sweep_nearest_3d = sweep_nearest_2d
 
 @skeleton
+def _sample_block(points, n, p0, nb, xflat, xs_n, xs_c, sizes, strides, axc, kc, outflat, os_n,
+                  os_c, os_p, C, wconst, kind, azero, off, wts, plan, pad, sweep):
+    """Plan points ``p0 … p0 + nb - 1`` of batch item ``n`` (their coordinates flat in
+    ``points``, ``rank`` per point) with the template ``plan`` under padding ``pad``, then
+    sweep every channel with the template ``sweep``: the input view starts at the batch
+    item, the output view at the block's first point."""
+    plan(points, nb, pad, axc, kc, sizes, strides, wconst[1], wconst[2], off, wts)
+    sweep(xflat[n * xs_n:], xs_c, off, wts, nb, C, outflat[n * os_n + p0 * os_p:], os_c, os_p,
+          kind, azero)
+
+
+@skeleton
 def run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                os_c, os_p, C, block, wconst, kind, azero, off, wts, rank, plan, pad, sweep):
-    """Blocks ``first .. stop - 1`` of ``N x blocks``: plan each with the template ``plan``
-    under padding ``pad``, sweep with the template ``sweep``.
+    """Blocks ``first .. stop - 1`` of ``N x blocks``, each read from ``grid`` (Ng, P, rank),
+    planned and swept (:func:`_sample_block`).
 
     ``off``, ``wts``: the plan tables (``K`` rows of ``block`` points), the
     caller's scratch (arguments, so that LLVM knows that no store into one
-    changes another or the output: the loops vectorize).  A block's grid
-    slice is flat (``rank`` values per point), its input view starts at the
-    batch item and its output view at the block's first point.
+    changes another or the output: the loops vectorize).
     """
     P = grid.shape[1]
     nblk = (P + block - 1) // block
     gflat = grid.reshape(grid.size)
-    one, nanw = wconst[1], wconst[2]
     for task in range(first, stop):
         n = task // nblk
         p0 = (task - n * nblk) * block
         nb = min(block, P - p0)
         gn = 0 if grid.shape[0] == 1 else n
-        plan(gflat[(gn * P + p0) * rank:], nb, pad, axc, kc, sizes, strides, one, nanw, off,
-             wts)
-        sweep(xflat[n * xs_n:], xs_c, off, wts, nb, C, outflat[n * os_n + p0 * os_p:], os_c,
-              os_p, kind, azero)
+        _sample_block(gflat[(gn * P + p0) * rank:], n, p0, nb, xflat, xs_n, xs_c, sizes, strides,
+                      axc, kc, outflat, os_n, os_c, os_p, C, wconst, kind, azero, off, wts, plan,
+                      pad, sweep)
+
+
+@skeleton
+def run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, rank, plan, pad, sweep):
+    """:func:`run_blocks` for the grid of affine maps ``theta`` (Nt, rank, rank + 1), which
+    is never made whole: each block's points are made into ``coords`` (``rank x block``,
+    scratch like the plan tables) by :func:`gridsample._affine.affine_points` from the
+    output axes' base coordinates ``bases`` (sizes ``bsizes``, innermost first)."""
+    P = 1
+    for a in range(rank):
+        P *= bsizes[a]
+    nblk = (P + block - 1) // block
+    for task in range(first, stop):
+        n = task // nblk
+        p0 = (task - n * nblk) * block
+        nb = min(block, P - p0)
+        affine_points(theta, 0 if theta.shape[0] == 1 else n, bases, bsizes, p0, nb, rank,
+                      coords)
+        _sample_block(coords, n, p0, nb, xflat, xs_n, xs_c, sizes, strides, axc, kc, outflat,
+                      os_n, os_c, os_p, C, wconst, kind, azero, off, wts, plan, pad, sweep)
