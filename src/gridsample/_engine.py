@@ -95,10 +95,9 @@ def use_kernels(family: str):
         _family.reset(token)
 
 
-def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kind,
-                 table=VECTOR_ENTRIES):
-    """The vector entry of ``table`` for these arguments, or None where the general kernels
-    must run.
+def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kind, table=None):
+    """The vector entry of ``table`` (default: :data:`VECTOR_ENTRIES`) for these arguments,
+    or None where the general kernels must run.
 
     Cubic and 3-D linear keep per-axis weights in the weight dtype and
     multiply them in the sweep, which matches the general kernels' rounding
@@ -107,7 +106,7 @@ def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kin
     kernels run).
     """
     family = {KIND_F16: "f16", KIND_BF16: "bf16"}.get(kind, "native")
-    entry = table.get((rank, mode, pad, family))
+    entry = (VECTOR_ENTRIES if table is None else table).get((rank, mode, pad, family))
     if entry is None or not fits_int32(sizes, strides):
         return None
     if padding_of(pad).index and max(sizes) > _MAX_INDEX_PAD_SIZE:
