@@ -366,3 +366,29 @@ def test_reflection_with_a_period_beyond_the_vectorized_modulo(rng, monkeypatch,
         np.testing.assert_array_equal(
             gridsample.grid_sample(x, grid, mode, "reflection", **kw),
             general(monkeypatch, x, grid, mode, "reflection", **kw))
+
+
+@pytest.mark.parametrize("mode", VECTOR_MODES)
+def test_channel_groups(rng, monkeypatch, mode):
+    """Many large channels are swept a group at a time (``_engine.channel_groups``; the
+    thresholds lowered here so that small arrays are grouped): every group reads and writes
+    its own channels, with its own fill, on a strided channel axis and through
+    ``affine_warp``.  (Channel-last memory is grouped only where it is swept planar, at
+    most ``PLANAR_MAX_CHANNELS``: never more than one group.)"""
+    monkeypatch.setattr(_engine, "_GROUP_MIN_ITEM_BYTES", 0)
+    monkeypatch.setattr(_engine, "_GROUP_MIN_CHANNEL_BYTES", 0)
+    monkeypatch.setattr(_engine, "_GROUP_BYTES", 2)  # groups of max(4, 2) = 4 channels
+    assert _engine.channel_groups(10, 1) == [(0, 4), (4, 4), (8, 2)]
+    big = rng.standard_normal((2, 20, 9, 11)).astype(np.float32)
+    fill = np.arange(10, dtype=np.float32) + 0.5
+    grid = nasty_grid(rng, (2, 7, 8, 2), np.float32)
+    for x in (big[:, :10], big[:, ::2]):
+        for pad, kwargs in (("reflection", {}), ("constant", {"fill_value": fill})):
+            np.testing.assert_array_equal(gridsample.grid_sample(x, grid, mode, pad, **kwargs),
+                                          general(monkeypatch, x, grid, mode, pad, **kwargs))
+    theta = np.array([[[0.9, -0.3, 0.1], [0.4, 1.1, -0.2]]], np.float32)
+    x = big[:, :10]
+    with _engine.use_kernels("general"):
+        want = gridsample.affine_warp(x, theta, (6, 13), mode, "zeros")
+    np.testing.assert_array_equal(gridsample.affine_warp(x, theta, (6, 13), mode, "zeros"),
+                                  want)
