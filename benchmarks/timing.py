@@ -21,6 +21,14 @@ SLOW_SECONDS = 3.0
 #: waking up (measured: a 7 ms float16 warp took 12 ms after a pause).
 SETTLE_SECONDS = 0.05
 
+# PyTorch's OpenMP workers spin after each parallel region (batched inputs) and hold the
+# other core through whatever is timed next: gridsample measured 1.9-2.4 ms instead of
+# 1.0 ms right after torch on 4x1x192x160 cubic (Zen 4, 2 cores).  Passive waiting makes
+# them sleep at once (torch's own time was not slower: 0.73 ms against 1.2-1.4 ms while
+# spinning into the next call).  Set before torch is imported (libgomp reads it once);
+# a value the user set is kept.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 def interleaved_medians(runners: dict, repeats: int, settle: float = 0.0) -> dict:
     """Median seconds of each zero-argument callable in ``runners``.

@@ -564,7 +564,9 @@ def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, exact):
     inf = math.isinf(u)
     nan = (u != u) | (inf & (pad != PAD_ZEROS) & (pad != PAD_BORDER))
     if pad == PAD_ZEROS:
-        x = u if (u > zero - 3) & (u < high + 3) else far  # NaN and ±inf too
+        # 3 in the coordinates' type: with an int literal these compare in float64
+        c3 = ax[AXIS_ONE] + ax[AXIS_ONE] + ax[AXIS_ONE]
+        x = u if (u > zero - c3) & (u < high + c3) else far  # NaN and ±inf too
     else:
         x = zero if nan else u  # border keeps ±inf: its taps clip to the edge
     f = np.floor(x)
