@@ -24,7 +24,6 @@ import numpy as np
 from . import _grad_kernels as gk
 from ._dtypes import dtype_name, is_string
 from ._engine import (
-    GRADIENT_PAIRS_PER_BLOCK,
     PLANAR_MAX_CHANNELS,
     block_size,
     coordinates,
@@ -207,8 +206,7 @@ def _gradients(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
     grad_x = None
 
     def launch(G, Q, gxbuf, rows, with_x, with_grid):
-        block = block_size(-(-plan.out_points // Q), plan.batch, K, threads,
-                           GRADIENT_PAIRS_PER_BLOCK)
+        block = block_size(-(-plan.out_points // Q), plan.batch, K, threads)
         block = max(1, min(block, _MAX_SLOPES_PER_BLOCK // (K * r)))
         args = (G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid3, gflat, gs_n, gs_c,
                 gs_p, gxbuf, xw.size, rows, plan.channels, K, plan.kernel_mode,
@@ -236,7 +234,7 @@ def _gradients(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
         vector = scatter = None
     if vector is not None:
         # The branch-free grid-gradient kernels: blocks of points, one task each.
-        block = block_size(plan.out_points, plan.batch, K, threads, GRADIENT_PAIRS_PER_BLOCK)
+        block = block_size(plan.out_points, plan.batch, K, threads)
         tasks = plan.batch * -(-plan.out_points // block)
         run_shared(vector, tasks, (xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid3, gflat,
                                    gs_n, gs_c, gs_p, ggrid, plan.channels, block), threads)
@@ -246,8 +244,7 @@ def _gradients(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
     if want_x:
         gxbuf = np.zeros(Q * xw.size, dt)
         if scatter is not None:
-            block = block_size(-(-plan.out_points // Q), plan.batch, K, threads,
-                           GRADIENT_PAIRS_PER_BLOCK)
+            block = block_size(-(-plan.out_points // Q), plan.batch, K, threads)
             wconst = np.array([0.0, 1.0, np.nan], dt)
             run_shared(scatter, plan.batch * G * Q,
                        (gxbuf, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid3, gflat, gs_n,

@@ -120,13 +120,17 @@ def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kin
 # The vector kernels fold tap indices of the index paddings in floating point
 # (gridsample._vector._fold): exact for periods below 2**22 (float32).
 _MAX_INDEX_PAD_SIZE = 1 << 20
-# Target number of (offset, weight) pairs planned per block.  The forward sweeps every
-# channel of a block before planning the next: 2048 pairs (16 KiB of plan) leave room in
-# L1/L2 for the block's input and output lines of each channel (8x32x128² linear: 0.6-0.7x
-# the time of 4096 pairs, Zen 4, one and two threads; the other benchmark cases within
-# noise).  The gradients' blocks carry slopes too: they keep 4096 (no gain measured at 2048).
-FORWARD_PAIRS_PER_BLOCK = 2048
-GRADIENT_PAIRS_PER_BLOCK = 4096
+# Target number of (offset, weight) pairs planned per block: ~4096 pairs (48-64 KiB of
+# scratch) stays in L2 while the channels are swept (the general kernels' tap lists and
+# the gradients' plans).
+PAIRS_PER_BLOCK = 4096
+# The forward vector kernels' blocks are sized by their plan tables (``rows x block``
+# entries of an int32 offset and a weight): 2048 entries, 16 KiB, half of L1, leave room
+# for the lines of input and output each channel's sweep brings in.  Measured against
+# 4096 pairs (Zen 4, one and two threads): 2-D linear maps 8x32x128² 0.6-0.7x the time;
+# 2-D cubic (8 rows, 16 taps: the same block either way) and the 3-D cases within noise;
+# 2-D cubic at 2048 pairs (half the block) was 1.07-1.13x.
+PLAN_ENTRIES_PER_BLOCK = 2048
 _MIN_BLOCK = 16
 # Up to this many channels the planar sweep wins even on channel-last memory
 # (a few passes over cache lines the first pass brought in; no accumulator array).
@@ -153,12 +157,12 @@ def flat_view(a: np.ndarray, writeable: bool = False):
     return flat, strides
 
 
-def block_size(points: int, batch: int, taps_total: int, threads: int,
-               pairs: int = FORWARD_PAIRS_PER_BLOCK) -> int:
-    """Points per block: about ``pairs`` (offset, weight) pairs of ``taps_total`` taps
-    each, at least four blocks per thread, and a row length that spreads the plan tables'
-    rows over the L1 sets."""
-    block = max(_MIN_BLOCK, pairs // taps_total)
+def block_size(points: int, batch: int, per_point: int, threads: int,
+               budget: int = PAIRS_PER_BLOCK) -> int:
+    """Points per block: about ``budget`` entries of ``per_point`` each (tap pairs, or plan
+    table rows), at least four blocks per thread, and a row length that spreads the plan
+    tables' rows over the L1 sets."""
+    block = max(_MIN_BLOCK, budget // per_point)
     # Enough blocks for every thread (x4 for balance) even when N is small.
     wanted = 4 * threads
     per_item = -(-wanted // max(batch, 1))
@@ -314,10 +318,10 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
     def launch(grid3, xflat, outflat, batch, threads):
         grid3 = read_only(grid3)
         points = grid3.shape[1]
-        block = block_size(points, batch, K, threads)
-        tasks = batch * (-(-points // block))
         if vector is not None:
             rows = PLAN_ROWS[(r, plan.kernel_mode)]
+            block = block_size(points, batch, rows, threads, PLAN_ENTRIES_PER_BLOCK)
+            tasks = batch * (-(-points // block))
             tables = (((rows, block), np.int32), ((rows, block), plan.weight_dtype))
             for c0, count in channel_groups(plan.channels, channel_bytes):
                 args = (xflat[c0 * xs_c:], xs_n, xs_c, sizes, strides, axc, kc, grid3,
@@ -325,6 +329,8 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
                         outside[c0:c0 + count])
                 run_shared(vector, tasks, args, threads, tables)
         else:
+            block = block_size(points, batch, K, threads)
+            tasks = batch * (-(-points // block))
             args = (xflat, xs_n, xs_c, sizes, strides, axc, kc, grid3, outflat, os_n, os_c, os_p,
                     batch, plan.channels, K, plan.kernel_mode, plan.padding, block, interleaved,
                     wconst, conv.kind, azero)
@@ -339,8 +345,8 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
         theta, bases, bsizes = affine
         entry = vector_entry(r, plan.kernel_mode, vector_pad, plan.coord_dtype,
                              plan.weight_dtype, sizes, strides, conv.kind, AFFINE_ENTRIES)
-        block = block_size(plan.out_points, plan.batch, K, threads)
         rows = PLAN_ROWS[(r, plan.kernel_mode)]
+        block = block_size(plan.out_points, plan.batch, rows, threads, PLAN_ENTRIES_PER_BLOCK)
         scratch = (((rows, block), np.int32), ((rows, block), plan.weight_dtype),
                    ((r * block,), theta.dtype))
         for c0, count in channel_groups(plan.channels, channel_bytes):
