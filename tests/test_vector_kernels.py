@@ -9,6 +9,7 @@ equal and NaN as equal to NaN, so these comparisons are otherwise bit for bit.
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -392,3 +393,55 @@ def test_channel_groups(rng, monkeypatch, mode):
         want = gridsample.affine_warp(x, theta, (6, 13), mode, "zeros")
     np.testing.assert_array_equal(gridsample.affine_warp(x, theta, (6, 13), mode, "zeros"),
                                   want)
+
+
+def test_scattered_warps_are_told_apart(rng):
+    """``_engine.is_scattered``: a random grid's consecutive points lie far apart, a smooth
+    warp's (an affine map, in normalized or pixel units) close; NaN and ±inf steps are left
+    out, and a grid of NaN is not scattered (no warning either)."""
+    x = np.zeros((1, 2, 64, 80), np.float32)
+
+    def scattered(grid, units="normalized"):
+        plan = gridsample._plan.plan_forward(x, grid, "linear", "zeros", False, False,
+                                             grid_units=units)[0]
+        return _engine.is_scattered(plan, grid.reshape(grid.shape[0], -1, 2))
+
+    theta = np.array([[[0.9, -0.3, 0.1], [0.4, 1.1, -0.2]]], np.float32)
+    smooth = gridsample.affine_grid(theta, (1, 2, 50, 60))
+    assert not scattered(smooth)
+    wild = rng.uniform(-1, 1, (1, 50, 60, 2)).astype(np.float32)
+    assert scattered(wild)
+    pixels = (smooth + 1) * np.array([80, 64], np.float32) / 2 - 0.5
+    assert not scattered(np.ascontiguousarray(pixels), "pixels")
+    with_specials = wild.copy()
+    with_specials[0, 0, ::2] = np.nan
+    with_specials[0, 0, 1::3] = np.inf
+    assert scattered(with_specials)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not scattered(np.full((1, 5, 6, 2), np.nan, np.float32))
+
+
+@pytest.mark.parametrize("mode", VECTOR_MODES)
+def test_scattered_warps_sweep_a_channel_at_a_time(rng, monkeypatch, mode):
+    """A scattered warp over many large planes is swept in groups that fit in cache (the
+    thresholds lowered here): the same bits as the general kernels, with fills."""
+    monkeypatch.setattr(_engine, "_SCATTERED_ITEM_BYTES", 0)
+    monkeypatch.setattr(_engine, "_SCATTERED_GROUP_BYTES", 1)
+    monkeypatch.setattr(_engine, "_SCATTERED_STEP_PIXELS", 1.0)  # steps of a 9x11 input
+    assert _engine.channel_groups(3, 10, 5, True) == [(0, 1), (1, 1), (2, 1)]
+    x = rng.standard_normal((2, 3, 9, 11)).astype(np.float32)
+    grid = nasty_grid(rng, (2, 7, 8, 2), np.float32)
+    calls = []
+    real = _engine.channel_groups
+
+    def spy(*args):
+        calls.append(real(*args))
+        return calls[-1]
+
+    monkeypatch.setattr(_engine, "channel_groups", spy)
+    fill = np.array([0.5, -2.0, 7.0], np.float32)
+    for pad, kwargs in (("reflection", {}), ("constant", {"fill_value": fill})):
+        np.testing.assert_array_equal(gridsample.grid_sample(x, grid, mode, pad, **kwargs),
+                                      general(monkeypatch, x, grid, mode, pad, **kwargs))
+    assert calls and all(len(groups) == 3 for groups in calls)
