@@ -350,20 +350,25 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
     plane_bytes = x.itemsize * math.prod(plan.in_spatial)
     channel_bytes = plane_bytes + out.itemsize * plan.out_points
 
+    def run_vector(entry, source, xflat, outflat, points, batch, threads, scattered=False):
+        """A vector entry over ``batch`` items of ``points`` points whose coordinates come
+        from ``source`` (the grid, or affine maps), a group of channels at a time."""
+        rows = PLAN_ROWS[(r, plan.kernel_mode)]
+        block = block_size(points, batch, rows, threads, PLAN_ENTRIES_PER_BLOCK)
+        scratch = (((rows, block), np.int32), ((rows, block), plan.weight_dtype))
+        if len(source) > 1:  # affine maps: a row of coordinates per block as well
+            scratch += (((r * block,), source[0].dtype),)
+        for c0, count in channel_groups(plan.channels, channel_bytes, plane_bytes, scattered):
+            args = (xflat[c0 * xs_c:], xs_n, xs_c, sizes, strides, axc, kc, *source,
+                    outflat[c0 * os_c:], os_n, os_c, os_p, count, block, wconst, conv.kind,
+                    outside[c0:c0 + count])
+            run_shared(entry, batch * -(-points // block), args, threads, scratch)
+
     def launch(grid3, xflat, outflat, batch, threads, scattered=False):
         grid3 = read_only(grid3)
         points = grid3.shape[1]
         if vector is not None:
-            rows = PLAN_ROWS[(r, plan.kernel_mode)]
-            block = block_size(points, batch, rows, threads, PLAN_ENTRIES_PER_BLOCK)
-            tasks = batch * (-(-points // block))
-            tables = (((rows, block), np.int32), ((rows, block), plan.weight_dtype))
-            for c0, count in channel_groups(plan.channels, channel_bytes, plane_bytes,
-                                            scattered):
-                args = (xflat[c0 * xs_c:], xs_n, xs_c, sizes, strides, axc, kc, grid3,
-                        outflat[c0 * os_c:], os_n, os_c, os_p, count, block, wconst, conv.kind,
-                        outside[c0:c0 + count])
-                run_shared(vector, tasks, args, threads, tables)
+            run_vector(vector, (grid3,), xflat, outflat, points, batch, threads, scattered)
         else:
             block = block_size(points, batch, K, threads)
             tasks = batch * (-(-points // block))
@@ -378,18 +383,9 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
     if affine is not None and vector is not None:
         from ._affine_entries import AFFINE_ENTRIES  # compiled for affine_warp only
 
-        theta, bases, bsizes = affine
         entry = vector_entry(r, plan.kernel_mode, vector_pad, plan.coord_dtype,
                              plan.weight_dtype, sizes, strides, conv.kind, AFFINE_ENTRIES)
-        rows = PLAN_ROWS[(r, plan.kernel_mode)]
-        block = block_size(plan.out_points, plan.batch, rows, threads, PLAN_ENTRIES_PER_BLOCK)
-        scratch = (((rows, block), np.int32), ((rows, block), plan.weight_dtype),
-                   ((r * block,), theta.dtype))
-        for c0, count in channel_groups(plan.channels, channel_bytes):
-            args = (xflat[c0 * xs_c:], xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                    outflat[c0 * os_c:], os_n, os_c, os_p, count, block, wconst, conv.kind,
-                    outside[c0:c0 + count])
-            run_shared(entry, plan.batch * -(-plan.out_points // block), args, threads, scratch)
+        run_vector(entry, affine, xflat, outflat, plan.out_points, plan.batch, threads)
         return out
 
     if chunks is None:
