@@ -211,7 +211,7 @@ def channel_groups(channels: int, channel_bytes: int, plane_bytes: int = 0,
     ``plane_bytes``: its input bytes; ``scattered``: whether the warp is (see
     :func:`is_scattered`).
     """
-    if scattered and channels * plane_bytes > _SCATTERED_ITEM_BYTES:
+    if scattered and _planes_exceed_cache(channels, plane_bytes):
         group = max(1, _SCATTERED_GROUP_BYTES // plane_bytes)
     elif (channels * channel_bytes < _GROUP_MIN_ITEM_BYTES
             or channel_bytes < _GROUP_MIN_CHANNEL_BYTES):
@@ -219,6 +219,12 @@ def channel_groups(channels: int, channel_bytes: int, plane_bytes: int = 0,
     else:
         group = max(4, min(8, _GROUP_BYTES // channel_bytes))
     return [(c0, min(group, channels - c0)) for c0 in range(0, channels, group)]
+
+
+def _planes_exceed_cache(channels: int, plane_bytes: int) -> bool:
+    """Whether a batch item's input planes are too many for a scattered warp to sweep
+    together (where :func:`is_scattered` is worth asking)."""
+    return channels * plane_bytes > _SCATTERED_ITEM_BYTES
 
 
 def is_scattered(plan: ForwardPlan, grid3: np.ndarray) -> bool:
@@ -391,9 +397,8 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
     if chunks is None:
         grid3 = grid.reshape(plan.grid_batch, plan.out_points, r)
         if not (is_half(grid.dtype) or plan.displacement):
-            # Only where the channels' planes exceed what a scattered warp's group holds.
             scattered = (vector is not None
-                         and plan.channels * plane_bytes > _SCATTERED_ITEM_BYTES
+                         and _planes_exceed_cache(plan.channels, plane_bytes)
                          and is_scattered(plan, grid3))
             launch(np.ascontiguousarray(grid3), xflat, outflat, plan.batch, threads, scattered)
             return out

@@ -960,6 +960,16 @@ def sweep_nearest_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, az
 #: 3-D nearest sweeps exactly as 2-D: one tap, its offset already formed.
 sweep_nearest_3d = sweep_nearest_2d
 
+
+@skeleton
+def _block_of(task, nblk, block, P):
+    """Task ``task`` of ``N x nblk`` blocks of ``block`` of ``P`` points: its batch item,
+    first point and number of points."""
+    n = task // nblk
+    p0 = (task - n * nblk) * block
+    return n, p0, min(block, P - p0)
+
+
 @skeleton
 def _sample_block(points, n, p0, nb, xflat, xs_n, xs_c, sizes, strides, axc, kc, outflat, os_n,
                   os_c, os_p, C, wconst, kind, azero, off, wts, plan, pad, sweep):
@@ -986,9 +996,7 @@ def run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, ou
     nblk = (P + block - 1) // block
     gflat = grid.reshape(grid.size)
     for task in range(first, stop):
-        n = task // nblk
-        p0 = (task - n * nblk) * block
-        nb = min(block, P - p0)
+        n, p0, nb = _block_of(task, nblk, block, P)
         gn = 0 if grid.shape[0] == 1 else n
         _sample_block(gflat[(gn * P + p0) * rank:], n, p0, nb, xflat, xs_n, xs_c, sizes, strides,
                       axc, kc, outflat, os_n, os_c, os_p, C, wconst, kind, azero, off, wts, plan,
@@ -1008,9 +1016,7 @@ def run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, t
         P *= bsizes[a]
     nblk = (P + block - 1) // block
     for task in range(first, stop):
-        n = task // nblk
-        p0 = (task - n * nblk) * block
-        nb = min(block, P - p0)
+        n, p0, nb = _block_of(task, nblk, block, P)
         affine_points(theta, 0 if theta.shape[0] == 1 else n, bases, bsizes, p0, nb, rank,
                       coords)
         _sample_block(coords, n, p0, nb, xflat, xs_n, xs_c, sizes, strides, axc, kc, outflat,
