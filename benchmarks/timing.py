@@ -133,10 +133,34 @@ def machine_line() -> str:
         llvm_name = "?"
     isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE/other"
     line = f"CPU: {model} ({llvm_name}, {isa}, {os.cpu_count()} logical cores)"
-    # Code paths chosen for another CPU than the host's (the AVX2 paths on an AVX-512 machine).
-    emulated = [f"{k}={os.environ[k]}" for k in ("NUMBA_CPU_NAME", "ATEN_CPU_CAPABILITY")
-                if os.environ.get(k)]
-    return line + (f"; code paths: {', '.join(emulated)}" if emulated else "")
+    return line + "; " + numba_code_line()
+
+
+def numba_code_line() -> str:
+    """What Numba compiles for: the CPU name, the widest ISA its features allow and the
+    vector width gridsample's functions prefer, and any ISA forced on PyTorch.
+
+    The AVX2 code paths on an AVX-512 machine need both ``NUMBA_CPU_NAME`` (say ``haswell``
+    or ``znver3``) and ``NUMBA_CPU_FEATURES=""``: the name alone keeps the host's
+    features, and the code stays AVX-512.
+    """
+    import llvmlite.binding as llvm
+    from numba.core import config
+
+    from gridsample._target import target_features, target_has_avx512, vector_width
+
+    cpu = config.CPU_NAME or llvm.get_host_cpu_name()
+    if target_has_avx512():
+        isa = "AVX-512"
+    elif "+avx2" in target_features().split(","):
+        isa = "AVX2"
+    else:  # NUMBA_CPU_FEATURES="": the named CPU's own features
+        isa = f"{cpu}'s features"
+    width = vector_width()
+    line = f"Numba code: {cpu}, {isa}, vector width {width or 'LLVM default'}"
+    if os.environ.get("ATEN_CPU_CAPABILITY"):
+        line += f"; torch: ATEN_CPU_CAPABILITY={os.environ['ATEN_CPU_CAPABILITY']}"
+    return line
 
 
 def report(table: str, compile_line, markdown) -> None:

@@ -55,7 +55,10 @@ from numba.core.ir_utils import (
     resolve_func_from_module,
     simplify_CFG,
 )
+from numba.core.typed_passes import NativeLowering
 from numba.core.untyped_passes import InlineInlinables
+
+from ._target import TunedLowering
 
 __all__ = ["Compiler", "InlineSkeletons"]
 
@@ -275,11 +278,14 @@ class InlineSkeletons(FunctionPass):
 
 
 class Compiler(CompilerBase):
-    """Numba's nopython pipeline with :class:`InlineSkeletons` in place of its inliner."""
+    """Numba's nopython pipeline with :class:`InlineSkeletons` in place of its inliner and
+    :class:`gridsample._target.TunedLowering` in place of its lowering."""
 
     def define_pipelines(self):
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
-        pm.passes = [(InlineSkeletons, "inline skeletons, dead branches pruned first")
-                     if cls is InlineInlinables else (cls, text) for cls, text in pm.passes]
+        replace = {InlineInlinables: (InlineSkeletons, "inline skeletons, dead branches "
+                                                       "pruned first"),
+                   NativeLowering: (TunedLowering, "lowering with gridsample's vector width")}
+        pm.passes = [replace.get(cls, (cls, text)) for cls, text in pm.passes]
         pm.finalize()
         return [pm]

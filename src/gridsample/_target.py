@@ -1,0 +1,122 @@
+"""The vector width of gridsample's compiled code, chosen from the CPU Numba compiles for.
+
+LLVM's tuning for every Intel CPU with AVX-512 (Skylake-SP to Granite Rapids,
+Ice/Tiger/Rocket Lake) prefers 256-bit vectors: its loop vectorizer then
+fills ymm registers and gathers 8 lanes at a time, even though the CPU has
+zmm registers and 16-lane gathers.  Its tuning for AMD's Zen 4 and Zen 5 uses
+512 bits.  The kernels here are loops of gathers and selects that run
+faster at 512 bits on both makers' CPUs (docs/kernels.md, "Vector width"),
+so every function gridsample compiles carries LLVM's ``prefer-vector-width``
+attribute, set to 512 where Numba's target has AVX-512F -- only gridsample's
+functions: the user's own Numba code keeps LLVM's choice.
+
+``GRIDSAMPLE_VECTOR_WIDTH`` forces a width: ``256`` (LLVM's choice on Intel),
+``512``, or ``auto`` (the default).  The width is part of the compiled-code
+cache key (:func:`gridsample._jit.cache_key`).  It never changes results: no
+function is compiled with ``fastmath``, so vectors of any width compute the
+same operations in the same order.
+"""
+
+from __future__ import annotations
+
+import os
+
+from numba.core import lowering
+from numba.core.compiler_machinery import register_pass
+from numba.core.typed_passes import NativeLowering
+
+from ._errors import GridSampleError
+
+__all__ = ["vector_width", "target_features", "target_has_avx512", "TunedLowering"]
+
+#: Values ``GRIDSAMPLE_VECTOR_WIDTH`` may take.
+WIDTHS = ("auto", "256", "512")
+
+
+def target_features() -> str:
+    """The CPU features Numba compiles for: ``NUMBA_CPU_FEATURES`` if set, else the host's.
+
+    Setting only ``NUMBA_CPU_NAME`` keeps the host's features: on an AVX-512
+    machine ``NUMBA_CPU_NAME=haswell`` still emits AVX-512 code;
+    ``NUMBA_CPU_FEATURES=""`` beside it limits the code to that CPU's own
+    features (AVX2 for ``haswell`` or ``znver3``).
+    """
+    from numba.core import config
+
+    if config.CPU_FEATURES is not None:
+        return config.CPU_FEATURES
+    import llvmlite.binding as llvm
+
+    return llvm.get_host_cpu_features().flatten()
+
+
+def target_has_avx512() -> bool:
+    """Whether the code Numba compiles may use AVX-512F (its CPU name and features)."""
+    import llvmlite.binding as llvm
+    from numba.core import config
+
+    return _has_avx512(target_features(), config.CPU_NAME or llvm.get_host_cpu_name())
+
+
+def _has_avx512(features: str, cpu_name: str) -> bool:
+    """Whether code for ``cpu_name`` with ``features`` may use AVX-512F."""
+    flags = {f.strip() for f in features.split(",") if f.strip()}
+    if "+avx512f" in flags:
+        return True
+    if "-avx512f" in flags or features.strip():
+        return False
+    # Empty features: the CPU's own (LLVM's table); these names have AVX-512F.
+    return cpu_name.startswith(("skylake-avx512", "cascadelake", "cooperlake", "icelake",
+                                "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids",
+                                "graniterapids", "diamondrapids", "znver4", "znver5",
+                                "x86-64-v4", "cannonlake", "knl", "knm"))
+
+
+_width: int | None | bool = False  # False: not yet decided
+
+
+def vector_width() -> int | None:
+    """The ``prefer-vector-width`` gridsample's functions carry, or None (LLVM's own).
+
+    ``GRIDSAMPLE_VECTOR_WIDTH``: ``256`` or ``512`` force it; ``auto`` (the
+    default) gives 512 where Numba's target has AVX-512F, else None.  Read
+    once per process.
+    """
+    global _width
+    if _width is False:
+        value = os.environ.get("GRIDSAMPLE_VECTOR_WIDTH", "auto").strip().lower()
+        if value not in WIDTHS:
+            raise GridSampleError(f"GRIDSAMPLE_VECTOR_WIDTH={value!r} is not allowed: use one "
+                                  f"of {', '.join(WIDTHS)}")
+        if value != "auto":
+            _width = int(value)
+        else:
+            _width = 512 if target_has_avx512() else None
+    return _width
+
+
+class _TunedLower(lowering.Lower):
+    """Numba's lowering, then the width attribute on every function the module defines."""
+
+    def lower_normal_function(self, fndesc):
+        super().lower_normal_function(fndesc)
+        width = vector_width()
+        if width is None:
+            return
+        attribute = f'"prefer-vector-width"="{width}"'
+        for fn in self.module.functions:
+            if not fn.is_declaration:
+                # llvmlite's attribute set accepts only enum attributes by name; a string
+                # attribute is printed as given (set.add bypasses that check).
+                set.add(fn.attributes, attribute)
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class TunedLowering(NativeLowering):
+    """Numba's native lowering with :class:`_TunedLower` (the vector width attribute)."""
+
+    _name = "gridsample_native_lowering"
+
+    @property
+    def lowering_class(self):
+        return _TunedLower

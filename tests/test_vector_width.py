@@ -1,0 +1,130 @@
+"""The vector width of gridsample's compiled code (gridsample._target).
+
+LLVM prefers 256-bit vectors on Intel's AVX-512 CPUs; gridsample's functions
+carry ``prefer-vector-width`` 512 wherever Numba's target has AVX-512F, and
+``GRIDSAMPLE_VECTOR_WIDTH`` forces a width.  The width must never change a
+result: the same call at 256 and 512 bits gives the same bits.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numba
+import numpy as np
+import pytest
+
+import gridsample
+from gridsample import _jit, _target
+from gridsample._errors import GridSampleError
+from gridsample._inline import Compiler
+
+
+@pytest.fixture
+def fresh_width(monkeypatch):
+    """Let :func:`_target.vector_width` read the environment again, then restore it."""
+    monkeypatch.setattr(_target, "_width", False)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("value, expected", [("256", 256), ("512", 512), (" 512 ", 512)])
+def test_the_environment_forces_a_width(fresh_width, value, expected):
+    fresh_width.setenv("GRIDSAMPLE_VECTOR_WIDTH", value)
+    assert _target.vector_width() == expected
+
+
+def test_auto_follows_the_targets_avx512(fresh_width):
+    fresh_width.setenv("GRIDSAMPLE_VECTOR_WIDTH", "auto")
+    assert _target.vector_width() == (512 if _target.target_has_avx512() else None)
+
+
+@pytest.mark.parametrize("value", ["128", "wide", "1024", "5l2"])
+def test_a_bad_width_names_the_variable(fresh_width, value):
+    fresh_width.setenv("GRIDSAMPLE_VECTOR_WIDTH", value)
+    with pytest.raises(GridSampleError, match=r"GRIDSAMPLE_VECTOR_WIDTH=.*auto, 256, 512"):
+        _target.vector_width()
+
+
+@pytest.mark.parametrize("features, cpu, expected", [
+    ("+avx2,+fma,+avx512f,+avx512bw", "rocketlake", True),
+    ("+avx2,+fma,-avx512f", "sapphirerapids", False),  # the name alone does not count
+    ("+avx2,+fma", "znver3", False),
+    ("+sse4.2,+avx2", "skylake-avx512", False),  # features given: they decide
+    ("", "haswell", False),  # NUMBA_CPU_FEATURES="": the CPU's own features
+    ("", "znver3", False),
+    ("", "znver4", True),
+    ("", "icelake-server", True),
+])
+def test_avx512_is_read_from_the_features_numba_compiles_for(features, cpu, expected):
+    assert _target._has_avx512(features, cpu) is expected
+
+
+def _attribute_in_ir(width):
+    def body(a):
+        s = a[0]
+        for i in range(1, a.size):
+            s += a[i]
+        return s
+
+    f = numba.njit(pipeline_class=Compiler)(body)  # not cached: its IR can be read
+    f(np.ones(4, np.float32))
+    return f.inspect_llvm(f.signatures[0])
+
+
+def test_compiled_functions_carry_the_width(fresh_width):
+    fresh_width.setenv("GRIDSAMPLE_VECTOR_WIDTH", "512")
+    assert '"prefer-vector-width"="512"' in _attribute_in_ir(512)
+    fresh_width.setattr(_target, "_width", None)  # auto on a CPU without AVX-512
+    assert "prefer-vector-width" not in _attribute_in_ir(None)
+
+
+def test_the_cache_key_covers_the_width(fresh_width):
+    keys = set()
+    for value in ("256", "512"):
+        fresh_width.setenv("GRIDSAMPLE_VECTOR_WIDTH", value)
+        fresh_width.setattr(_target, "_width", False)
+        fresh_width.setattr(_jit, "_key", None)
+        keys.add(_jit.cache_key())
+    assert len(keys) == 2
+
+
+_SAMPLE = """
+import sys, numpy as np, gridsample
+from gridsample._engine import use_kernels
+rng = np.random.default_rng(7)
+x = rng.standard_normal((2, 3, 23, 31)).astype(np.float32)
+g = (rng.uniform(-1.3, 1.3, (2, 17, 19, 2))).astype(np.float32)
+g[0, 0, :4, 0] = [np.nan, np.inf, -np.inf, 1e30]
+outs = []
+with use_kernels("vector"):
+    for mode, pad in [("linear", "reflection"), ("cubic", "zeros"), ("nearest", "border")]:
+        outs.append(gridsample.grid_sample(x, g, mode, pad))
+sys.stdout.buffer.write(np.concatenate([o.ravel() for o in outs]).tobytes())
+"""
+
+
+@pytest.mark.xdist_group("vector_width")
+def test_results_do_not_depend_on_the_width(tmp_path):
+    """The same vector kernels compiled at 256 and at 512 bits give the same bits."""
+    runs = []
+    for width in ("256", "512"):
+        env = dict(os.environ, GRIDSAMPLE_VECTOR_WIDTH=width,
+                   GRIDSAMPLE_CACHE_DIR=str(tmp_path / width))
+        proc = subprocess.run([sys.executable, "-c", _SAMPLE], env=env, capture_output=True,
+                              timeout=900)
+        assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+        runs.append(np.frombuffer(proc.stdout, np.float32))
+    assert runs[0].size == 2 * 3 * 17 * 19 * 3
+    np.testing.assert_array_equal(runs[0].view(np.uint32), runs[1].view(np.uint32))
+    # and both are what this process computes on the general kernels (equal values, NaN
+    # where they have NaN: the two families may give a NaN point a NaN of either sign)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 3, 23, 31)).astype(np.float32)
+    g = (rng.uniform(-1.3, 1.3, (2, 17, 19, 2))).astype(np.float32)
+    g[0, 0, :4, 0] = [np.nan, np.inf, -np.inf, 1e30]
+    ours = np.concatenate([gridsample.grid_sample(x, g, m, p).ravel() for m, p in
+                           [("linear", "reflection"), ("cubic", "zeros"),
+                            ("nearest", "border")]])
+    np.testing.assert_array_equal(runs[0], ours)
