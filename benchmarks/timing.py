@@ -147,7 +147,7 @@ def numba_code_line() -> str:
     import llvmlite.binding as llvm
     from numba.core import config
 
-    from gridsample._target import target_features, target_has_avx512, vector_width
+    from gridsample._target import target_features, target_has_avx512, tune_cpu, vector_width
 
     cpu = config.CPU_NAME or llvm.get_host_cpu_name()
     if target_has_avx512():
@@ -156,8 +156,10 @@ def numba_code_line() -> str:
         isa = "AVX2"
     else:  # NUMBA_CPU_FEATURES="": the named CPU's own features
         isa = f"{cpu}'s features"
-    width = vector_width()
+    width, tune = vector_width(), tune_cpu()
     line = f"Numba code: {cpu}, {isa}, vector width {width or 'LLVM default'}"
+    if tune:
+        line += f", tuned for {tune}"
     if os.environ.get("ATEN_CPU_CAPABILITY"):
         line += f"; torch: ATEN_CPU_CAPABILITY={os.environ['ATEN_CPU_CAPABILITY']}"
     return line

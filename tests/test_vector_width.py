@@ -24,8 +24,10 @@ from gridsample._inline import Compiler
 
 @pytest.fixture
 def fresh_width(monkeypatch):
-    """Let :func:`_target.vector_width` read the environment again, then restore it."""
+    """Let :func:`_target.vector_width` and :func:`_target.tune_cpu` read the environment
+    again, then restore them."""
     monkeypatch.setattr(_target, "_width", False)
+    monkeypatch.setattr(_target, "_tune", False)
     return monkeypatch
 
 
@@ -75,19 +77,36 @@ def _attribute_in_ir(width):
 
 def test_compiled_functions_carry_the_width(fresh_width):
     fresh_width.setenv("GRIDSAMPLE_VECTOR_WIDTH", "512")
-    assert '"prefer-vector-width"="512"' in _attribute_in_ir(512)
+    fresh_width.delenv("GRIDSAMPLE_TUNE_CPU", raising=False)
+    ir = _attribute_in_ir(512)
+    assert '"prefer-vector-width"="512"' in ir and "tune-cpu" not in ir
     fresh_width.setattr(_target, "_width", None)  # auto on a CPU without AVX-512
     assert "prefer-vector-width" not in _attribute_in_ir(None)
 
 
-def test_the_cache_key_covers_the_width(fresh_width):
+def test_the_tuning_is_set_only_when_asked(fresh_width):
+    fresh_width.setenv("GRIDSAMPLE_TUNE_CPU", "Skylake")
+    assert _target.tune_cpu() == "skylake"
+    assert '"tune-cpu"="skylake"' in _attribute_in_ir(None)
+
+
+@pytest.mark.parametrize("value", ["sky lake", "x" * 60, "znver3;rm", "3dnow"])
+def test_a_bad_tuning_names_the_variable(fresh_width, value):
+    fresh_width.setenv("GRIDSAMPLE_TUNE_CPU", value)
+    with pytest.raises(GridSampleError, match="GRIDSAMPLE_TUNE_CPU=.*LLVM CPU name"):
+        _target.tune_cpu()
+
+
+def test_the_cache_key_covers_the_width_and_the_tuning(fresh_width):
     keys = set()
-    for value in ("256", "512"):
-        fresh_width.setenv("GRIDSAMPLE_VECTOR_WIDTH", value)
+    for width, tune in (("256", ""), ("512", ""), ("512", "skylake")):
+        fresh_width.setenv("GRIDSAMPLE_VECTOR_WIDTH", width)
+        fresh_width.setenv("GRIDSAMPLE_TUNE_CPU", tune)
         fresh_width.setattr(_target, "_width", False)
+        fresh_width.setattr(_target, "_tune", False)
         fresh_width.setattr(_jit, "_key", None)
         keys.add(_jit.cache_key())
-    assert len(keys) == 2
+    assert len(keys) == 3
 
 
 _SAMPLE = """

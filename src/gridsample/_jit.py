@@ -39,7 +39,7 @@ import numba.core.dispatcher
 import numpy as np
 from numba.core import caching
 
-from ._target import vector_width
+from ._target import tune_cpu, vector_width
 
 
 def _pipeline() -> dict:
@@ -84,14 +84,15 @@ def cache_key() -> str:
     """16 hex digits naming this build of the kernels.
 
     A SHA-256 of every kernel source file (name and text), of Numba's,
-    llvmlite's and Python's versions and of the vector width
-    (:func:`gridsample._target.vector_width`).  Computed once per process (~2 ms).
+    llvmlite's and Python's versions and of the vector width and tuning
+    (:func:`gridsample._target.vector_width`, :func:`~gridsample._target.tune_cpu`).
+    Computed once per process (~2 ms).
     """
     global _key
     if _key is None:
         h = hashlib.sha256()
         h.update(f"{numba.__version__}|{llvmlite.__version__}|{sys.version}".encode())
-        h.update(f"|width={vector_width()}".encode())
+        h.update(f"|width={vector_width()}|tune={tune_cpu()}".encode())
         for path in kernel_source_files():
             h.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0")
             h.update(path.read_bytes() + b"\0")

@@ -1,11 +1,11 @@
-"""The vector width of gridsample's compiled code, chosen from the CPU Numba compiles for.
+"""The vector width (and tuning) of gridsample's compiled code, from the CPU Numba compiles for.
 
 LLVM's tuning for every Intel CPU with AVX-512 (Skylake-SP to Granite Rapids,
 Ice/Tiger/Rocket Lake) prefers 256-bit vectors: its loop vectorizer then
 fills ymm registers and gathers 8 lanes at a time, even though the CPU has
 zmm registers and 16-lane gathers.  Its tuning for AMD's Zen 4 and Zen 5 uses
 512 bits.  The kernels here are loops of gathers and selects that run
-faster at 512 bits on both makers' CPUs (docs/kernels.md, "Vector width"),
+faster at 512 bits on both makers' CPUs (docs/kernels.md, "Vector width and tuning"),
 so every function gridsample compiles carries LLVM's ``prefer-vector-width``
 attribute, set to 512 where Numba's target has AVX-512F -- only gridsample's
 functions: the user's own Numba code keeps LLVM's choice.
@@ -14,12 +14,14 @@ functions: the user's own Numba code keeps LLVM's choice.
 ``512``, or ``auto`` (the default).  The width is part of the compiled-code
 cache key (:func:`gridsample._jit.cache_key`).  It never changes results: no
 function is compiled with ``fastmath``, so vectors of any width compute the
-same operations in the same order.
+same operations in the same order.  ``GRIDSAMPLE_TUNE_CPU`` (:func:`tune_cpu`)
+sets LLVM's tuning for them the same way.
 """
 
 from __future__ import annotations
 
 import os
+import re
 
 from numba.core import lowering
 from numba.core.compiler_machinery import register_pass
@@ -27,7 +29,7 @@ from numba.core.typed_passes import NativeLowering
 
 from ._errors import GridSampleError
 
-__all__ = ["vector_width", "target_features", "target_has_avx512", "TunedLowering"]
+__all__ = ["vector_width", "tune_cpu", "target_features", "target_has_avx512", "TunedLowering"]
 
 #: Values ``GRIDSAMPLE_VECTOR_WIDTH`` may take.
 WIDTHS = ("auto", "256", "512")
@@ -95,20 +97,45 @@ def vector_width() -> int | None:
     return _width
 
 
+_tune: str | None | bool = False
+
+
+def tune_cpu() -> str | None:
+    """The CPU LLVM tunes gridsample's functions for: ``GRIDSAMPLE_TUNE_CPU``, else None.
+
+    None keeps the tuning of the CPU Numba compiles for.  Another name (an LLVM CPU name,
+    such as ``skylake``) changes the cost model -- which loops LLVM vectorizes and how --
+    never the instructions allowed.  LLVM's tuning for AMD Zen 1-3 (``znver1`` ... ``znver3``)
+    and Haswell rates AVX2 gathers as slow: the 2-D and 3-D cubic sweeps, 16 or 64 gathers a
+    point, are then compiled as scalar loads (docs/kernels.md, "Vector width and tuning").
+    Not chosen by default: it is measured on Intel only (read once per process).
+    """
+    global _tune
+    if _tune is False:
+        value = os.environ.get("GRIDSAMPLE_TUNE_CPU", "").strip().lower()
+        if value and not re.fullmatch(r"[a-z][a-z0-9_.-]{1,39}", value):
+            raise GridSampleError(f"GRIDSAMPLE_TUNE_CPU={value!r} is not allowed: give an "
+                                  "LLVM CPU name such as skylake or znver3, or leave it unset")
+        _tune = value or None
+    return _tune
+
+
 class _TunedLower(lowering.Lower):
-    """Numba's lowering, then the width attribute on every function the module defines."""
+    """Numba's lowering, then the width (and tuning) attributes on every function the
+    module defines."""
 
     def lower_normal_function(self, fndesc):
         super().lower_normal_function(fndesc)
-        width = vector_width()
-        if width is None:
-            return
-        attribute = f'"prefer-vector-width"="{width}"'
+        width, tune = vector_width(), tune_cpu()
+        attributes = [] if width is None else [f'"prefer-vector-width"="{width}"']
+        if tune is not None:
+            attributes.append(f'"tune-cpu"="{tune}"')
         for fn in self.module.functions:
             if not fn.is_declaration:
                 # llvmlite's attribute set accepts only enum attributes by name; a string
                 # attribute is printed as given (set.add bypasses that check).
-                set.add(fn.attributes, attribute)
+                for attribute in attributes:
+                    set.add(fn.attributes, attribute)
 
 
 @register_pass(mutates_CFG=True, analysis_only=False)
