@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import math
 import os
 from collections.abc import Callable
@@ -151,6 +152,11 @@ def flat_view(a: np.ndarray, writeable: bool = False):
     if any(s < 0 or s % item for s in a.strides):
         a = np.ascontiguousarray(a)
     strides = tuple(s // item for s in a.strides)
+    if a.flags.c_contiguous:  # the common case, without as_strided's cost (~5 us a call)
+        flat = a.reshape(-1)
+        if not writeable:
+            flat.flags.writeable = False
+        return flat, strides
     span = 1 + sum((n - 1) * s for n, s in zip(a.shape, strides))
     flat = np.lib.stride_tricks.as_strided(a, shape=(span,), strides=(item,),
                                            writeable=writeable)
@@ -254,12 +260,21 @@ def kernel_constants(plan: ForwardPlan, coord_dtype, weight_dtype) -> tuple:
     each side (``plan.spline_pad``) is described by its unpadded size and
     the offset ``P`` (:func:`gridsample._taps.axis_constants`).
     """
-    sizes = plan.in_spatial[::-1]
-    offsets = plan.spline_pad or (0,) * plan.rank
-    axc = np.stack([axis_constants(int(s) - 2 * o, plan.align_corners, coord_dtype, pad=p,
-                                   pixels=plan.pixels, offset=o)
-                    for s, p, o in zip(sizes, plan.axis_paddings, offsets)])
-    return axc, np.array(weight_constants(plan.mode, plan.cubic_a), weight_dtype)
+    return _constants(tuple(plan.in_spatial[::-1]), bool(plan.align_corners),
+                      tuple(plan.axis_paddings), tuple(plan.spline_pad or (0,) * plan.rank),
+                      bool(plan.pixels), np.dtype(coord_dtype), np.dtype(weight_dtype),
+                      plan.mode, plan.cubic_a)
+
+
+@functools.lru_cache(maxsize=256)
+def _constants(sizes, align_corners, paddings, offsets, pixels, coord_dtype, weight_dtype,
+               mode, cubic_a) -> tuple:
+    """:func:`kernel_constants` from hashable parts, kept for the next call with the same
+    (the kernels only read them; a small call spent ~10 us making them)."""
+    axc = np.stack([axis_constants(int(s) - 2 * o, align_corners, coord_dtype, pad=p,
+                                   pixels=pixels, offset=o)
+                    for s, p, o in zip(sizes, paddings, offsets)])
+    return axc, np.array(weight_constants(mode, cubic_a), weight_dtype)
 
 
 def coordinates(plan: ForwardPlan, grid3: np.ndarray, p0: int, dtype) -> np.ndarray:
