@@ -116,17 +116,21 @@ rng = np.random.default_rng(7)
 x = rng.standard_normal((2, 3, 23, 31)).astype(np.float32)
 g = (rng.uniform(-1.3, 1.3, (2, 17, 19, 2))).astype(np.float32)
 g[0, 0, :4, 0] = [np.nan, np.inf, -np.inf, 1e30]
+dy = rng.standard_normal((2, 3, 17, 19)).astype(np.float32)
 outs = []
 with use_kernels("vector"):
     for mode, pad in [("linear", "reflection"), ("cubic", "zeros"), ("nearest", "border")]:
         outs.append(gridsample.grid_sample(x, g, mode, pad))
+    outs.extend(gridsample.grid_sample_backward(dy, x, g, "cubic", "border"))
 sys.stdout.buffer.write(np.concatenate([o.ravel() for o in outs]).tobytes())
 """
 
 
 @pytest.mark.xdist_group("vector_width")
 def test_results_do_not_depend_on_the_width(tmp_path):
-    """The same vector kernels compiled at 256 and at 512 bits give the same bits."""
+    """The same vector kernels (forward, and the gradients) compiled at 256 and at 512 bits
+    give the same bits."""
+    x_size, g_size = 2 * 3 * 23 * 31, 2 * 17 * 19 * 2
     runs = []
     for width in ("256", "512"):
         env = dict(os.environ, GRIDSAMPLE_VECTOR_WIDTH=width,
@@ -135,7 +139,7 @@ def test_results_do_not_depend_on_the_width(tmp_path):
                               timeout=900)
         assert proc.returncode == 0, proc.stderr.decode()[-3000:]
         runs.append(np.frombuffer(proc.stdout, np.float32))
-    assert runs[0].size == 2 * 3 * 17 * 19 * 3
+    assert runs[0].size == 2 * 3 * 17 * 19 * 3 + x_size + g_size
     np.testing.assert_array_equal(runs[0].view(np.uint32), runs[1].view(np.uint32))
     # and both are what this process computes on the general kernels (equal values, NaN
     # where they have NaN: the two families may give a NaN point a NaN of either sign)
@@ -143,7 +147,10 @@ def test_results_do_not_depend_on_the_width(tmp_path):
     x = rng.standard_normal((2, 3, 23, 31)).astype(np.float32)
     g = (rng.uniform(-1.3, 1.3, (2, 17, 19, 2))).astype(np.float32)
     g[0, 0, :4, 0] = [np.nan, np.inf, -np.inf, 1e30]
+    dy = rng.standard_normal((2, 3, 17, 19)).astype(np.float32)
     ours = np.concatenate([gridsample.grid_sample(x, g, m, p).ravel() for m, p in
                            [("linear", "reflection"), ("cubic", "zeros"),
-                            ("nearest", "border")]])
+                            ("nearest", "border")]]
+                          + [a.ravel() for a in gridsample.grid_sample_backward(
+                              dy, x, g, "cubic", "border")])
     np.testing.assert_array_equal(runs[0], ours)
