@@ -147,16 +147,18 @@ def numba_code_line() -> str:
     import llvmlite.binding as llvm
     from numba.core import config
 
-    from gridsample._target import target_features, target_has_avx512, tune_cpu, vector_width
+    from gridsample._jit import code_attributes
+    from gridsample._target import target_features, target_has_avx512
 
     cpu = config.CPU_NAME or llvm.get_host_cpu_name()
+    features = target_features()
     if target_has_avx512():
         isa = "AVX-512"
-    elif "+avx2" in target_features().split(","):
+    elif "+avx2" in features.split(","):
         isa = "AVX2"
-    else:  # NUMBA_CPU_FEATURES="": the named CPU's own features
-        isa = f"{cpu}'s features"
-    width, tune = vector_width(), tune_cpu()
+    else:
+        isa = f"{cpu}'s own features" if not features else f"{cpu} with NUMBA_CPU_FEATURES"
+    width, tune = code_attributes()
     line = f"Numba code: {cpu}, {isa}, vector width {width or 'LLVM default'}"
     if tune:
         line += f", tuned for {tune}"

@@ -445,3 +445,27 @@ def test_scattered_warps_sweep_a_channel_at_a_time(rng, monkeypatch, mode):
         np.testing.assert_array_equal(gridsample.grid_sample(x, grid, mode, pad, **kwargs),
                                       general(monkeypatch, x, grid, mode, pad, **kwargs))
     assert calls and all(len(groups) == 3 for groups in calls)
+
+
+@pytest.mark.parametrize("mode, padding", [("linear", "reflection"), ("cubic", "mirror"),
+                                           ("nearest", "wrap")])
+def test_kernel_constants_are_shared_and_never_written(rng, mode, padding):
+    """The per-axis and weight constants are kept between calls (one pair per plan shape):
+    no call may write into them."""
+    from gridsample._engine import kernel_constants
+    from gridsample._plan import plan_forward
+
+    x = rng.standard_normal((2, 3, 9, 11)).astype(np.float32)
+    grid = rng.uniform(-1.5, 1.5, (2, 5, 7, 2)).astype(np.float32)
+    plan, _, _ = plan_forward(x, grid, mode, padding, False, False)
+    axc, kc = kernel_constants(plan, plan.coord_dtype, plan.weight_dtype)
+    before = axc.copy(), kc.copy()
+    for family in ("vector", "general"):
+        with _engine.use_kernels(family):
+            gridsample.grid_sample(x, grid, mode, padding)
+            gridsample.grid_sample_backward(np.ones((2, 3, 5, 7), np.float32), x, grid, mode,
+                                            padding)
+    again = kernel_constants(plan, plan.coord_dtype, plan.weight_dtype)
+    assert again[0] is axc and again[1] is kc
+    np.testing.assert_array_equal(axc, before[0])
+    np.testing.assert_array_equal(kc, before[1])

@@ -21,6 +21,8 @@ from gridsample import _jit, _target
 from gridsample._errors import GridSampleError
 from gridsample._inline import Compiler
 
+pytestmark = pytest.mark.skipif(numba.config.DISABLE_JIT, reason="compiles with Numba")
+
 
 @pytest.fixture
 def fresh_width(monkeypatch):
@@ -37,9 +39,11 @@ def test_the_environment_forces_a_width(fresh_width, value, expected):
     assert _target.vector_width() == expected
 
 
-def test_auto_follows_the_targets_avx512(fresh_width):
+@pytest.mark.parametrize("avx512, expected", [(True, 512), (False, None)])
+def test_auto_gives_512_bits_where_the_target_has_avx512(fresh_width, avx512, expected):
     fresh_width.setenv("GRIDSAMPLE_VECTOR_WIDTH", "auto")
-    assert _target.vector_width() == (512 if _target.target_has_avx512() else None)
+    fresh_width.setattr(_target, "target_has_avx512", lambda: avx512)
+    assert _target.vector_width() == expected
 
 
 @pytest.mark.parametrize("value", ["128", "wide", "1024", "5l2"])
@@ -51,9 +55,11 @@ def test_a_bad_width_names_the_variable(fresh_width, value):
 
 @pytest.mark.parametrize("features, cpu, expected", [
     ("+avx2,+fma,+avx512f,+avx512bw", "rocketlake", True),
-    ("+avx2,+fma,-avx512f", "sapphirerapids", False),  # the name alone does not count
+    ("+avx2,+fma,-avx512f", "sapphirerapids", False),  # removed from the CPU's own
+    ("+avx2,+fma,-avx512f", "haswell", False),
     ("+avx2,+fma", "znver3", False),
-    ("+sse4.2,+avx2", "skylake-avx512", False),  # features given: they decide
+    ("+avx512f", "haswell", True),  # added to the CPU's own
+    ("+sse4.2,+avx2", "skylake-avx512", True),  # the CPU's own AVX-512 stays
     ("", "haswell", False),  # NUMBA_CPU_FEATURES="": the CPU's own features
     ("", "znver3", False),
     ("", "znver4", True),
@@ -63,7 +69,7 @@ def test_avx512_is_read_from_the_features_numba_compiles_for(features, cpu, expe
     assert _target._has_avx512(features, cpu) is expected
 
 
-def _attribute_in_ir(width):
+def _function_ir():
     def body(a):
         s = a[0]
         for i in range(1, a.size):
@@ -78,16 +84,16 @@ def _attribute_in_ir(width):
 def test_compiled_functions_carry_the_width(fresh_width):
     fresh_width.setenv("GRIDSAMPLE_VECTOR_WIDTH", "512")
     fresh_width.delenv("GRIDSAMPLE_TUNE_CPU", raising=False)
-    ir = _attribute_in_ir(512)
+    ir = _function_ir()
     assert '"prefer-vector-width"="512"' in ir and "tune-cpu" not in ir
     fresh_width.setattr(_target, "_width", None)  # auto on a CPU without AVX-512
-    assert "prefer-vector-width" not in _attribute_in_ir(None)
+    assert "prefer-vector-width" not in _function_ir()
 
 
 def test_the_tuning_is_set_only_when_asked(fresh_width):
     fresh_width.setenv("GRIDSAMPLE_TUNE_CPU", "Skylake")
     assert _target.tune_cpu() == "skylake"
-    assert '"tune-cpu"="skylake"' in _attribute_in_ir(None)
+    assert '"tune-cpu"="skylake"' in _function_ir()
 
 
 @pytest.mark.parametrize("value", ["sky lake", "x" * 60, "znver3;rm", "3dnow"])

@@ -31,7 +31,7 @@ from __future__ import annotations
 import copy
 import operator
 
-from numba.core import ir, ir_utils, postproc
+from numba.core import ir, ir_utils, lowering, postproc
 from numba.core.analysis import compute_cfg_from_blocks, dead_branch_prune
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import FunctionPass, PassManager, register_pass
@@ -58,7 +58,7 @@ from numba.core.ir_utils import (
 from numba.core.typed_passes import NativeLowering
 from numba.core.untyped_passes import InlineInlinables
 
-from ._target import TunedLowering
+from ._target import function_attributes
 
 __all__ = ["Compiler", "InlineSkeletons"]
 
@@ -277,9 +277,36 @@ class InlineSkeletons(FunctionPass):
         return True
 
 
+class _TunedLower(lowering.Lower):
+    """Numba's lowering, then gridsample's attributes (:func:`gridsample._target.
+    function_attributes`: the vector width, the tuning) on every function the module
+    defines."""
+
+    def lower_normal_function(self, fndesc):
+        super().lower_normal_function(fndesc)
+        attributes = function_attributes()
+        for fn in self.module.functions:
+            if not fn.is_declaration:
+                # llvmlite's attribute set accepts only enum attributes by name; a string
+                # attribute is printed into the IR as given (set.add bypasses that check).
+                for attribute in attributes:
+                    set.add(fn.attributes, attribute)
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class TunedLowering(NativeLowering):
+    """Numba's native lowering with :class:`_TunedLower`."""
+
+    _name = "gridsample_native_lowering"
+
+    @property
+    def lowering_class(self):
+        return _TunedLower
+
+
 class Compiler(CompilerBase):
     """Numba's nopython pipeline with :class:`InlineSkeletons` in place of its inliner and
-    :class:`gridsample._target.TunedLowering` in place of its lowering."""
+    :class:`TunedLowering` in place of its lowering."""
 
     def define_pipelines(self):
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)

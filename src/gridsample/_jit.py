@@ -56,9 +56,20 @@ def _pipeline() -> dict:
 
 
 __all__ = ["function", "helper", "skeleton", "cache_root", "cache_key", "cache_dir", "NOALIAS",
+           "TUNED", "code_attributes",
            "kernel_source_files", "compiled_functions", "read_only"]
 
-_COMMON = dict(nogil=True, error_model="numpy", **_pipeline())
+_PIPELINE = _pipeline()
+_COMMON = dict(nogil=True, error_model="numpy", **_PIPELINE)
+
+#: Whether compiled functions carry gridsample's LLVM attributes (its own pipeline is in use).
+TUNED = bool(_PIPELINE)
+
+
+def code_attributes() -> tuple:
+    """The vector width and tuning gridsample's compiled code has, ``(None, None)`` for
+    LLVM's own (:mod:`gridsample._target`; none where Numba's own pipeline compiles)."""
+    return (vector_width(), tune_cpu()) if TUNED else (None, None)
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -92,7 +103,8 @@ def cache_key() -> str:
     if _key is None:
         h = hashlib.sha256()
         h.update(f"{numba.__version__}|{llvmlite.__version__}|{sys.version}".encode())
-        h.update(f"|width={vector_width()}|tune={tune_cpu()}".encode())
+        width, tune = code_attributes()
+        h.update(f"|width={width}|tune={tune}".encode())
         for path in kernel_source_files():
             h.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0")
             h.update(path.read_bytes() + b"\0")

@@ -4,18 +4,20 @@ LLVM's tuning for every Intel CPU with AVX-512 (Skylake-SP to Granite Rapids,
 Ice/Tiger/Rocket Lake) prefers 256-bit vectors: its loop vectorizer then
 fills ymm registers and gathers 8 lanes at a time, even though the CPU has
 zmm registers and 16-lane gathers.  Its tuning for AMD's Zen 4 and Zen 5 uses
-512 bits.  The kernels here are loops of gathers and selects that run
-faster at 512 bits on both makers' CPUs (docs/kernels.md, "Vector width and tuning"),
+512 bits.  The kernels here are loops of gathers and selects, and nearly all of
+them run faster at 512 bits (docs/kernels.md, "Vector width and tuning"),
 so every function gridsample compiles carries LLVM's ``prefer-vector-width``
 attribute, set to 512 where Numba's target has AVX-512F -- only gridsample's
 functions: the user's own Numba code keeps LLVM's choice.
 
 ``GRIDSAMPLE_VECTOR_WIDTH`` forces a width: ``256`` (LLVM's choice on Intel),
-``512``, or ``auto`` (the default).  The width is part of the compiled-code
-cache key (:func:`gridsample._jit.cache_key`).  It never changes results: no
-function is compiled with ``fastmath``, so vectors of any width compute the
-same operations in the same order.  ``GRIDSAMPLE_TUNE_CPU`` (:func:`tune_cpu`)
-sets LLVM's tuning for them the same way.
+``512``, or ``auto`` (the default).  It is read when gridsample is imported, for
+the compiled-code cache key (:func:`gridsample._jit.cache_key`), which covers it: a
+value not allowed makes the import fail with a message naming it.  It never changes
+results: no function is compiled with ``fastmath``, so vectors of any width compute
+the same operations in the same order.  ``GRIDSAMPLE_TUNE_CPU`` (:func:`tune_cpu`)
+sets LLVM's tuning for them the same way.  The attributes are added by gridsample's
+lowering pass (:class:`gridsample._inline.TunedLowering`).
 """
 
 from __future__ import annotations
@@ -23,33 +25,29 @@ from __future__ import annotations
 import os
 import re
 
-from numba.core import lowering
-from numba.core.compiler_machinery import register_pass
-from numba.core.typed_passes import NativeLowering
-
 from ._errors import GridSampleError
 
-__all__ = ["vector_width", "tune_cpu", "target_features", "target_has_avx512", "TunedLowering"]
+__all__ = ["vector_width", "tune_cpu", "target_features", "target_has_avx512",
+           "function_attributes"]
 
 #: Values ``GRIDSAMPLE_VECTOR_WIDTH`` may take.
 WIDTHS = ("auto", "256", "512")
 
 
 def target_features() -> str:
-    """The CPU features Numba compiles for: ``NUMBA_CPU_FEATURES`` if set, else the host's.
+    """The CPU features Numba compiles for: ``NUMBA_CPU_FEATURES`` if set, else the host's
+    as Numba reads them (``NUMBA_ENABLE_AVX=0`` and its own AVX rules applied).
 
     Setting only ``NUMBA_CPU_NAME`` keeps the host's features: on an AVX-512
     machine ``NUMBA_CPU_NAME=haswell`` still emits AVX-512 code;
     ``NUMBA_CPU_FEATURES=""`` beside it limits the code to that CPU's own
     features (AVX2 for ``haswell`` or ``znver3``).
     """
-    from numba.core import config
+    from numba.core import codegen, config
 
     if config.CPU_FEATURES is not None:
         return config.CPU_FEATURES
-    import llvmlite.binding as llvm
-
-    return llvm.get_host_cpu_features().flatten()
+    return codegen.get_host_cpu_features()
 
 
 def target_has_avx512() -> bool:
@@ -60,18 +58,23 @@ def target_has_avx512() -> bool:
     return _has_avx512(target_features(), config.CPU_NAME or llvm.get_host_cpu_name())
 
 
+#: LLVM CPU names whose own features include AVX-512F.
+_AVX512_CPUS = ("skylake-avx512", "cascadelake", "cooperlake", "icelake", "tigerlake",
+                "rocketlake", "sapphirerapids", "emeraldrapids", "graniterapids",
+                "diamondrapids", "znver4", "znver5", "x86-64-v4", "cannonlake", "knl", "knm")
+
+
 def _has_avx512(features: str, cpu_name: str) -> bool:
-    """Whether code for ``cpu_name`` with ``features`` may use AVX-512F."""
+    """Whether code for ``cpu_name`` with ``features`` may use AVX-512F.
+
+    LLVM starts from the named CPU's own features and changes those the string names
+    (``+f`` adds, ``-f`` removes): ``haswell`` with ``+avx512f`` emits AVX-512 code, and
+    ``skylake-avx512`` with ``+avx2`` keeps its AVX-512.
+    """
     flags = {f.strip() for f in features.split(",") if f.strip()}
-    if "+avx512f" in flags:
-        return True
-    if "-avx512f" in flags or features.strip():
+    if "-avx512f" in flags:
         return False
-    # Empty features: the CPU's own (LLVM's table); these names have AVX-512F.
-    return cpu_name.startswith(("skylake-avx512", "cascadelake", "cooperlake", "icelake",
-                                "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids",
-                                "graniterapids", "diamondrapids", "znver4", "znver5",
-                                "x86-64-v4", "cannonlake", "knl", "knm"))
+    return "+avx512f" in flags or cpu_name.startswith(_AVX512_CPUS)
 
 
 _width: int | None | bool = False  # False: not yet decided
@@ -86,9 +89,10 @@ def vector_width() -> int | None:
     """
     global _width
     if _width is False:
-        value = os.environ.get("GRIDSAMPLE_VECTOR_WIDTH", "auto").strip().lower()
+        raw = os.environ.get("GRIDSAMPLE_VECTOR_WIDTH", "auto")
+        value = raw.strip().lower()
         if value not in WIDTHS:
-            raise GridSampleError(f"GRIDSAMPLE_VECTOR_WIDTH={value!r} is not allowed: use one "
+            raise GridSampleError(f"GRIDSAMPLE_VECTOR_WIDTH={raw!r} is not allowed: use one "
                                   f"of {', '.join(WIDTHS)}")
         if value != "auto":
             _width = int(value)
@@ -112,38 +116,24 @@ def tune_cpu() -> str | None:
     """
     global _tune
     if _tune is False:
-        value = os.environ.get("GRIDSAMPLE_TUNE_CPU", "").strip().lower()
+        raw = os.environ.get("GRIDSAMPLE_TUNE_CPU", "")
+        value = raw.strip().lower()
         if value and not re.fullmatch(r"[a-z][a-z0-9_.-]{1,39}", value):
-            raise GridSampleError(f"GRIDSAMPLE_TUNE_CPU={value!r} is not allowed: give an "
+            raise GridSampleError(f"GRIDSAMPLE_TUNE_CPU={raw!r} is not allowed: give an "
                                   "LLVM CPU name such as skylake or znver3, or leave it unset")
         _tune = value or None
     return _tune
 
 
-class _TunedLower(lowering.Lower):
-    """Numba's lowering, then the width (and tuning) attributes on every function the
-    module defines."""
+def function_attributes() -> tuple:
+    """The LLVM string attributes every function gridsample compiles carries (as IR text).
 
-    def lower_normal_function(self, fndesc):
-        super().lower_normal_function(fndesc)
-        width, tune = vector_width(), tune_cpu()
-        attributes = [] if width is None else [f'"prefer-vector-width"="{width}"']
-        if tune is not None:
-            attributes.append(f'"tune-cpu"="{tune}"')
-        for fn in self.module.functions:
-            if not fn.is_declaration:
-                # llvmlite's attribute set accepts only enum attributes by name; a string
-                # attribute is printed as given (set.add bypasses that check).
-                for attribute in attributes:
-                    set.add(fn.attributes, attribute)
-
-
-@register_pass(mutates_CFG=True, analysis_only=False)
-class TunedLowering(NativeLowering):
-    """Numba's native lowering with :class:`_TunedLower` (the vector width attribute)."""
-
-    _name = "gridsample_native_lowering"
-
-    @property
-    def lowering_class(self):
-        return _TunedLower
+    Added by gridsample's lowering (:class:`gridsample._inline.TunedLowering`); where
+    Numba's internals have moved and gridsample compiles with Numba's own pipeline, none
+    are (``gridsample._jit.TUNED``).
+    """
+    width, tune = vector_width(), tune_cpu()
+    attributes = () if width is None else (f'"prefer-vector-width"="{width}"',)
+    if tune is not None:
+        attributes += (f'"tune-cpu"="{tune}"',)
+    return attributes
