@@ -6,9 +6,12 @@ Each case computes both gradients (input and grid) of a float32 forward for
 a random ``grad_output``: ``gridsample.grid_sample_backward`` against
 ``torch.autograd.grad`` through ``F.grid_sample`` (the forward graph is
 built once, outside the timing; only the backward is timed).  Runners are
-timed interleaved, each call after a 50 ms pause (PyTorch's OpenMP workers
-spin after its backward and would hold a core), medians reported with the
-ratio gridsample / torch (< 1: gridsample faster).  The first-call compile time of the backward is
+timed interleaved, back to back (PyTorch's OpenMP workers wait passively,
+``benchmarks.timing``, so none holds a core into the next call; ``--settle``
+pauses before each call, as the benchmark did before: after 50 ms idle a
+short call took up to 2x its time on the 2-core VMs, gridsample's and
+PyTorch's alike), medians reported with the ratio gridsample / torch (< 1:
+gridsample faster).  The first-call compile time of the backward is
 measured in fresh processes, cold (empty Numba cache) and warm.
 """
 
@@ -99,6 +102,9 @@ def main(argv=None):
                         help="also time gridsample as of this git revision (before/after)")
     parser.add_argument("--threads", type=int, default=None,
                         help="threads for gridsample and every peer (default: each its own)")
+    parser.add_argument("--settle", type=float, default=0.0, metavar="SECONDS",
+                        help=f"pause before each timed call (default 0; {SETTLE_SECONDS} was "
+                             "the default before PyTorch's workers waited passively)")
     args = parser.parse_args(argv)
     if args.threads:
         set_threads(args.threads)
@@ -127,7 +133,7 @@ def main(argv=None):
     lines = [head, rule]
     for case in cases:
         med = interleaved_medians(runners_for(case, rng, baseline), repeats,
-                                  settle=SETTLE_SECONDS)
+                                  settle=args.settle)
         ratio = med["gridsample"] / med["torch"]
         row = (f"| {case.name} | {med['gridsample'] * 1e3:.2f} | {med['torch'] * 1e3:.2f} "
                f"| {ratio:.2f} |")
