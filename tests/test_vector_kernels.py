@@ -66,8 +66,10 @@ def nasty_grid(rng, shape, dtype):
 @pytest.mark.parametrize("mode", VECTOR_MODES)
 @pytest.mark.parametrize("pad,x_dtype,grid_dtype", PAD_DTYPES)
 def test_3d_equal_to_the_general_kernels(rng, monkeypatch, mode, pad, x_dtype, grid_dtype):
-    x = rng.standard_normal((2, 2, 5, 6, 7)).astype(x_dtype)
+    # three channels: cubic sweeps a pair, then the odd one (gridsample._vector.sweep_cubic_3d)
+    x = rng.standard_normal((2, 3, 5, 6, 7)).astype(x_dtype)
     x[0, 1, 2, 3, 4] = np.inf
+    x[0, 2, 1, 1, 1] = -np.inf
     x[1, 0, 4, 5, 6] = np.nan
     grid = nasty_grid(rng, (2, 4, 6, 5, 3), grid_dtype)
     for align in ALIGNS:
@@ -100,6 +102,34 @@ def test_the_engine_uses_them(monkeypatch):
     gridsample.grid_sample(x3, np.zeros((1, 2, 2, 2, 3), np.float32), "nearest")
     gridsample.grid_sample(x3, np.zeros((1, 2, 2, 2, 3), np.float32), "cubic")
     assert len(calls) == 6
+
+
+def test_cubic_picks_its_entry_by_layout(monkeypatch):
+    """Cubic has an entry for contiguous output points (channels swept in pairs) and one
+    for strided points (channel-last with two or more channels); each call runs its own."""
+    calls = []
+
+    def spy(table, label):
+        def wrap(entry):
+            def call(*args):
+                calls.append(label)
+                return entry(*args)
+            return call
+        return {key: wrap(f) for key, f in table.items()}
+
+    monkeypatch.setattr(_engine, "VECTOR_ENTRIES", spy(_engine.VECTOR_ENTRIES, "first"))
+    monkeypatch.setattr(_engine, "CHANNEL_LAST_ENTRIES",
+                        spy(_engine.CHANNEL_LAST_ENTRIES, "last"))
+    for rank in (2, 3):
+        grid = np.zeros((1,) + (2,) * rank + (rank,), np.float32)
+        for channels, channel_last, want in ((3, False, "first"), (3, True, "last"),
+                                             (1, True, "first")):  # one channel: contiguous
+            spatial = (4,) * rank
+            shape = (1, *spatial, channels) if channel_last else (1, channels, *spatial)
+            calls.clear()
+            gridsample.grid_sample(np.ones(shape, np.float32), grid, "cubic",
+                                   channel_last=channel_last)
+            assert calls == [want], (rank, channels, channel_last)
 
 
 @pytest.mark.parametrize("mode", VECTOR_MODES)

@@ -31,14 +31,16 @@ from ._vector import (
     plan_nearest_3d,
     run_affine_blocks,
     sweep_cubic_2d,
+    sweep_cubic_2d_cl,
     sweep_cubic_3d,
+    sweep_cubic_3d_cl,
     sweep_linear_2d,
     sweep_linear_3d,
     sweep_nearest_2d,
     sweep_nearest_3d,
 )
 
-__all__ = ["AFFINE_ENTRIES"]
+__all__ = ["AFFINE_ENTRIES", "AFFINE_CHANNEL_LAST_ENTRIES"]
 
 
 # linear_2d
@@ -493,12 +495,30 @@ def cubic_2d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
 
 
 @function
+def cubic_2d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                             wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
+                      plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl)
+
+
+@function
 def cubic_2d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                               bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                               wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
                       coords, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d)
+
+
+@function
+def cubic_2d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl)
 
 
 @function
@@ -511,12 +531,30 @@ def cubic_2d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
 
 
 @function
+def cubic_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl)
+
+
+@function
 def cubic_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                            wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
                       plan_cubic_2d, PAD_BORDER, sweep_cubic_2d)
+
+
+@function
+def cubic_2d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                              wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
+                      plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl)
 
 
 @function
@@ -529,12 +567,30 @@ def cubic_2d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
 
 
 @function
+def cubic_2d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl)
+
+
+@function
 def cubic_2d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d)
+
+
+@function
+def cubic_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl)
 
 
 @function
@@ -547,12 +603,30 @@ def cubic_2d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
 
 
 @function
+def cubic_2d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
+                      plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl)
+
+
+@function
 def cubic_2d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
                       coords, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d)
+
+
+@function
+def cubic_2d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                      theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                      wconst, kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl)
 
 
 @function
@@ -565,12 +639,30 @@ def cubic_2d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
 
 
 @function
+def cubic_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                       wconst, kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl)
+
+
+@function
 def cubic_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                           bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                           wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
                       plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d)
+
+
+@function
+def cubic_2d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                             wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
+                      plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl)
 
 
 @function
@@ -583,12 +675,30 @@ def cubic_2d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
 
 
 @function
+def cubic_2d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl)
+
+
+@function
 def cubic_2d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d)
+
+
+@function
+def cubic_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl)
 
 
 # cubic_3d
@@ -603,12 +713,30 @@ def cubic_3d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
 
 
 @function
+def cubic_3d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                             wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
+                      plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl)
+
+
+@function
 def cubic_3d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                               bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                               wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
                       coords, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d)
+
+
+@function
+def cubic_3d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl)
 
 
 @function
@@ -621,12 +749,30 @@ def cubic_3d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
 
 
 @function
+def cubic_3d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl)
+
+
+@function
 def cubic_3d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                            wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
                       plan_cubic_3d, PAD_BORDER, sweep_cubic_3d)
+
+
+@function
+def cubic_3d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                              wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
+                      plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl)
 
 
 @function
@@ -639,12 +785,30 @@ def cubic_3d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
 
 
 @function
+def cubic_3d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl)
+
+
+@function
 def cubic_3d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d)
+
+
+@function
+def cubic_3d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl)
 
 
 @function
@@ -657,12 +821,30 @@ def cubic_3d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
 
 
 @function
+def cubic_3d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
+                      plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl)
+
+
+@function
 def cubic_3d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
                       coords, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d)
+
+
+@function
+def cubic_3d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                      theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                      wconst, kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl)
 
 
 @function
@@ -675,12 +857,30 @@ def cubic_3d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
 
 
 @function
+def cubic_3d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                       wconst, kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl)
+
+
+@function
 def cubic_3d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                           bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                           wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
                       plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d)
+
+
+@function
+def cubic_3d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                             wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
+                      plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl)
 
 
 @function
@@ -693,12 +893,30 @@ def cubic_3d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
 
 
 @function
+def cubic_3d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl)
+
+
+@function
 def cubic_3d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d)
+
+
+@function
+def cubic_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl)
 
 
 #: Entry of each (rank, mode code, padding code, element family).
@@ -811,4 +1029,45 @@ AFFINE_ENTRIES = {
     (3, MODE_CUBIC, PAD_MIRROR, 'bf16'): cubic_3d_index_bf16_affine,
     (3, MODE_CUBIC, PAD_SYMMETRIC, 'bf16'): cubic_3d_index_bf16_affine,
     (3, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_3d_index_bf16_affine,
+}
+
+#: The entries that take output with strided points (channel-last) where
+#: they differ from those of :data:`AFFINE_ENTRIES`.
+AFFINE_CHANNEL_LAST_ENTRIES = {
+    (2, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_2d_zeros_cl_affine,
+    (2, MODE_CUBIC, PAD_ZEROS, 'f16'): cubic_2d_zeros_f16_cl_affine,
+    (2, MODE_CUBIC, PAD_ZEROS, 'bf16'): cubic_2d_zeros_bf16_cl_affine,
+    (2, MODE_CUBIC, PAD_BORDER, 'native'): cubic_2d_border_cl_affine,
+    (2, MODE_CUBIC, PAD_BORDER, 'f16'): cubic_2d_border_f16_cl_affine,
+    (2, MODE_CUBIC, PAD_BORDER, 'bf16'): cubic_2d_border_bf16_cl_affine,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_2d_reflection_cl_affine,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'f16'): cubic_2d_reflection_f16_cl_affine,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'bf16'): cubic_2d_reflection_bf16_cl_affine,
+    (2, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_2d_index_cl_affine,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_2d_index_cl_affine,
+    (2, MODE_CUBIC, PAD_WRAP, 'native'): cubic_2d_index_cl_affine,
+    (2, MODE_CUBIC, PAD_MIRROR, 'f16'): cubic_2d_index_f16_cl_affine,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'f16'): cubic_2d_index_f16_cl_affine,
+    (2, MODE_CUBIC, PAD_WRAP, 'f16'): cubic_2d_index_f16_cl_affine,
+    (2, MODE_CUBIC, PAD_MIRROR, 'bf16'): cubic_2d_index_bf16_cl_affine,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'bf16'): cubic_2d_index_bf16_cl_affine,
+    (2, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_2d_index_bf16_cl_affine,
+    (3, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_3d_zeros_cl_affine,
+    (3, MODE_CUBIC, PAD_ZEROS, 'f16'): cubic_3d_zeros_f16_cl_affine,
+    (3, MODE_CUBIC, PAD_ZEROS, 'bf16'): cubic_3d_zeros_bf16_cl_affine,
+    (3, MODE_CUBIC, PAD_BORDER, 'native'): cubic_3d_border_cl_affine,
+    (3, MODE_CUBIC, PAD_BORDER, 'f16'): cubic_3d_border_f16_cl_affine,
+    (3, MODE_CUBIC, PAD_BORDER, 'bf16'): cubic_3d_border_bf16_cl_affine,
+    (3, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_3d_reflection_cl_affine,
+    (3, MODE_CUBIC, PAD_REFLECTION, 'f16'): cubic_3d_reflection_f16_cl_affine,
+    (3, MODE_CUBIC, PAD_REFLECTION, 'bf16'): cubic_3d_reflection_bf16_cl_affine,
+    (3, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_3d_index_cl_affine,
+    (3, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_3d_index_cl_affine,
+    (3, MODE_CUBIC, PAD_WRAP, 'native'): cubic_3d_index_cl_affine,
+    (3, MODE_CUBIC, PAD_MIRROR, 'f16'): cubic_3d_index_f16_cl_affine,
+    (3, MODE_CUBIC, PAD_SYMMETRIC, 'f16'): cubic_3d_index_f16_cl_affine,
+    (3, MODE_CUBIC, PAD_WRAP, 'f16'): cubic_3d_index_f16_cl_affine,
+    (3, MODE_CUBIC, PAD_MIRROR, 'bf16'): cubic_3d_index_bf16_cl_affine,
+    (3, MODE_CUBIC, PAD_SYMMETRIC, 'bf16'): cubic_3d_index_bf16_cl_affine,
+    (3, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_3d_index_bf16_cl_affine,
 }

@@ -40,8 +40,8 @@ from ._registry import MODES, PAD_CONSTANT, PAD_ZEROS, kernel_name, padding_of, 
 from ._taps import axis_constants, weight_constants
 from ._threads import num_threads, run_shared
 from ._vector import fits_int32
+from ._vector_entries import CHANNEL_LAST_ENTRIES, PLAN_ROWS
 from ._vector_entries import ENTRIES as VECTOR_ENTRIES
-from ._vector_entries import PLAN_ROWS
 
 __all__ = ["run_forward", "flat_view", "GENERAL_KERNELS", "KERNEL_FAMILIES", "use_kernels",
            "kernel_family", "vector_entry", "kernel_constants", "coordinates", "identity_axis"]
@@ -96,9 +96,14 @@ def use_kernels(family: str):
         _family.reset(token)
 
 
-def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kind, table=None):
-    """The vector entry of ``table`` (default: :data:`VECTOR_ENTRIES`) for these arguments,
-    or None where the general kernels must run.
+def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kind, tables=None,
+                 strided=False):
+    """The vector entry for these arguments from ``tables`` (default: :data:`VECTOR_ENTRIES`
+    and :data:`CHANNEL_LAST_ENTRIES`), or None where the general kernels must run.
+
+    ``strided``: the output's points are not contiguous (channel-last); the second table's
+    entry then serves where it has one (cubic: its channel-first sweep pairs channels and
+    stores contiguously, gridsample._vector.sweep_cubic_2d).
 
     Cubic and 3-D linear keep per-axis weights in the weight dtype and
     multiply them in the sweep, which matches the general kernels' rounding
@@ -107,7 +112,9 @@ def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kin
     kernels run).
     """
     family = {KIND_F16: "f16", KIND_BF16: "bf16"}.get(kind, "native")
-    entry = (VECTOR_ENTRIES if table is None else table).get((rank, mode, pad, family))
+    first, other = (VECTOR_ENTRIES, CHANNEL_LAST_ENTRIES) if tables is None else tables
+    key = (rank, mode, pad, family)
+    entry = (strided and other.get(key)) or first.get(key)
     if entry is None or not fits_int32(sizes, strides):
         return None
     if padding_of(pad).index and max(sizes) > _MAX_INDEX_PAD_SIZE:
@@ -362,7 +369,7 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
                  and vector_pad >= 0 and padding_of(vector_pad).vector)
     if vector_ok and family in ("auto", "vector"):
         vector = vector_entry(r, plan.kernel_mode, vector_pad, plan.coord_dtype, plan.weight_dtype,
-                              sizes, strides, conv.kind)
+                              sizes, strides, conv.kind, strided=os_p != 1)
     general = kern.task_nd if family == "nd" else GENERAL_KERNELS.get((r, plan.kernel_mode),
                                                                     kern.task_nd)
 
@@ -402,10 +409,11 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
                 run_shared(kern.task_fill, tasks, (args, fillv), threads)
 
     if affine is not None and vector is not None:
-        from ._affine_entries import AFFINE_ENTRIES  # compiled for affine_warp only
+        from ._affine_entries import AFFINE_CHANNEL_LAST_ENTRIES, AFFINE_ENTRIES  # affine_warp's
 
         entry = vector_entry(r, plan.kernel_mode, vector_pad, plan.coord_dtype,
-                             plan.weight_dtype, sizes, strides, conv.kind, AFFINE_ENTRIES)
+                             plan.weight_dtype, sizes, strides, conv.kind,
+                             (AFFINE_ENTRIES, AFFINE_CHANNEL_LAST_ENTRIES), strided=os_p != 1)
         run_vector(entry, affine, xflat, outflat, plan.out_points, plan.batch, threads)
         return out
 

@@ -30,14 +30,16 @@ from ._vector import (
     plan_nearest_3d,
     run_blocks,
     sweep_cubic_2d,
+    sweep_cubic_2d_cl,
     sweep_cubic_3d,
+    sweep_cubic_3d_cl,
     sweep_linear_2d,
     sweep_linear_3d,
     sweep_nearest_2d,
     sweep_nearest_3d,
 )
 
-__all__ = ["ENTRIES", "PLAN_ROWS"]
+__all__ = ["ENTRIES", "CHANNEL_LAST_ENTRIES", "PLAN_ROWS"]
 
 
 # linear_2d
@@ -443,11 +445,27 @@ def cubic_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid
 
 
 @function
+def cubic_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                      os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_cubic_2d, PAD_ZEROS,
+               sweep_cubic_2d_cl)
+
+
+@function
 def cubic_2d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                        os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_cubic_2d, PAD_ZEROS,
                sweep_cubic_2d)
+
+
+@function
+def cubic_2d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_cubic_2d, PAD_ZEROS,
+               sweep_cubic_2d_cl)
 
 
 @function
@@ -459,11 +477,27 @@ def cubic_2d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
 
 
 @function
+def cubic_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_cubic_2d, PAD_ZEROS,
+               sweep_cubic_2d_cl)
+
+
+@function
 def cubic_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                     os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, 2, plan_cubic_2d, PAD_BORDER,
                sweep_cubic_2d)
+
+
+@function
+def cubic_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_cubic_2d, PAD_BORDER,
+               sweep_cubic_2d_cl)
 
 
 @function
@@ -475,11 +509,27 @@ def cubic_2d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
 
 
 @function
+def cubic_2d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_cubic_2d, PAD_BORDER,
+               sweep_cubic_2d_cl)
+
+
+@function
 def cubic_2d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_cubic_2d, PAD_BORDER,
                sweep_cubic_2d)
+
+
+@function
+def cubic_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_cubic_2d, PAD_BORDER,
+               sweep_cubic_2d_cl)
 
 
 @function
@@ -491,11 +541,27 @@ def cubic_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
 
 
 @function
+def cubic_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_cubic_2d, PAD_REFLECTION,
+               sweep_cubic_2d_cl)
+
+
+@function
 def cubic_2d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_cubic_2d, PAD_REFLECTION,
                sweep_cubic_2d)
+
+
+@function
+def cubic_2d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_cubic_2d, PAD_REFLECTION,
+               sweep_cubic_2d_cl)
 
 
 @function
@@ -507,11 +573,28 @@ def cubic_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
 
 
 @function
+def cubic_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                                wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_cubic_2d, PAD_REFLECTION,
+               sweep_cubic_2d_cl)
+
+
+@function
 def cubic_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                    os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, 2, plan_cubic_2d, PAD_MIRROR,
                sweep_cubic_2d)
+
+
+@function
+def cubic_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                      os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_cubic_2d, PAD_MIRROR,
+               sweep_cubic_2d_cl)
 
 
 @function
@@ -523,11 +606,27 @@ def cubic_2d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
 
 
 @function
+def cubic_2d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_cubic_2d, PAD_MIRROR,
+               sweep_cubic_2d_cl)
+
+
+@function
 def cubic_2d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_cubic_2d, PAD_MIRROR,
                sweep_cubic_2d)
+
+
+@function
+def cubic_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_cubic_2d, PAD_MIRROR,
+               sweep_cubic_2d_cl)
 
 
 # cubic_3d
@@ -541,11 +640,27 @@ def cubic_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid
 
 
 @function
+def cubic_3d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                      os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_cubic_3d, PAD_ZEROS,
+               sweep_cubic_3d_cl)
+
+
+@function
 def cubic_3d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                        os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_cubic_3d, PAD_ZEROS,
                sweep_cubic_3d)
+
+
+@function
+def cubic_3d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_cubic_3d, PAD_ZEROS,
+               sweep_cubic_3d_cl)
 
 
 @function
@@ -557,11 +672,27 @@ def cubic_3d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
 
 
 @function
+def cubic_3d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_cubic_3d, PAD_ZEROS,
+               sweep_cubic_3d_cl)
+
+
+@function
 def cubic_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                     os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, 3, plan_cubic_3d, PAD_BORDER,
                sweep_cubic_3d)
+
+
+@function
+def cubic_3d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_cubic_3d, PAD_BORDER,
+               sweep_cubic_3d_cl)
 
 
 @function
@@ -573,11 +704,27 @@ def cubic_3d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
 
 
 @function
+def cubic_3d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_cubic_3d, PAD_BORDER,
+               sweep_cubic_3d_cl)
+
+
+@function
 def cubic_3d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_cubic_3d, PAD_BORDER,
                sweep_cubic_3d)
+
+
+@function
+def cubic_3d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_cubic_3d, PAD_BORDER,
+               sweep_cubic_3d_cl)
 
 
 @function
@@ -589,11 +736,27 @@ def cubic_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
 
 
 @function
+def cubic_3d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_cubic_3d, PAD_REFLECTION,
+               sweep_cubic_3d_cl)
+
+
+@function
 def cubic_3d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_cubic_3d, PAD_REFLECTION,
                sweep_cubic_3d)
+
+
+@function
+def cubic_3d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_cubic_3d, PAD_REFLECTION,
+               sweep_cubic_3d_cl)
 
 
 @function
@@ -605,11 +768,28 @@ def cubic_3d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
 
 
 @function
+def cubic_3d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                                wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_cubic_3d, PAD_REFLECTION,
+               sweep_cubic_3d_cl)
+
+
+@function
 def cubic_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                    os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, 3, plan_cubic_3d, PAD_MIRROR,
                sweep_cubic_3d)
+
+
+@function
+def cubic_3d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                      os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_cubic_3d, PAD_MIRROR,
+               sweep_cubic_3d_cl)
 
 
 @function
@@ -621,11 +801,27 @@ def cubic_3d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
 
 
 @function
+def cubic_3d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_cubic_3d, PAD_MIRROR,
+               sweep_cubic_3d_cl)
+
+
+@function
 def cubic_3d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_cubic_3d, PAD_MIRROR,
                sweep_cubic_3d)
+
+
+@function
+def cubic_3d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_cubic_3d, PAD_MIRROR,
+               sweep_cubic_3d_cl)
 
 
 #: Entry of each (rank, mode code, padding code, element family).
@@ -738,6 +934,47 @@ ENTRIES = {
     (3, MODE_CUBIC, PAD_MIRROR, 'bf16'): cubic_3d_index_bf16,
     (3, MODE_CUBIC, PAD_SYMMETRIC, 'bf16'): cubic_3d_index_bf16,
     (3, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_3d_index_bf16,
+}
+
+#: The entries that take output with strided points (channel-last) where
+#: they differ from those of :data:`ENTRIES`.
+CHANNEL_LAST_ENTRIES = {
+    (2, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_2d_zeros_cl,
+    (2, MODE_CUBIC, PAD_ZEROS, 'f16'): cubic_2d_zeros_f16_cl,
+    (2, MODE_CUBIC, PAD_ZEROS, 'bf16'): cubic_2d_zeros_bf16_cl,
+    (2, MODE_CUBIC, PAD_BORDER, 'native'): cubic_2d_border_cl,
+    (2, MODE_CUBIC, PAD_BORDER, 'f16'): cubic_2d_border_f16_cl,
+    (2, MODE_CUBIC, PAD_BORDER, 'bf16'): cubic_2d_border_bf16_cl,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_2d_reflection_cl,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'f16'): cubic_2d_reflection_f16_cl,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'bf16'): cubic_2d_reflection_bf16_cl,
+    (2, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_2d_index_cl,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_2d_index_cl,
+    (2, MODE_CUBIC, PAD_WRAP, 'native'): cubic_2d_index_cl,
+    (2, MODE_CUBIC, PAD_MIRROR, 'f16'): cubic_2d_index_f16_cl,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'f16'): cubic_2d_index_f16_cl,
+    (2, MODE_CUBIC, PAD_WRAP, 'f16'): cubic_2d_index_f16_cl,
+    (2, MODE_CUBIC, PAD_MIRROR, 'bf16'): cubic_2d_index_bf16_cl,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'bf16'): cubic_2d_index_bf16_cl,
+    (2, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_2d_index_bf16_cl,
+    (3, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_3d_zeros_cl,
+    (3, MODE_CUBIC, PAD_ZEROS, 'f16'): cubic_3d_zeros_f16_cl,
+    (3, MODE_CUBIC, PAD_ZEROS, 'bf16'): cubic_3d_zeros_bf16_cl,
+    (3, MODE_CUBIC, PAD_BORDER, 'native'): cubic_3d_border_cl,
+    (3, MODE_CUBIC, PAD_BORDER, 'f16'): cubic_3d_border_f16_cl,
+    (3, MODE_CUBIC, PAD_BORDER, 'bf16'): cubic_3d_border_bf16_cl,
+    (3, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_3d_reflection_cl,
+    (3, MODE_CUBIC, PAD_REFLECTION, 'f16'): cubic_3d_reflection_f16_cl,
+    (3, MODE_CUBIC, PAD_REFLECTION, 'bf16'): cubic_3d_reflection_bf16_cl,
+    (3, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_3d_index_cl,
+    (3, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_3d_index_cl,
+    (3, MODE_CUBIC, PAD_WRAP, 'native'): cubic_3d_index_cl,
+    (3, MODE_CUBIC, PAD_MIRROR, 'f16'): cubic_3d_index_f16_cl,
+    (3, MODE_CUBIC, PAD_SYMMETRIC, 'f16'): cubic_3d_index_f16_cl,
+    (3, MODE_CUBIC, PAD_WRAP, 'f16'): cubic_3d_index_f16_cl,
+    (3, MODE_CUBIC, PAD_MIRROR, 'bf16'): cubic_3d_index_bf16_cl,
+    (3, MODE_CUBIC, PAD_SYMMETRIC, 'bf16'): cubic_3d_index_bf16_cl,
+    (3, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_3d_index_bf16_cl,
 }
 
 #: Rows of the plan tables (``off``, ``wts``) of each (rank, mode code).
