@@ -104,8 +104,9 @@ def test_the_engine_uses_them(monkeypatch):
     assert len(calls) == 6
 
 
-def test_cubic_picks_its_entry_by_layout(monkeypatch):
-    """Cubic has an entry for contiguous output points (channels swept in pairs) and one
+@pytest.mark.parametrize("mode", VECTOR_MODES)
+def test_each_layout_runs_its_entry(monkeypatch, mode):
+    """Each vector kernel has an entry for contiguous output points (channel-first) and one
     for strided points (channel-last with two or more channels); each call runs its own."""
     calls = []
 
@@ -127,7 +128,7 @@ def test_cubic_picks_its_entry_by_layout(monkeypatch):
             spatial = (4,) * rank
             shape = (1, *spatial, channels) if channel_last else (1, channels, *spatial)
             calls.clear()
-            gridsample.grid_sample(np.ones(shape, np.float32), grid, "cubic",
+            gridsample.grid_sample(np.ones(shape, np.float32), grid, mode,
                                    channel_last=channel_last)
             assert calls == [want], (rank, channels, channel_last)
 

@@ -34,11 +34,11 @@ AFFINE_TARGET = ROOT / "src" / "gridsample" / "_affine_entries.py"
 PLAN_ROWS = {("linear", 2): 4, ("nearest", 2): 1, ("cubic", 2): 8, ("linear", 3): 6,
              ("nearest", 3): 1, ("cubic", 3): 12}
 
-#: Vector (mode, rank) whose sweep has two forms, each an entry of its own: into
-#: channel-first output, two channels per pass (``sweep_<mode>_<rank>d``), and into output
-#: whose points are strided, channel-last (``sweep_<mode>_<rank>d_cl``, in the tables
+#: Every vector sweep has two forms, each an entry of its own: into contiguous output
+#: points, channel-first (``sweep_<mode>_<rank>d``, channels in pairs where that pays), and
+#: into strided points, channel-last (``sweep_<mode>_<rank>d_cl``, in the tables
 #: ``*CHANNEL_LAST_ENTRIES``): a call compiles only the loops its layout runs.
-CHANNEL_LAST_SWEEPS = {("cubic", 2), ("cubic", 3)}
+LAYOUTS = ("", "_cl")
 
 #: Element families: name suffix, family key, the element kind the sweep
 #: fixes (None: the caller's ``kind``).  float16 and bfloat16 sweeps fix
@@ -126,8 +126,7 @@ def _render_forward(kind: str) -> str:
     variants = _variants(paddings)
     templates = sorted({f"plan_{m.name}_{r}d" for m, r in kernels}
                        | {f"sweep_{m.name}_{r}d" for m, r in kernels}
-                       | {f"sweep_{m.name}_{r}d_cl" for m, r in kernels
-                          if (m.name, r) in CHANNEL_LAST_SWEEPS})
+                       | {f"sweep_{m.name}_{r}d_cl" for m, r in kernels})
     entry_args = _ENTRY_ARGS.replace(", grid,", f", {source},") + extra
     cl_table_name = table_name.replace("ENTRIES", "CHANNEL_LAST_ENTRIES")
     names = [table_name, cl_table_name] + (["PLAN_ROWS"] if kind == "grid" else [])
@@ -151,9 +150,7 @@ def _render_forward(kind: str) -> str:
     for m, r in kernels:
         stem = f"{m.name}_{r}d"
         out.append(f"\n# {stem}")
-        layouts = [("", table)]
-        if (m.name, r) in CHANNEL_LAST_SWEEPS:
-            layouts.append(("_cl", cl_table))
+        layouts = list(zip(LAYOUTS, (table, cl_table)))
         for v, code, served in variants:
             for suffix, family, elem in FAMILIES:
                 for layout, rows in layouts:
@@ -166,8 +163,8 @@ def _render_forward(kind: str) -> str:
     out += ["", "#: Entry of each (rank, mode code, padding code, element family).",
             f"{table_name} = {{"]
     out += table
-    out += ["}", "", "#: The entries that take output with strided points (channel-last) where",
-            f"#: they differ from those of :data:`{table_name}`.", f"{cl_table_name} = {{"]
+    out += ["}", "", "#: The same for output with strided points (channel-last).",
+            f"{cl_table_name} = {{"]
     out += cl_table
     out += ["}", ""]
     if kind == "grid":

@@ -35,9 +35,13 @@ from ._vector import (
     sweep_cubic_3d,
     sweep_cubic_3d_cl,
     sweep_linear_2d,
+    sweep_linear_2d_cl,
     sweep_linear_3d,
+    sweep_linear_3d_cl,
     sweep_nearest_2d,
+    sweep_nearest_2d_cl,
     sweep_nearest_3d,
+    sweep_nearest_3d_cl,
 )
 
 __all__ = ["AFFINE_ENTRIES", "AFFINE_CHANNEL_LAST_ENTRIES"]
@@ -55,12 +59,30 @@ def linear_2d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
 
 
 @function
+def linear_2d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                              wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
+                      plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl)
+
+
+@function
 def linear_2d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
                       coords, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d)
+
+
+@function
+def linear_2d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl)
 
 
 @function
@@ -73,12 +95,30 @@ def linear_2d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
 
 
 @function
+def linear_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl)
+
+
+@function
 def linear_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                             wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
                       plan_linear_2d, PAD_BORDER, sweep_linear_2d)
+
+
+@function
+def linear_2d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
+                      plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl)
 
 
 @function
@@ -91,12 +131,30 @@ def linear_2d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
 
 
 @function
+def linear_2d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl)
+
+
+@function
 def linear_2d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d)
+
+
+@function
+def linear_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl)
 
 
 @function
@@ -109,12 +167,30 @@ def linear_2d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
 
 
 @function
+def linear_2d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
+                      plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl)
+
+
+@function
 def linear_2d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
                                     kind, azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
                       coords, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d)
+
+
+@function
+def linear_2d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                       wconst, kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl)
 
 
 @function
@@ -127,12 +203,30 @@ def linear_2d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, stri
 
 
 @function
+def linear_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                        wconst, kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl)
+
+
+@function
 def linear_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                            wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
                       plan_linear_2d, PAD_MIRROR, sweep_linear_2d)
+
+
+@function
+def linear_2d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                              wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
+                      plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl)
 
 
 @function
@@ -145,12 +239,30 @@ def linear_2d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
 
 
 @function
+def linear_2d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl)
+
+
+@function
 def linear_2d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d)
+
+
+@function
+def linear_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl)
 
 
 # linear_3d
@@ -165,12 +277,30 @@ def linear_3d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
 
 
 @function
+def linear_3d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                              wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
+                      plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl)
+
+
+@function
 def linear_3d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
                       coords, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d)
+
+
+@function
+def linear_3d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl)
 
 
 @function
@@ -183,12 +313,30 @@ def linear_3d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
 
 
 @function
+def linear_3d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl)
+
+
+@function
 def linear_3d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                             wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
                       plan_linear_3d, PAD_BORDER, sweep_linear_3d)
+
+
+@function
+def linear_3d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
+                      plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl)
 
 
 @function
@@ -201,12 +349,30 @@ def linear_3d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
 
 
 @function
+def linear_3d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl)
+
+
+@function
 def linear_3d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d)
+
+
+@function
+def linear_3d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl)
 
 
 @function
@@ -219,12 +385,30 @@ def linear_3d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
 
 
 @function
+def linear_3d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
+                      plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl)
+
+
+@function
 def linear_3d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
                                     kind, azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
                       coords, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d)
+
+
+@function
+def linear_3d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                       wconst, kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl)
 
 
 @function
@@ -237,12 +421,30 @@ def linear_3d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, stri
 
 
 @function
+def linear_3d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                        wconst, kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl)
+
+
+@function
 def linear_3d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                            wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
                       plan_linear_3d, PAD_MIRROR, sweep_linear_3d)
+
+
+@function
+def linear_3d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                              wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
+                      plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl)
 
 
 @function
@@ -255,12 +457,30 @@ def linear_3d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
 
 
 @function
+def linear_3d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl)
+
+
+@function
 def linear_3d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d)
+
+
+@function
+def linear_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl)
 
 
 # nearest_2d
@@ -275,12 +495,30 @@ def nearest_2d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
 
 
 @function
+def nearest_2d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
+                      plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl)
+
+
+@function
 def nearest_2d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
                       coords, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d)
+
+
+@function
+def nearest_2d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl)
 
 
 @function
@@ -293,12 +531,30 @@ def nearest_2d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
 
 
 @function
+def nearest_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl)
+
+
+@function
 def nearest_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                              wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
                       plan_nearest_2d, PAD_BORDER, sweep_nearest_2d)
+
+
+@function
+def nearest_2d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
+                      plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl)
 
 
 @function
@@ -311,12 +567,30 @@ def nearest_2d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
 
 
 @function
+def nearest_2d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl)
+
+
+@function
 def nearest_2d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d)
+
+
+@function
+def nearest_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                     kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl)
 
 
 @function
@@ -329,12 +603,30 @@ def nearest_2d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
 
 
 @function
+def nearest_2d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
+                      plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl)
+
+
+@function
 def nearest_2d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                      bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
                                      kind, azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
                       coords, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d)
+
+
+@function
+def nearest_2d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                        wconst, kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl)
 
 
 @function
@@ -347,12 +639,30 @@ def nearest_2d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, str
 
 
 @function
+def nearest_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                         theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                         wconst, kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl)
+
+
+@function
 def nearest_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                             wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
                       plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d)
+
+
+@function
+def nearest_2d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
+                      plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl)
 
 
 @function
@@ -365,12 +675,30 @@ def nearest_2d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
 
 
 @function
+def nearest_2d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl)
+
+
+@function
 def nearest_2d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d)
+
+
+@function
+def nearest_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl)
 
 
 # nearest_3d
@@ -385,12 +713,30 @@ def nearest_3d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
 
 
 @function
+def nearest_3d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
+                      plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl)
+
+
+@function
 def nearest_3d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
                       coords, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d)
+
+
+@function
+def nearest_3d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl)
 
 
 @function
@@ -403,12 +749,30 @@ def nearest_3d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
 
 
 @function
+def nearest_3d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl)
+
+
+@function
 def nearest_3d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                              wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
                       plan_nearest_3d, PAD_BORDER, sweep_nearest_3d)
+
+
+@function
+def nearest_3d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
+                      plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl)
 
 
 @function
@@ -421,12 +785,30 @@ def nearest_3d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
 
 
 @function
+def nearest_3d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl)
+
+
+@function
 def nearest_3d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d)
+
+
+@function
+def nearest_3d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                     kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl)
 
 
 @function
@@ -439,12 +821,30 @@ def nearest_3d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
 
 
 @function
+def nearest_3d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
+                      plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl)
+
+
+@function
 def nearest_3d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                      bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
                                      kind, azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
                       coords, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d)
+
+
+@function
+def nearest_3d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                        wconst, kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl)
 
 
 @function
@@ -457,12 +857,30 @@ def nearest_3d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, str
 
 
 @function
+def nearest_3d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                         theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                         wconst, kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl)
+
+
+@function
 def nearest_3d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                             wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
                       plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d)
+
+
+@function
+def nearest_3d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
+                      plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl)
 
 
 @function
@@ -475,12 +893,30 @@ def nearest_3d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
 
 
 @function
+def nearest_3d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl)
+
+
+@function
 def nearest_3d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d)
+
+
+@function
+def nearest_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl)
 
 
 # cubic_2d
@@ -1031,9 +1467,80 @@ AFFINE_ENTRIES = {
     (3, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_3d_index_bf16_affine,
 }
 
-#: The entries that take output with strided points (channel-last) where
-#: they differ from those of :data:`AFFINE_ENTRIES`.
+#: The same for output with strided points (channel-last).
 AFFINE_CHANNEL_LAST_ENTRIES = {
+    (2, MODE_LINEAR, PAD_ZEROS, 'native'): linear_2d_zeros_cl_affine,
+    (2, MODE_LINEAR, PAD_ZEROS, 'f16'): linear_2d_zeros_f16_cl_affine,
+    (2, MODE_LINEAR, PAD_ZEROS, 'bf16'): linear_2d_zeros_bf16_cl_affine,
+    (2, MODE_LINEAR, PAD_BORDER, 'native'): linear_2d_border_cl_affine,
+    (2, MODE_LINEAR, PAD_BORDER, 'f16'): linear_2d_border_f16_cl_affine,
+    (2, MODE_LINEAR, PAD_BORDER, 'bf16'): linear_2d_border_bf16_cl_affine,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_2d_reflection_cl_affine,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_2d_reflection_f16_cl_affine,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_2d_reflection_bf16_cl_affine,
+    (2, MODE_LINEAR, PAD_MIRROR, 'native'): linear_2d_index_cl_affine,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_2d_index_cl_affine,
+    (2, MODE_LINEAR, PAD_WRAP, 'native'): linear_2d_index_cl_affine,
+    (2, MODE_LINEAR, PAD_MIRROR, 'f16'): linear_2d_index_f16_cl_affine,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'f16'): linear_2d_index_f16_cl_affine,
+    (2, MODE_LINEAR, PAD_WRAP, 'f16'): linear_2d_index_f16_cl_affine,
+    (2, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_2d_index_bf16_cl_affine,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_2d_index_bf16_cl_affine,
+    (2, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_2d_index_bf16_cl_affine,
+    (3, MODE_LINEAR, PAD_ZEROS, 'native'): linear_3d_zeros_cl_affine,
+    (3, MODE_LINEAR, PAD_ZEROS, 'f16'): linear_3d_zeros_f16_cl_affine,
+    (3, MODE_LINEAR, PAD_ZEROS, 'bf16'): linear_3d_zeros_bf16_cl_affine,
+    (3, MODE_LINEAR, PAD_BORDER, 'native'): linear_3d_border_cl_affine,
+    (3, MODE_LINEAR, PAD_BORDER, 'f16'): linear_3d_border_f16_cl_affine,
+    (3, MODE_LINEAR, PAD_BORDER, 'bf16'): linear_3d_border_bf16_cl_affine,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_3d_reflection_cl_affine,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_3d_reflection_f16_cl_affine,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_3d_reflection_bf16_cl_affine,
+    (3, MODE_LINEAR, PAD_MIRROR, 'native'): linear_3d_index_cl_affine,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_3d_index_cl_affine,
+    (3, MODE_LINEAR, PAD_WRAP, 'native'): linear_3d_index_cl_affine,
+    (3, MODE_LINEAR, PAD_MIRROR, 'f16'): linear_3d_index_f16_cl_affine,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'f16'): linear_3d_index_f16_cl_affine,
+    (3, MODE_LINEAR, PAD_WRAP, 'f16'): linear_3d_index_f16_cl_affine,
+    (3, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_3d_index_bf16_cl_affine,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_3d_index_bf16_cl_affine,
+    (3, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_3d_index_bf16_cl_affine,
+    (2, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_2d_zeros_cl_affine,
+    (2, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_2d_zeros_f16_cl_affine,
+    (2, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_2d_zeros_bf16_cl_affine,
+    (2, MODE_NEAREST, PAD_BORDER, 'native'): nearest_2d_border_cl_affine,
+    (2, MODE_NEAREST, PAD_BORDER, 'f16'): nearest_2d_border_f16_cl_affine,
+    (2, MODE_NEAREST, PAD_BORDER, 'bf16'): nearest_2d_border_bf16_cl_affine,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_2d_reflection_cl_affine,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_2d_reflection_f16_cl_affine,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_2d_reflection_bf16_cl_affine,
+    (2, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_2d_index_cl_affine,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_2d_index_cl_affine,
+    (2, MODE_NEAREST, PAD_WRAP, 'native'): nearest_2d_index_cl_affine,
+    (2, MODE_NEAREST, PAD_MIRROR, 'f16'): nearest_2d_index_f16_cl_affine,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'f16'): nearest_2d_index_f16_cl_affine,
+    (2, MODE_NEAREST, PAD_WRAP, 'f16'): nearest_2d_index_f16_cl_affine,
+    (2, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_2d_index_bf16_cl_affine,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_2d_index_bf16_cl_affine,
+    (2, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_2d_index_bf16_cl_affine,
+    (3, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_3d_zeros_cl_affine,
+    (3, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_3d_zeros_f16_cl_affine,
+    (3, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_3d_zeros_bf16_cl_affine,
+    (3, MODE_NEAREST, PAD_BORDER, 'native'): nearest_3d_border_cl_affine,
+    (3, MODE_NEAREST, PAD_BORDER, 'f16'): nearest_3d_border_f16_cl_affine,
+    (3, MODE_NEAREST, PAD_BORDER, 'bf16'): nearest_3d_border_bf16_cl_affine,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_3d_reflection_cl_affine,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_3d_reflection_f16_cl_affine,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_3d_reflection_bf16_cl_affine,
+    (3, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_3d_index_cl_affine,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_3d_index_cl_affine,
+    (3, MODE_NEAREST, PAD_WRAP, 'native'): nearest_3d_index_cl_affine,
+    (3, MODE_NEAREST, PAD_MIRROR, 'f16'): nearest_3d_index_f16_cl_affine,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'f16'): nearest_3d_index_f16_cl_affine,
+    (3, MODE_NEAREST, PAD_WRAP, 'f16'): nearest_3d_index_f16_cl_affine,
+    (3, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_3d_index_bf16_cl_affine,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_3d_index_bf16_cl_affine,
+    (3, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_3d_index_bf16_cl_affine,
     (2, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_2d_zeros_cl_affine,
     (2, MODE_CUBIC, PAD_ZEROS, 'f16'): cubic_2d_zeros_f16_cl_affine,
     (2, MODE_CUBIC, PAD_ZEROS, 'bf16'): cubic_2d_zeros_bf16_cl_affine,

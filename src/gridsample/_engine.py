@@ -101,9 +101,8 @@ def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kin
     """The vector entry for these arguments from ``tables`` (default: :data:`VECTOR_ENTRIES`
     and :data:`CHANNEL_LAST_ENTRIES`), or None where the general kernels must run.
 
-    ``strided``: the output's points are not contiguous (channel-last); the second table's
-    entry then serves where it has one (cubic: its channel-first sweep pairs channels and
-    stores contiguously, gridsample._vector.sweep_cubic_2d).
+    ``strided``: the output's points are not contiguous (channel-last): the second table
+    serves (each sweep has a form per layout, gridsample._vector.sweep_linear_2d).
 
     Cubic and 3-D linear keep per-axis weights in the weight dtype and
     multiply them in the sweep, which matches the general kernels' rounding
@@ -114,7 +113,7 @@ def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kin
     family = {KIND_F16: "f16", KIND_BF16: "bf16"}.get(kind, "native")
     first, other = (VECTOR_ENTRIES, CHANNEL_LAST_ENTRIES) if tables is None else tables
     key = (rank, mode, pad, family)
-    entry = (strided and other.get(key)) or first.get(key)
+    entry = (other if strided else first).get(key)
     if entry is None or not fits_int32(sizes, strides):
         return None
     if padding_of(pad).index and max(sizes) > _MAX_INDEX_PAD_SIZE:

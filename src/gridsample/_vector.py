@@ -820,34 +820,43 @@ def _linear_sum(xc, kind, off, wts, j, zero):
 
 @skeleton
 def sweep_linear_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    """All channels of a planned linear block: ``y = w0 v0 + w1 v1 + w2 v2 + w3 v3``.
+    """All channels of a planned linear block into contiguous output points (channel-first,
+    ``os_p == 1``): ``y = w0 v0 + w1 v1 + w2 v2 + w3 v3``, two channels per pass (they
+    share the loads of offsets and weights), then the odd one.
 
     ``azero[c]`` is what a tap outside reads in channel ``c`` (0, or the fill of
-    ``"constant"``); so in every sweep here.
+    ``"constant"``); so in every sweep here.  Each sweep has a form for strided output
+    points (channel-last), ``sweep_*_cl``, and each form an entry of its own
+    (``_vector_entries``): a call compiles only the loops its layout runs.
     """
-    c0 = 0
-    if os_p == 1:
-        # Two channels per pass share the loads of offsets and weights.
-        for c0 in range(0, C - 1, 2):
-            xa = xflat[c0 * xs_c:]
-            xb = xflat[(c0 + 1) * xs_c:]
-            oa = outflat[c0 * os_c:]
-            ob = outflat[(c0 + 1) * os_c:]
-            za, zb = azero[c0], azero[c0 + 1]
-            for j in range(nb):
-                store(oa, j, _linear_sum(xa, kind, off, wts, j, za), kind)
-                store(ob, j, _linear_sum(xb, kind, off, wts, j, zb), kind)
-        c0 = C - C % 2
-    for c in range(c0, C):
+    for c0 in range(0, C - 1, 2):
+        xa = xflat[c0 * xs_c:]
+        xb = xflat[(c0 + 1) * xs_c:]
+        oa = outflat[c0 * os_c:]
+        ob = outflat[(c0 + 1) * os_c:]
+        za, zb = azero[c0], azero[c0 + 1]
+        for j in range(nb):
+            store(oa, j, _linear_sum(xa, kind, off, wts, j, za), kind)
+            store(ob, j, _linear_sum(xb, kind, off, wts, j, zb), kind)
+    if C % 2:
+        c = C - 1
         zero = azero[c]
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
-        if os_p == 1:  # channel-first output: contiguous stores (a loop of its own)
-            for j in range(nb):
-                store(oc, j, _linear_sum(xc, kind, off, wts, j, zero), kind)
-        else:
-            for j in range(nb):
-                store(oc, j * os_p, _linear_sum(xc, kind, off, wts, j, zero), kind)
+        for j in range(nb):
+            store(oc, j, _linear_sum(xc, kind, off, wts, j, zero), kind)
+
+
+@skeleton
+def sweep_linear_2d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    """:func:`sweep_linear_2d` into output points ``os_p`` elements apart, a channel at a
+    time."""
+    for c in range(C):
+        zero = azero[c]
+        xc = xflat[c * xs_c:]
+        oc = outflat[c * os_c:]
+        for j in range(nb):
+            store(oc, j * os_p, _linear_sum(xc, kind, off, wts, j, zero), kind)
 
 
 
@@ -959,24 +968,34 @@ def _sum_3d(xc, kind, off, wts, j, zero, T):
 
 
 @skeleton
-def _sweep_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero, T):
-    """All channels of a planned 3-D block with ``T`` taps per axis."""
+def _sweep_3d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero, T):
+    """All channels of a planned 3-D block with ``T`` taps per axis into output points
+    ``os_p`` elements apart (channel-last), a channel at a time."""
     for c in range(C):
         zero = azero[c]
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
-        if os_p == 1:
-            for j in range(nb):
-                store(oc, j, _sum_3d(xc, kind, off, wts, j, zero, T), kind)
-        else:
-            for j in range(nb):
-                store(oc, j * os_p, _sum_3d(xc, kind, off, wts, j, zero, T), kind)
+        for j in range(nb):
+            store(oc, j * os_p, _sum_3d(xc, kind, off, wts, j, zero, T), kind)
 
 
 @skeleton
 def sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    """All channels of a planned 3-D linear block (8 taps)."""
-    _sweep_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero, 2)
+    """All channels of a planned 3-D linear block (8 taps) into contiguous output points,
+    a channel at a time (two at a time, as cubic does, took 1.12x the time on a random
+    warp: its gathers miss L1)."""
+    for c in range(C):
+        zero = azero[c]
+        xc = xflat[c * xs_c:]
+        oc = outflat[c * os_c:]
+        for j in range(nb):
+            store(oc, j, _sum_3d(xc, kind, off, wts, j, zero, 2), kind)
+
+
+@skeleton
+def sweep_linear_3d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    """:func:`sweep_linear_3d` into output points ``os_p`` elements apart."""
+    _sweep_3d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero, 2)
 
 
 @skeleton
@@ -1007,12 +1026,8 @@ def _sum_3d_pair(xa, xb, kind, off, wts, j, za, zb, T):
 
 @skeleton
 def sweep_cubic_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    """All channels of a planned 3-D cubic block (64 taps) into channel-first output
-    (``os_p == 1``), two channels per pass, as :func:`sweep_cubic_2d`.
-
-    3-D linear does not pair its channels: its 8 gathers a point, on a random warp,
-    took 1.12x the time two channels at a time (Intel, 512 bits).
-    """
+    """All channels of a planned 3-D cubic block (64 taps) into contiguous output points,
+    two channels per pass, as :func:`sweep_cubic_2d`."""
     for c0 in range(0, C - 1, 2):
         xa = xflat[c0 * xs_c:]
         xb = xflat[(c0 + 1) * xs_c:]
@@ -1034,29 +1049,30 @@ def sweep_cubic_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azer
 
 @skeleton
 def sweep_cubic_3d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    """:func:`sweep_cubic_3d` into output whose points are ``os_p`` elements apart
-    (channel-last), a channel at a time."""
+    """:func:`sweep_cubic_3d` into output points ``os_p`` elements apart."""
+    _sweep_3d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero, 4)
+
+
+@skeleton
+def sweep_nearest_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    """All channels of a planned nearest block into contiguous output points: ``y = w0 v0``."""
     for c in range(C):
         zero = azero[c]
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
         for j in range(nb):
-            store(oc, j * os_p, _sum_3d(xc, kind, off, wts, j, zero, 4), kind)
+            store(oc, j, wts[0, j] * _tap(xc, kind, off[0, j], zero), kind)
 
 
 @skeleton
-def sweep_nearest_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    """All channels of a planned nearest block: ``y = w0 v0``."""
+def sweep_nearest_2d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    """:func:`sweep_nearest_2d` into output points ``os_p`` elements apart."""
     for c in range(C):
         zero = azero[c]
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
-        if os_p == 1:
-            for j in range(nb):
-                store(oc, j, wts[0, j] * _tap(xc, kind, off[0, j], zero), kind)
-        else:
-            for j in range(nb):
-                store(oc, j * os_p, wts[0, j] * _tap(xc, kind, off[0, j], zero), kind)
+        for j in range(nb):
+            store(oc, j * os_p, wts[0, j] * _tap(xc, kind, off[0, j], zero), kind)
 
 
 
@@ -1064,6 +1080,7 @@ def sweep_nearest_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, az
 
 #: 3-D nearest sweeps exactly as 2-D: one tap, its offset already formed.
 sweep_nearest_3d = sweep_nearest_2d
+sweep_nearest_3d_cl = sweep_nearest_2d_cl
 
 
 @skeleton

@@ -34,9 +34,13 @@ from ._vector import (
     sweep_cubic_3d,
     sweep_cubic_3d_cl,
     sweep_linear_2d,
+    sweep_linear_2d_cl,
     sweep_linear_3d,
+    sweep_linear_3d_cl,
     sweep_nearest_2d,
+    sweep_nearest_2d_cl,
     sweep_nearest_3d,
+    sweep_nearest_3d_cl,
 )
 
 __all__ = ["ENTRIES", "CHANNEL_LAST_ENTRIES", "PLAN_ROWS"]
@@ -53,11 +57,27 @@ def linear_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gri
 
 
 @function
+def linear_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_linear_2d, PAD_ZEROS,
+               sweep_linear_2d_cl)
+
+
+@function
 def linear_2d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_linear_2d, PAD_ZEROS,
                sweep_linear_2d)
+
+
+@function
+def linear_2d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_linear_2d, PAD_ZEROS,
+               sweep_linear_2d_cl)
 
 
 @function
@@ -69,11 +89,27 @@ def linear_2d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
 
 
 @function
+def linear_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_linear_2d, PAD_ZEROS,
+               sweep_linear_2d_cl)
+
+
+@function
 def linear_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, 2, plan_linear_2d, PAD_BORDER,
                sweep_linear_2d)
+
+
+@function
+def linear_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_linear_2d, PAD_BORDER,
+               sweep_linear_2d_cl)
 
 
 @function
@@ -85,11 +121,27 @@ def linear_2d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
 
 
 @function
+def linear_2d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_linear_2d, PAD_BORDER,
+               sweep_linear_2d_cl)
+
+
+@function
 def linear_2d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_linear_2d, PAD_BORDER,
                sweep_linear_2d)
+
+
+@function
+def linear_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_linear_2d, PAD_BORDER,
+               sweep_linear_2d_cl)
 
 
 @function
@@ -101,11 +153,28 @@ def linear_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
 
 
 @function
+def linear_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_linear_2d, PAD_REFLECTION,
+               sweep_linear_2d_cl)
+
+
+@function
 def linear_2d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_linear_2d, PAD_REFLECTION,
                sweep_linear_2d)
+
+
+@function
+def linear_2d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                                wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_linear_2d, PAD_REFLECTION,
+               sweep_linear_2d_cl)
 
 
 @function
@@ -117,11 +186,28 @@ def linear_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
 
 
 @function
+def linear_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                                 wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_linear_2d,
+               PAD_REFLECTION, sweep_linear_2d_cl)
+
+
+@function
 def linear_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                     os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, 2, plan_linear_2d, PAD_MIRROR,
                sweep_linear_2d)
+
+
+@function
+def linear_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_linear_2d, PAD_MIRROR,
+               sweep_linear_2d_cl)
 
 
 @function
@@ -133,11 +219,27 @@ def linear_2d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
 
 
 @function
+def linear_2d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_linear_2d, PAD_MIRROR,
+               sweep_linear_2d_cl)
+
+
+@function
 def linear_2d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_linear_2d, PAD_MIRROR,
                sweep_linear_2d)
+
+
+@function
+def linear_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_linear_2d, PAD_MIRROR,
+               sweep_linear_2d_cl)
 
 
 # linear_3d
@@ -151,11 +253,27 @@ def linear_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gri
 
 
 @function
+def linear_3d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_linear_3d, PAD_ZEROS,
+               sweep_linear_3d_cl)
+
+
+@function
 def linear_3d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_linear_3d, PAD_ZEROS,
                sweep_linear_3d)
+
+
+@function
+def linear_3d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_linear_3d, PAD_ZEROS,
+               sweep_linear_3d_cl)
 
 
 @function
@@ -167,11 +285,27 @@ def linear_3d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
 
 
 @function
+def linear_3d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_linear_3d, PAD_ZEROS,
+               sweep_linear_3d_cl)
+
+
+@function
 def linear_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, 3, plan_linear_3d, PAD_BORDER,
                sweep_linear_3d)
+
+
+@function
+def linear_3d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_linear_3d, PAD_BORDER,
+               sweep_linear_3d_cl)
 
 
 @function
@@ -183,11 +317,27 @@ def linear_3d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
 
 
 @function
+def linear_3d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_linear_3d, PAD_BORDER,
+               sweep_linear_3d_cl)
+
+
+@function
 def linear_3d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_linear_3d, PAD_BORDER,
                sweep_linear_3d)
+
+
+@function
+def linear_3d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_linear_3d, PAD_BORDER,
+               sweep_linear_3d_cl)
 
 
 @function
@@ -199,11 +349,28 @@ def linear_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
 
 
 @function
+def linear_3d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_linear_3d, PAD_REFLECTION,
+               sweep_linear_3d_cl)
+
+
+@function
 def linear_3d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_linear_3d, PAD_REFLECTION,
                sweep_linear_3d)
+
+
+@function
+def linear_3d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                                wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_linear_3d, PAD_REFLECTION,
+               sweep_linear_3d_cl)
 
 
 @function
@@ -215,11 +382,28 @@ def linear_3d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
 
 
 @function
+def linear_3d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                                 wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_linear_3d,
+               PAD_REFLECTION, sweep_linear_3d_cl)
+
+
+@function
 def linear_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                     os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, 3, plan_linear_3d, PAD_MIRROR,
                sweep_linear_3d)
+
+
+@function
+def linear_3d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_linear_3d, PAD_MIRROR,
+               sweep_linear_3d_cl)
 
 
 @function
@@ -231,11 +415,27 @@ def linear_3d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
 
 
 @function
+def linear_3d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_linear_3d, PAD_MIRROR,
+               sweep_linear_3d_cl)
+
+
+@function
 def linear_3d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_linear_3d, PAD_MIRROR,
                sweep_linear_3d)
+
+
+@function
+def linear_3d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_linear_3d, PAD_MIRROR,
+               sweep_linear_3d_cl)
 
 
 # nearest_2d
@@ -249,11 +449,27 @@ def nearest_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gr
 
 
 @function
+def nearest_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_nearest_2d, PAD_ZEROS,
+               sweep_nearest_2d_cl)
+
+
+@function
 def nearest_2d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_nearest_2d, PAD_ZEROS,
                sweep_nearest_2d)
+
+
+@function
+def nearest_2d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_nearest_2d, PAD_ZEROS,
+               sweep_nearest_2d_cl)
 
 
 @function
@@ -265,11 +481,27 @@ def nearest_2d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
 
 
 @function
+def nearest_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_nearest_2d, PAD_ZEROS,
+               sweep_nearest_2d_cl)
+
+
+@function
 def nearest_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, 2, plan_nearest_2d, PAD_BORDER,
                sweep_nearest_2d)
+
+
+@function
+def nearest_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_nearest_2d, PAD_BORDER,
+               sweep_nearest_2d_cl)
 
 
 @function
@@ -281,11 +513,27 @@ def nearest_2d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
 
 
 @function
+def nearest_2d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_nearest_2d, PAD_BORDER,
+               sweep_nearest_2d_cl)
+
+
+@function
 def nearest_2d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_nearest_2d, PAD_BORDER,
                sweep_nearest_2d)
+
+
+@function
+def nearest_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_nearest_2d, PAD_BORDER,
+               sweep_nearest_2d_cl)
 
 
 @function
@@ -297,11 +545,28 @@ def nearest_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
 
 
 @function
+def nearest_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_nearest_2d, PAD_REFLECTION,
+               sweep_nearest_2d_cl)
+
+
+@function
 def nearest_2d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d)
+
+
+@function
+def nearest_2d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                                 wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_nearest_2d,
+               PAD_REFLECTION, sweep_nearest_2d_cl)
 
 
 @function
@@ -313,11 +578,28 @@ def nearest_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, a
 
 
 @function
+def nearest_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                  outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                                  wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_nearest_2d,
+               PAD_REFLECTION, sweep_nearest_2d_cl)
+
+
+@function
 def nearest_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, 2, plan_nearest_2d, PAD_MIRROR,
                sweep_nearest_2d)
+
+
+@function
+def nearest_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_nearest_2d, PAD_MIRROR,
+               sweep_nearest_2d_cl)
 
 
 @function
@@ -329,11 +611,27 @@ def nearest_2d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
 
 
 @function
+def nearest_2d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_nearest_2d, PAD_MIRROR,
+               sweep_nearest_2d_cl)
+
+
+@function
 def nearest_2d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_nearest_2d, PAD_MIRROR,
                sweep_nearest_2d)
+
+
+@function
+def nearest_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_nearest_2d, PAD_MIRROR,
+               sweep_nearest_2d_cl)
 
 
 # nearest_3d
@@ -347,11 +645,27 @@ def nearest_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gr
 
 
 @function
+def nearest_3d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_nearest_3d, PAD_ZEROS,
+               sweep_nearest_3d_cl)
+
+
+@function
 def nearest_3d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_nearest_3d, PAD_ZEROS,
                sweep_nearest_3d)
+
+
+@function
+def nearest_3d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_nearest_3d, PAD_ZEROS,
+               sweep_nearest_3d_cl)
 
 
 @function
@@ -363,11 +677,27 @@ def nearest_3d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
 
 
 @function
+def nearest_3d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_nearest_3d, PAD_ZEROS,
+               sweep_nearest_3d_cl)
+
+
+@function
 def nearest_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, 3, plan_nearest_3d, PAD_BORDER,
                sweep_nearest_3d)
+
+
+@function
+def nearest_3d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_nearest_3d, PAD_BORDER,
+               sweep_nearest_3d_cl)
 
 
 @function
@@ -379,11 +709,27 @@ def nearest_3d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
 
 
 @function
+def nearest_3d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_nearest_3d, PAD_BORDER,
+               sweep_nearest_3d_cl)
+
+
+@function
 def nearest_3d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_nearest_3d, PAD_BORDER,
                sweep_nearest_3d)
+
+
+@function
+def nearest_3d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_nearest_3d, PAD_BORDER,
+               sweep_nearest_3d_cl)
 
 
 @function
@@ -395,11 +741,28 @@ def nearest_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
 
 
 @function
+def nearest_3d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_nearest_3d, PAD_REFLECTION,
+               sweep_nearest_3d_cl)
+
+
+@function
 def nearest_3d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d)
+
+
+@function
+def nearest_3d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                                 wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_nearest_3d,
+               PAD_REFLECTION, sweep_nearest_3d_cl)
 
 
 @function
@@ -411,11 +774,28 @@ def nearest_3d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, a
 
 
 @function
+def nearest_3d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                  outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                                  wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_nearest_3d,
+               PAD_REFLECTION, sweep_nearest_3d_cl)
+
+
+@function
 def nearest_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, 3, plan_nearest_3d, PAD_MIRROR,
                sweep_nearest_3d)
+
+
+@function
+def nearest_3d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_nearest_3d, PAD_MIRROR,
+               sweep_nearest_3d_cl)
 
 
 @function
@@ -427,11 +807,27 @@ def nearest_3d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
 
 
 @function
+def nearest_3d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_nearest_3d, PAD_MIRROR,
+               sweep_nearest_3d_cl)
+
+
+@function
 def nearest_3d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_nearest_3d, PAD_MIRROR,
                sweep_nearest_3d)
+
+
+@function
+def nearest_3d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_nearest_3d, PAD_MIRROR,
+               sweep_nearest_3d_cl)
 
 
 # cubic_2d
@@ -936,9 +1332,80 @@ ENTRIES = {
     (3, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_3d_index_bf16,
 }
 
-#: The entries that take output with strided points (channel-last) where
-#: they differ from those of :data:`ENTRIES`.
+#: The same for output with strided points (channel-last).
 CHANNEL_LAST_ENTRIES = {
+    (2, MODE_LINEAR, PAD_ZEROS, 'native'): linear_2d_zeros_cl,
+    (2, MODE_LINEAR, PAD_ZEROS, 'f16'): linear_2d_zeros_f16_cl,
+    (2, MODE_LINEAR, PAD_ZEROS, 'bf16'): linear_2d_zeros_bf16_cl,
+    (2, MODE_LINEAR, PAD_BORDER, 'native'): linear_2d_border_cl,
+    (2, MODE_LINEAR, PAD_BORDER, 'f16'): linear_2d_border_f16_cl,
+    (2, MODE_LINEAR, PAD_BORDER, 'bf16'): linear_2d_border_bf16_cl,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_2d_reflection_cl,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_2d_reflection_f16_cl,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_2d_reflection_bf16_cl,
+    (2, MODE_LINEAR, PAD_MIRROR, 'native'): linear_2d_index_cl,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_2d_index_cl,
+    (2, MODE_LINEAR, PAD_WRAP, 'native'): linear_2d_index_cl,
+    (2, MODE_LINEAR, PAD_MIRROR, 'f16'): linear_2d_index_f16_cl,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'f16'): linear_2d_index_f16_cl,
+    (2, MODE_LINEAR, PAD_WRAP, 'f16'): linear_2d_index_f16_cl,
+    (2, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_2d_index_bf16_cl,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_2d_index_bf16_cl,
+    (2, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_2d_index_bf16_cl,
+    (3, MODE_LINEAR, PAD_ZEROS, 'native'): linear_3d_zeros_cl,
+    (3, MODE_LINEAR, PAD_ZEROS, 'f16'): linear_3d_zeros_f16_cl,
+    (3, MODE_LINEAR, PAD_ZEROS, 'bf16'): linear_3d_zeros_bf16_cl,
+    (3, MODE_LINEAR, PAD_BORDER, 'native'): linear_3d_border_cl,
+    (3, MODE_LINEAR, PAD_BORDER, 'f16'): linear_3d_border_f16_cl,
+    (3, MODE_LINEAR, PAD_BORDER, 'bf16'): linear_3d_border_bf16_cl,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_3d_reflection_cl,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_3d_reflection_f16_cl,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_3d_reflection_bf16_cl,
+    (3, MODE_LINEAR, PAD_MIRROR, 'native'): linear_3d_index_cl,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_3d_index_cl,
+    (3, MODE_LINEAR, PAD_WRAP, 'native'): linear_3d_index_cl,
+    (3, MODE_LINEAR, PAD_MIRROR, 'f16'): linear_3d_index_f16_cl,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'f16'): linear_3d_index_f16_cl,
+    (3, MODE_LINEAR, PAD_WRAP, 'f16'): linear_3d_index_f16_cl,
+    (3, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_3d_index_bf16_cl,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_3d_index_bf16_cl,
+    (3, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_3d_index_bf16_cl,
+    (2, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_2d_zeros_cl,
+    (2, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_2d_zeros_f16_cl,
+    (2, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_2d_zeros_bf16_cl,
+    (2, MODE_NEAREST, PAD_BORDER, 'native'): nearest_2d_border_cl,
+    (2, MODE_NEAREST, PAD_BORDER, 'f16'): nearest_2d_border_f16_cl,
+    (2, MODE_NEAREST, PAD_BORDER, 'bf16'): nearest_2d_border_bf16_cl,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_2d_reflection_cl,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_2d_reflection_f16_cl,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_2d_reflection_bf16_cl,
+    (2, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_2d_index_cl,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_2d_index_cl,
+    (2, MODE_NEAREST, PAD_WRAP, 'native'): nearest_2d_index_cl,
+    (2, MODE_NEAREST, PAD_MIRROR, 'f16'): nearest_2d_index_f16_cl,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'f16'): nearest_2d_index_f16_cl,
+    (2, MODE_NEAREST, PAD_WRAP, 'f16'): nearest_2d_index_f16_cl,
+    (2, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_2d_index_bf16_cl,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_2d_index_bf16_cl,
+    (2, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_2d_index_bf16_cl,
+    (3, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_3d_zeros_cl,
+    (3, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_3d_zeros_f16_cl,
+    (3, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_3d_zeros_bf16_cl,
+    (3, MODE_NEAREST, PAD_BORDER, 'native'): nearest_3d_border_cl,
+    (3, MODE_NEAREST, PAD_BORDER, 'f16'): nearest_3d_border_f16_cl,
+    (3, MODE_NEAREST, PAD_BORDER, 'bf16'): nearest_3d_border_bf16_cl,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_3d_reflection_cl,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_3d_reflection_f16_cl,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_3d_reflection_bf16_cl,
+    (3, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_3d_index_cl,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_3d_index_cl,
+    (3, MODE_NEAREST, PAD_WRAP, 'native'): nearest_3d_index_cl,
+    (3, MODE_NEAREST, PAD_MIRROR, 'f16'): nearest_3d_index_f16_cl,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'f16'): nearest_3d_index_f16_cl,
+    (3, MODE_NEAREST, PAD_WRAP, 'f16'): nearest_3d_index_f16_cl,
+    (3, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_3d_index_bf16_cl,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_3d_index_bf16_cl,
+    (3, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_3d_index_bf16_cl,
     (2, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_2d_zeros_cl,
     (2, MODE_CUBIC, PAD_ZEROS, 'f16'): cubic_2d_zeros_f16_cl,
     (2, MODE_CUBIC, PAD_ZEROS, 'bf16'): cubic_2d_zeros_bf16_cl,
