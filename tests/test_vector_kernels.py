@@ -145,6 +145,10 @@ def test_equal_to_the_general_kernels(rng, monkeypatch, mode, pad, x_dtype, grid
         want = general(monkeypatch, x, grid, mode, pad, align)
         got = gridsample.grid_sample(x, grid, mode, pad, align)
         np.testing.assert_array_equal(got, want)
+    xl = np.moveaxis(x, 1, -1)  # channel-last: the entries for strided output points
+    np.testing.assert_array_equal(
+        gridsample.grid_sample(xl, grid, mode, pad, channel_last=True),
+        general(monkeypatch, xl, grid, mode, pad, channel_last=True))
 
 
 @pytest.mark.parametrize("mode", VECTOR_MODES)
