@@ -87,13 +87,14 @@ def _cache_lines():
         if folder.parent.is_dir() else []
     stale = f"; {len(others)} folders of other builds beside it" if others else ""
     lines = [f"cache: {folder} ({len(found)} compiled functions{stale})"]
-    groups = (("vector", _engine.VECTOR_ENTRIES.values()),
+    groups = (("vector", [*_engine.VECTOR_ENTRIES.values(),
+                          *_engine.CHANNEL_LAST_ENTRIES.values()]),
               ("general", [*_engine.GENERAL_KERNELS.values(), task_nd]),
               ("backward", [*BACKWARD_ENTRIES.values(), backward_nd]),
               ("backward vector", [*INPUT_GRAD_ENTRIES.values(), *GRID_GRAD_ENTRIES.values()]))
     for label, entries in groups:
         ready = []
-        for entry in entries:
+        for entry in dict.fromkeys(entries):  # once each (an index entry serves three paddings)
             name = f"{entry.py_func.__module__.rsplit('.', 1)[-1]}.{entry.py_func.__name__}"
             dtypes = sorted({m.group(1) for sig in found.get(name, ())
                              for m in [re.search(r"[Aa]rray\((\w+)", sig)] if m})
@@ -104,6 +105,21 @@ def _cache_lines():
     return lines
 
 
+def _code_line() -> str:
+    """The CPU and vector width gridsample's kernels are compiled for."""
+    import llvmlite.binding as llvm
+    from numba.core import config
+
+    from .._jit import code_attributes
+    from .._target import target_has_avx512
+
+    width, tune = code_attributes()
+    cpu = config.CPU_NAME or llvm.get_host_cpu_name()
+    line = (f"code: {cpu}, {'AVX-512' if target_has_avx512() else 'no AVX-512'}, vector width "
+            f"{width or 'LLVM default'} (GRIDSAMPLE_VECTOR_WIDTH)")
+    return line + (f", tuned for {tune} (GRIDSAMPLE_TUNE_CPU)" if tune else "")
+
+
 def info_lines() -> list:
     """The lines ``gridsample info`` prints."""
     lines = [f"gridsample {gridsample.__version__} ({Path(gridsample.__file__).parent})",
@@ -112,6 +128,7 @@ def info_lines() -> list:
     lines += _kernel_lines()
     lines.append(f"threads: {numba.get_num_threads()} (NUMBA_NUM_THREADS, "
                  "numba.set_num_threads; gridsample's own thread pool)")
+    lines.append(_code_line())
     lines += _cache_lines()
     lines.append("optional libraries:")
     for dists, import_name, use in _OPTIONAL:
