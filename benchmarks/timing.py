@@ -137,31 +137,16 @@ def machine_line() -> str:
 
 
 def numba_code_line() -> str:
-    """What Numba compiles for: the CPU name, the widest ISA its features allow and the
-    vector width gridsample's functions prefer, and any ISA forced on PyTorch.
+    """What Numba compiles for (:func:`gridsample._jit.code_description`), and any ISA
+    forced on PyTorch.
 
     The AVX2 code paths on an AVX-512 machine need both ``NUMBA_CPU_NAME`` (say ``haswell``
     or ``znver3``) and ``NUMBA_CPU_FEATURES=""``: the name alone keeps the host's
     features, and the code stays AVX-512.
     """
-    import llvmlite.binding as llvm
-    from numba.core import config
+    from gridsample._jit import code_description
 
-    from gridsample._jit import code_attributes
-    from gridsample._target import target_features, target_has_avx512
-
-    cpu = config.CPU_NAME or llvm.get_host_cpu_name()
-    features = target_features()
-    if target_has_avx512():
-        isa = "AVX-512"
-    elif "+avx2" in features.split(","):
-        isa = "AVX2"
-    else:
-        isa = f"{cpu}'s own features" if not features else f"{cpu} with NUMBA_CPU_FEATURES"
-    width, tune = code_attributes()
-    line = f"Numba code: {cpu}, {isa}, vector width {width or 'LLVM default'}"
-    if tune:
-        line += f", tuned for {tune}"
+    line = f"Numba code: {code_description()}"
     if os.environ.get("ATEN_CPU_CAPABILITY"):
         line += f"; torch: ATEN_CPU_CAPABILITY={os.environ['ATEN_CPU_CAPABILITY']}"
     return line

@@ -39,7 +39,7 @@ import numba.core.dispatcher
 import numpy as np
 from numba.core import caching
 
-from ._target import tune_cpu, vector_width
+from ._target import target_cpu_name, target_isa, tune_cpu, vector_width
 
 
 def _pipeline() -> dict:
@@ -56,7 +56,7 @@ def _pipeline() -> dict:
 
 
 __all__ = ["function", "helper", "skeleton", "cache_root", "cache_key", "cache_dir", "NOALIAS",
-           "TUNED", "code_attributes",
+           "TUNED", "code_attributes", "code_description",
            "kernel_source_files", "compiled_functions", "read_only"]
 
 _PIPELINE = _pipeline()
@@ -70,6 +70,14 @@ def code_attributes() -> tuple:
     """The vector width and tuning gridsample's compiled code has, ``(None, None)`` for
     LLVM's own (:mod:`gridsample._target`; none where Numba's own pipeline compiles)."""
     return (vector_width(), tune_cpu()) if TUNED else (None, None)
+
+
+def code_description() -> str:
+    """What gridsample's kernels are compiled for, in words: the CPU, the ISA, the vector
+    width and the tuning (``gridsample info`` and the benchmarks print it)."""
+    width, tune = code_attributes()
+    line = f"{target_cpu_name()}, {target_isa()}, vector width {width or 'LLVM default'}"
+    return line + (f", tuned for {tune}" if tune else "")
 
 _PACKAGE = Path(__file__).resolve().parent
 

@@ -27,8 +27,8 @@ import re
 
 from ._errors import GridSampleError
 
-__all__ = ["vector_width", "tune_cpu", "target_features", "target_has_avx512",
-           "function_attributes"]
+__all__ = ["vector_width", "tune_cpu", "target_cpu_name", "target_features",
+           "target_has_avx512", "target_isa", "function_attributes"]
 
 #: Values ``GRIDSAMPLE_VECTOR_WIDTH`` may take.
 WIDTHS = ("auto", "256", "512")
@@ -50,12 +50,28 @@ def target_features() -> str:
     return codegen.get_host_cpu_features()
 
 
-def target_has_avx512() -> bool:
-    """Whether the code Numba compiles may use AVX-512F (its CPU name and features)."""
+def target_cpu_name() -> str:
+    """The CPU Numba compiles for: ``NUMBA_CPU_NAME`` if set, else the host's (LLVM's name)."""
     import llvmlite.binding as llvm
     from numba.core import config
 
-    return _has_avx512(target_features(), config.CPU_NAME or llvm.get_host_cpu_name())
+    return config.CPU_NAME or llvm.get_host_cpu_name()
+
+
+def target_has_avx512() -> bool:
+    """Whether the code Numba compiles may use AVX-512F (its CPU name and features)."""
+    return _has_avx512(target_features(), target_cpu_name())
+
+
+def target_isa() -> str:
+    """The widest x86 vector ISA of the code Numba compiles, in words (for reports)."""
+    features = target_features()
+    if target_has_avx512():
+        return "AVX-512"
+    if "+avx2" in features.split(","):
+        return "AVX2"
+    cpu = target_cpu_name()
+    return f"{cpu}'s own features" if not features else f"{cpu} with NUMBA_CPU_FEATURES"
 
 
 #: LLVM CPU names whose own features include AVX-512F.

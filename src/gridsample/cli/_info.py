@@ -105,21 +105,6 @@ def _cache_lines():
     return lines
 
 
-def _code_line() -> str:
-    """The CPU and vector width gridsample's kernels are compiled for."""
-    import llvmlite.binding as llvm
-    from numba.core import config
-
-    from .._jit import code_attributes
-    from .._target import target_has_avx512
-
-    width, tune = code_attributes()
-    cpu = config.CPU_NAME or llvm.get_host_cpu_name()
-    line = (f"code: {cpu}, {'AVX-512' if target_has_avx512() else 'no AVX-512'}, vector width "
-            f"{width or 'LLVM default'} (GRIDSAMPLE_VECTOR_WIDTH)")
-    return line + (f", tuned for {tune} (GRIDSAMPLE_TUNE_CPU)" if tune else "")
-
-
 def info_lines() -> list:
     """The lines ``gridsample info`` prints."""
     lines = [f"gridsample {gridsample.__version__} ({Path(gridsample.__file__).parent})",
@@ -128,7 +113,9 @@ def info_lines() -> list:
     lines += _kernel_lines()
     lines.append(f"threads: {numba.get_num_threads()} (NUMBA_NUM_THREADS, "
                  "numba.set_num_threads; gridsample's own thread pool)")
-    lines.append(_code_line())
+    from .._jit import code_description
+
+    lines.append(f"code: {code_description()} (GRIDSAMPLE_VECTOR_WIDTH, GRIDSAMPLE_TUNE_CPU)")
     lines += _cache_lines()
     lines.append("optional libraries:")
     for dists, import_name, use in _OPTIONAL:
