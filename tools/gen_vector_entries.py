@@ -48,7 +48,7 @@ FAMILIES = (("", "native", None), ("_f16", "f16", "KIND_F16"), ("_bf16", "bf16",
 
 
 _ENTRY_ARGS = ("first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, "
-               "os_c, os_p, C, block, wconst, kind, azero, off, wts")
+               "os_c, os_p, C, block, wconst, kind, azero, off, wts, coords")
 
 
 def _import_block(module: str, names) -> list:
@@ -107,7 +107,7 @@ _FORWARD_KINDS = {
              ":data:`ENTRIES` is the table the engine reads, :data:`PLAN_ROWS` the rows of "
              "the plan\ntables it passes."),
     "affine": (AFFINE_TARGET, "run_affine_blocks", "_affine", "theta, bases, bsizes",
-               ", coords", "AFFINE_ENTRIES",
+               ", points", "AFFINE_ENTRIES",
                "The entries of :func:`gridsample.affine_warp`: each runs blocks\n"
                "``first .. stop - 1`` with :func:`gridsample._vector.run_affine_blocks`, which\n"
                "makes each block's points from the affine maps (the grid is never made whole),\n"
@@ -196,7 +196,7 @@ _GRAD_ENTRY_ARGS = ("first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk
 SCATTERS = {("linear", 2): "scatter_fused", ("nearest", 2): "scatter_fused",
             ("nearest", 3): "scatter_fused", ("cubic", 2): "scatter_cubic_2d",
             ("linear", 3): "scatter_linear_3d", ("cubic", 3): "scatter_cubic_3d"}
-_PLAN_ARGS = "grid, nb, axc, kc, sizes, strides, one, nanw, off, wts"
+_PLAN_ARGS = "grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords"
 _SCATTER_ARGS = "gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K"
 _INPUT_ENTRY_ARGS = ("first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, "
                      "gs_n, gs_c, gs_p, gx_q, C, block, wconst")

@@ -52,217 +52,217 @@ __all__ = ["AFFINE_ENTRIES", "AFFINE_CHANNEL_LAST_ENTRIES"]
 @function
 def linear_2d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                           wts, coords):
+                           wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_linear_2d, PAD_ZEROS, sweep_linear_2d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d)
 
 
 @function
 def linear_2d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                               bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords):
+                              wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d)
 
 
 @function
 def linear_2d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                  azero, off, wts, coords):
+                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords):
+                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d)
 
 
 @function
 def linear_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords):
+                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                            wts, coords):
+                            wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_linear_2d, PAD_BORDER, sweep_linear_2d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d)
 
 
 @function
 def linear_2d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords):
+                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d)
 
 
 @function
 def linear_2d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords):
+                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords):
+                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d)
 
 
 @function
 def linear_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords):
+                                    kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords):
+                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_linear_2d, PAD_REFLECTION, sweep_linear_2d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d)
 
 
 @function
 def linear_2d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords):
+                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords):
+                                    kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d)
 
 
 @function
 def linear_2d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                       wconst, kind, azero, off, wts, coords):
+                                       wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                      bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords):
+                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d)
 
 
 @function
 def linear_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                         theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                        wconst, kind, azero, off, wts, coords):
+                                        wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                           wts, coords):
+                           wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_linear_2d, PAD_MIRROR, sweep_linear_2d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d)
 
 
 @function
 def linear_2d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                               bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords):
+                              wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d)
 
 
 @function
 def linear_2d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                  azero, off, wts, coords):
+                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords):
+                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d)
 
 
 @function
 def linear_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords):
+                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl)
 
 
 # linear_3d
@@ -270,217 +270,217 @@ def linear_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
 @function
 def linear_3d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                           wts, coords):
+                           wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_linear_3d, PAD_ZEROS, sweep_linear_3d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d)
 
 
 @function
 def linear_3d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                               bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords):
+                              wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d)
 
 
 @function
 def linear_3d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                  azero, off, wts, coords):
+                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords):
+                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d)
 
 
 @function
 def linear_3d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords):
+                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                            wts, coords):
+                            wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_linear_3d, PAD_BORDER, sweep_linear_3d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d)
 
 
 @function
 def linear_3d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords):
+                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d)
 
 
 @function
 def linear_3d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords):
+                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords):
+                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d)
 
 
 @function
 def linear_3d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords):
+                                    kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords):
+                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_linear_3d, PAD_REFLECTION, sweep_linear_3d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d)
 
 
 @function
 def linear_3d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords):
+                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords):
+                                    kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d)
 
 
 @function
 def linear_3d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                       wconst, kind, azero, off, wts, coords):
+                                       wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                      bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords):
+                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d)
 
 
 @function
 def linear_3d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                         theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                        wconst, kind, azero, off, wts, coords):
+                                        wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                           wts, coords):
+                           wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_linear_3d, PAD_MIRROR, sweep_linear_3d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d)
 
 
 @function
 def linear_3d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                               bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords):
+                              wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d)
 
 
 @function
 def linear_3d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                  azero, off, wts, coords):
+                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords):
+                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d)
 
 
 @function
 def linear_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords):
+                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl)
 
 
 # nearest_2d
@@ -488,217 +488,217 @@ def linear_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
 @function
 def nearest_2d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                            wts, coords):
+                            wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords):
+                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords):
+                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords):
+                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords):
+                                    kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                             wts, coords):
+                             wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_nearest_2d, PAD_BORDER, sweep_nearest_2d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords):
+                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords):
+                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords):
+                                    kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                  azero, off, wts, coords):
+                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                      bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords):
+                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords):
+                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords):
+                                    kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                      bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords):
+                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                         theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                        wconst, kind, azero, off, wts, coords):
+                                        wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                      wconst, kind, azero, off, wts, coords):
+                                      wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                          theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                         wconst, kind, azero, off, wts, coords):
+                                         wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                            wts, coords):
+                            wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords):
+                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords):
+                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords):
+                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords):
+                                    kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl)
 
 
 # nearest_3d
@@ -706,217 +706,217 @@ def nearest_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
 @function
 def nearest_3d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                            wts, coords):
+                            wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords):
+                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords):
+                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords):
+                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords):
+                                    kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                             wts, coords):
+                             wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_nearest_3d, PAD_BORDER, sweep_nearest_3d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords):
+                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords):
+                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords):
+                                    kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                  azero, off, wts, coords):
+                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                      bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords):
+                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords):
+                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords):
+                                    kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                      bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords):
+                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                         theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                        wconst, kind, azero, off, wts, coords):
+                                        wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                      wconst, kind, azero, off, wts, coords):
+                                      wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                          theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                         wconst, kind, azero, off, wts, coords):
+                                         wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                            wts, coords):
+                            wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords):
+                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords):
+                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords):
+                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords):
+                                    kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl)
 
 
 # cubic_2d
@@ -924,217 +924,217 @@ def nearest_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
 @function
 def cubic_2d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                           bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                          wts, coords):
+                          wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                             wts, coords):
+                             wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                               bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords):
+                              wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords):
+                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                  azero, off, wts, coords):
+                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                           wts, coords):
+                           wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_cubic_2d, PAD_BORDER, sweep_cubic_2d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                               bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords):
+                              wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                  azero, off, wts, coords):
+                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords):
+                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords):
+                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                  azero, off, wts, coords):
+                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords):
+                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                      wconst, kind, azero, off, wts, coords):
+                                      wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords):
+                                    kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                       wconst, kind, azero, off, wts, coords):
+                                       wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                           bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                          wts, coords):
+                          wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                             wts, coords):
+                             wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 2,
-                      plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                               bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords):
+                              wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords):
+                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                  azero, off, wts, coords):
+                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl)
 
 
 # cubic_3d
@@ -1142,217 +1142,217 @@ def cubic_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
 @function
 def cubic_3d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                           bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                          wts, coords):
+                          wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                             wts, coords):
+                             wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                               bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords):
+                              wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords):
+                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                  azero, off, wts, coords):
+                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                           wts, coords):
+                           wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_cubic_3d, PAD_BORDER, sweep_cubic_3d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                               bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords):
+                              wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                  azero, off, wts, coords):
+                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords):
+                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords):
+                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                  azero, off, wts, coords):
+                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords):
+                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                      wconst, kind, azero, off, wts, coords):
+                                      wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords):
+                                    kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                       wconst, kind, azero, off, wts, coords):
+                                       wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                           bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                          wts, coords):
+                          wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                             wts, coords):
+                             wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, 3,
-                      plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl)
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                               bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords):
+                              wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords):
+                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords):
+                               azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                  azero, off, wts, coords):
+                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl)
 
 
 #: Entry of each (rank, mode code, padding code, element family).

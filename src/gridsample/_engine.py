@@ -382,8 +382,11 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
         from ``source`` (the grid, or affine maps), a group of channels at a time."""
         rows = PLAN_ROWS[(r, plan.kernel_mode)]
         block = block_size(points, batch, rows, threads, PLAN_ENTRIES_PER_BLOCK)
-        scratch = (((rows, block), np.int32), ((rows, block), plan.weight_dtype))
-        if len(source) > 1:  # affine maps: a row of coordinates per block as well
+        # The plan tables and the planners' copy of a block's coordinates; affine maps make
+        # each block's points as well.
+        scratch = (((rows, block), np.int32), ((rows, block), plan.weight_dtype),
+                   ((r * block,), source[0].dtype))
+        if len(source) > 1:
             scratch += (((r * block,), source[0].dtype),)
         for c0, count in channel_groups(plan.channels, channel_bytes, plane_bytes, scattered):
             args = (xflat[c0 * xs_c:], xs_n, xs_c, sizes, strides, axc, kc, *source,

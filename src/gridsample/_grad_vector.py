@@ -188,7 +188,8 @@ def plan_grad_linear_3d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dw
     """Plan a 3-D linear block: per-axis offsets and weights (rows 2a, 2a+1), chain factors."""
     for a in range(3):  # one copy of the loop body
         ax = axis_row(axc, a)
-        _plan_linear_axis(grid, nb, pad, 3, a, ax, ax[AXIS_ONE], sizes[a], strides[a], off, wts)
+        _plan_linear_axis(grid[a:], 3, nb, pad, a, ax, ax[AXIS_ONE], sizes[a], strides[a], off,
+                          wts)
     for a in range(3):
         ax = axis_row(axc, a)
         distant = False
@@ -280,7 +281,7 @@ def _plan_cubic_grad_axis(grid, nb, pad, axis, ax, kt, dk, size, stride, off, wt
     (:func:`gridsample._grad_taps.grad_cubic_taps`); a NaN or infinite coordinate
     gets slopes and chain 0 (a NaN point's weights are NaN; the caller marks it).
     """
-    _plan_cubic_axis(grid, nb, pad, 2, axis, ax, kt, size, stride, off, wts)
+    _plan_cubic_axis(grid[axis:], 2, nb, pad, axis, ax, kt, size, stride, off, wts)
     zero, one = ax[AXIS_HIGH] - ax[AXIS_HIGH], ax[AXIS_ONE]
     scale = ax[AXIS_MUL] * ax[AXIS_SCALE]
     r = 4 * axis
@@ -479,6 +480,7 @@ def run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, ax
     one, nanw = wconst[1], wconst[2]
     off = np.empty((K, block), np.int32)
     wts = np.empty((K, block), wconst.dtype)
+    coords = np.empty(rank * block, grid.dtype)  # the planners' scratch
     for task in range(first, stop):
         n = task // (G * Q)
         g = (task // Q) % G
@@ -489,6 +491,6 @@ def run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, ax
         for p0 in range(ps, pe, block):
             nb = min(block, pe - p0)
             plan(gcoords[(gn * P + p0) * rank:], nb, axc, kc, sizes, strides, one, nanw, off,
-                 wts)
+                 wts, coords)
             scatter(gxflat[q * gx_q + n * xs_n:], xs_c, gflat[n * gs_n + p0 * gs_p:], gs_c,
                     gs_p, off, wts, nb, c0, c1, K)

@@ -230,23 +230,23 @@ def grid_grad_cubic_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
 # input gradient, linear_2d
 
 @function
-def plan_linear_2d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_linear_2d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_linear_2d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_linear_2d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_linear_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_linear_2d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_linear_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_linear_2d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_linear_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_linear_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_linear_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_linear_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_linear_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_linear_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_linear_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_linear_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
@@ -289,23 +289,23 @@ def input_grad_linear_2d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, str
 # input gradient, linear_3d
 
 @function
-def plan_linear_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_linear_3d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_linear_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_linear_3d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_linear_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_linear_3d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_linear_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_linear_3d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_linear_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_linear_3d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_linear_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_linear_3d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_linear_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_linear_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_linear_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_linear_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
@@ -348,23 +348,23 @@ def input_grad_linear_3d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, str
 # input gradient, nearest_2d
 
 @function
-def plan_nearest_2d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_nearest_2d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_nearest_2d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_nearest_2d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_nearest_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_nearest_2d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_nearest_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_nearest_2d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_nearest_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_nearest_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_nearest_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_nearest_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_nearest_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_nearest_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_nearest_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_nearest_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
@@ -407,23 +407,23 @@ def input_grad_nearest_2d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, st
 # input gradient, nearest_3d
 
 @function
-def plan_nearest_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_nearest_3d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_nearest_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_nearest_3d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_nearest_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_nearest_3d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_nearest_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_nearest_3d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_nearest_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_nearest_3d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_nearest_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_nearest_3d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_nearest_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_nearest_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_nearest_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_nearest_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
@@ -466,23 +466,23 @@ def input_grad_nearest_3d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, st
 # input gradient, cubic_2d
 
 @function
-def plan_cubic_2d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_cubic_2d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_cubic_2d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_cubic_2d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_cubic_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_cubic_2d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_cubic_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_cubic_2d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_cubic_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_cubic_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_cubic_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_cubic_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_cubic_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_cubic_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_cubic_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_cubic_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
@@ -525,23 +525,23 @@ def input_grad_cubic_2d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, stri
 # input gradient, cubic_3d
 
 @function
-def plan_cubic_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_cubic_3d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_cubic_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_cubic_3d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_cubic_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_cubic_3d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_cubic_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_cubic_3d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_cubic_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_cubic_3d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_cubic_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_cubic_3d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function
-def plan_cubic_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts):
-    plan_cubic_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts)
+def plan_cubic_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    plan_cubic_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
 @function

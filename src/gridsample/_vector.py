@@ -398,7 +398,7 @@ def linear_2d_taps(g0, g1, pad, ax0, ax1, st0, st1, exact):
 
 
 @skeleton
-def plan_linear_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
+def plan_linear_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     """Plan ``nb`` points of a 2-D linear block.
 
     ``grid`` is the block's coordinates flat, shape (2 nb,): a 1-D array
@@ -540,7 +540,7 @@ def _nearest_pass(grid, nb, pad, rank, axc, sizes, strides, one, nanw, off, wts)
 
 
 @skeleton
-def plan_nearest_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
+def plan_nearest_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     """Plan ``nb`` points of a 2-D nearest block: one tap, weight 1 (NaN for a NaN point)."""
     if pad >= PAD_MIRROR:
         _nearest_index_plan(grid, nb, pad, 2, axc, strides, one, nanw, off, wts)
@@ -638,8 +638,11 @@ def _store_cubic_axis(off, wts, r, j, st, out, i0, i1, i2, i3, w0, w1, w2, w3, o
 
 
 @skeleton
-def _plan_cubic_axis(grid, nb, pad, rank, axis, ax, kt, size, stride, off, wts):
+def _plan_cubic_axis(coords, step, nb, pad, axis, ax, kt, size, stride, off, wts):
     """One axis of a cubic block: rows ``4 axis … 4 axis + 3`` of ``off`` and ``wts``.
+
+    Point ``j``'s coordinate on the axis is ``coords[step * j]`` (``step`` a
+    literal: 1 for planar coordinates, whose loads are contiguous).
 
     A tap outside gets offset ``-2**31`` (int32's minimum); the sweep forms
     the ``4**rank`` taps as sums of one offset per axis and knows a tap is
@@ -653,7 +656,7 @@ def _plan_cubic_axis(grid, nb, pad, rank, axis, ax, kt, size, stride, off, wts):
     r = 4 * axis
     distant = False
     for j in range(nb):
-        g = grid[rank * j + axis]
+        g = coords[step * j]
         (i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2,
          ok3) = _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, False)
         _store_cubic_axis(off, wts, r, j, st, out, i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1,
@@ -662,7 +665,7 @@ def _plan_cubic_axis(grid, nb, pad, rank, axis, ax, kt, size, stride, off, wts):
             distant = distant | needs_exact_pass(g, pad, ax, zero)
     if has_exact_pass(pad) and distant:  # the exact pass for points far outside
         for j in range(nb):
-            g = grid[rank * j + axis]
+            g = coords[step * j]
             if needs_exact_pass(g, pad, ax, zero):
                 (i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2,
                  ok3) = _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, True)
@@ -671,26 +674,30 @@ def _plan_cubic_axis(grid, nb, pad, rank, axis, ax, kt, size, stride, off, wts):
 
 
 @skeleton
-def plan_cubic_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
+def plan_cubic_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     """Plan ``nb`` points of a 2-D cubic block: each axis's 4 taps, one axis per loop.
 
     One loop per axis: a loop storing all 16 taps (32 store streams into
     two arrays) stayed scalar (30 ms per 1024² points) -- LLVM gives up on
-    proving that many streams apart.
+    proving that many streams apart.  Each axis's loop reads its coordinates
+    from a planar copy (:func:`planar_points`).
     """
     kt = cubic_row(kc)
+    planar_points(grid, nb, 2, coords)
     for a in range(2):  # one copy of the loop body: half the code to compile
-        _plan_cubic_axis(grid, nb, pad, 2, a, axis_row(axc, a), kt, sizes[a], strides[a], off,
-                         wts)
+        _plan_cubic_axis(coords[a * nb:], 1, nb, pad, a, axis_row(axc, a), kt, sizes[a],
+                         strides[a], off, wts)
 
 
 @skeleton
-def plan_cubic_3d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
-    """Plan ``nb`` points of a 3-D cubic block: each axis's 4 taps (rows ``4 a … 4 a + 3``)."""
+def plan_cubic_3d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    """Plan ``nb`` points of a 3-D cubic block: each axis's 4 taps (rows ``4 a … 4 a + 3``),
+    read from a planar copy of the coordinates."""
     kt = cubic_row(kc)
+    planar_points(grid, nb, 3, coords)
     for a in range(3):
-        _plan_cubic_axis(grid, nb, pad, 3, a, axis_row(axc, a), kt, sizes[a], strides[a], off,
-                         wts)
+        _plan_cubic_axis(coords[a * nb:], 1, nb, pad, a, axis_row(axc, a), kt, sizes[a],
+                         strides[a], off, wts)
 
 
 @skeleton
@@ -708,9 +715,9 @@ def _linear_axis_taps(g, pad, ax, st, lo, far, hi, cnan, out, exact):
 
 
 @skeleton
-def _linear_axis_pass(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts):
+def _linear_axis_pass(coords, step, nb, pad, axis, ax, one, size, stride, off, wts):
     """Plan one axis of a linear block with an ONNX padding (reflection: points far
-    outside planned again, exactly)."""
+    outside planned again, exactly); coordinates as in :func:`_plan_linear_axis`."""
     st = np.int32(stride)
     zero, c1 = ax[AXIS_HIGH] - ax[AXIS_HIGH], ax[AXIS_ONE]
     c2 = c1 + c1
@@ -720,7 +727,7 @@ def _linear_axis_pass(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts
     r = 2 * axis
     distant = False
     for j in range(nb):
-        o0, o1, d, f = _linear_axis_taps(grid[rank * j + axis], pad, ax, st, lo, far, hi,
+        o0, o1, d, f = _linear_axis_taps(coords[step * j], pad, ax, st, lo, far, hi,
                                          cnan, out, False)
         off[r, j] = o0
         off[r + 1, j] = o1
@@ -729,7 +736,7 @@ def _linear_axis_pass(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts
         distant = distant | f
     if pad == PAD_REFLECTION and distant:  # the exact pass for points far outside
         for j in range(nb):
-            o0, o1, d, f = _linear_axis_taps(grid[rank * j + axis], pad, ax, st, lo, far,
+            o0, o1, d, f = _linear_axis_taps(coords[step * j], pad, ax, st, lo, far,
                                              hi, cnan, out, True)
             if f:
                 off[r, j] = o0
@@ -739,8 +746,9 @@ def _linear_axis_pass(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts
 
 
 @skeleton
-def _plan_linear_axis(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts):
-    """One axis of a linear block: its two taps in rows ``2 axis``, ``2 axis + 1``.
+def _plan_linear_axis(coords, step, nb, pad, axis, ax, one, size, stride, off, wts):
+    """One axis of a linear block: its two taps in rows ``2 axis``, ``2 axis + 1``; point
+    ``j``'s coordinate is ``coords[step * j]`` (as in :func:`_plan_cubic_axis`).
 
     A tap outside gets offset ``-2**31``; the sweep adds the axes' offsets
     and knows a tap is inside when no part is negative (the sign bit of
@@ -754,7 +762,7 @@ def _plan_linear_axis(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts
         r = 2 * axis
         distant = False
         for j in range(nb):
-            x, nan = _index_coordinate(grid[rank * j + axis], ax, zero)
+            x, nan = _index_coordinate(coords[step * j], ax, zero)
             i0, i1, f = _index_pair(x, ax, False)
             d = cnan if nan else x - f
             off[r, j] = mul32(i0, st)
@@ -764,25 +772,27 @@ def _plan_linear_axis(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts
             distant = distant | _distant(x, ax)
         if distant:  # the exact pass for points far outside (their weights stand)
             for j in range(nb):
-                x, nan = _index_coordinate(grid[rank * j + axis], ax, zero)
+                x, nan = _index_coordinate(coords[step * j], ax, zero)
                 if _distant(x, ax):
                     i0, i1, f = _index_pair(x, ax, True)
                     off[r, j] = mul32(i0, st)
                     off[r + 1, j] = mul32(i1, st)
         return
-    _linear_axis_pass(grid, nb, pad, rank, axis, ax, one, size, stride, off, wts)
+    _linear_axis_pass(coords, step, nb, pad, axis, ax, one, size, stride, off, wts)
 
 
 @skeleton
-def plan_linear_3d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
-    """Plan a 3-D linear block, one loop per axis (see ``_plan_cubic``)."""
+def plan_linear_3d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts, coords):
+    """Plan a 3-D linear block, one loop per axis, from a planar copy of the coordinates
+    (see :func:`plan_cubic_2d`)."""
+    planar_points(grid, nb, 3, coords)
     for a in range(3):  # one copy of the loop body
-        _plan_linear_axis(grid, nb, pad, 3, a, axis_row(axc, a), one, sizes[a], strides[a], off,
-                          wts)
+        _plan_linear_axis(coords[a * nb:], 1, nb, pad, a, axis_row(axc, a), one, sizes[a],
+                          strides[a], off, wts)
 
 
 @skeleton
-def plan_nearest_3d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts):
+def plan_nearest_3d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     """Plan a 3-D nearest block: one tap, weight 1 (NaN for a NaN point)."""
     if pad >= PAD_MIRROR:
         _nearest_index_plan(grid, nb, pad, 3, axc, strides, one, nanw, off, wts)
@@ -1094,25 +1104,44 @@ def _block_of(task, nblk, block, P):
 
 @skeleton
 def _sample_block(points, n, p0, nb, xflat, xs_n, xs_c, sizes, strides, axc, kc, outflat, os_n,
-                  os_c, os_p, C, wconst, kind, azero, off, wts, plan, pad, sweep):
+                  os_c, os_p, C, wconst, kind, azero, off, wts, coords, plan, pad, sweep):
     """Plan points ``p0 … p0 + nb - 1`` of batch item ``n`` (their coordinates flat in
     ``points``, ``rank`` per point) with the template ``plan`` under padding ``pad``, then
     sweep every channel with the template ``sweep``: the input view starts at the batch
-    item, the output view at the block's first point."""
-    plan(points, nb, pad, axc, kc, sizes, strides, wconst[1], wconst[2], off, wts)
+    item, the output view at the block's first point.  ``coords`` is the planners'
+    scratch for a planar copy of the points (:func:`planar_points`)."""
+    plan(points, nb, pad, axc, kc, sizes, strides, wconst[1], wconst[2], off, wts, coords)
     sweep(xflat[n * xs_n:], xs_c, off, wts, nb, C, outflat[n * os_n + p0 * os_p:], os_c, os_p,
           kind, azero)
 
 
 @skeleton
+def planar_points(points, nb, rank, coords):
+    """Copy ``nb`` points of ``rank`` coordinates each (``points[rank j + a]``) into
+    ``coords`` planar: coordinate ``a`` of point ``j`` at ``coords[a nb + j]``.
+
+    The planners that make one axis per loop (cubic, 3-D linear) read this copy: read in
+    place, their loads (every ``rank``-th element) were gathers, a third of the 2-D
+    cubic planner's time; the copy reads whole cache lines and shuffles.  The planners
+    that read every axis of a point in one loop (2-D linear, nearest) read the points in
+    place, which vectorizes as well (a copy cost them 3-20%).
+    """
+    for j in range(nb):
+        for a in range(rank):
+            coords[a * nb + j] = points[rank * j + a]
+
+
+@skeleton
 def run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-               os_c, os_p, C, block, wconst, kind, azero, off, wts, rank, plan, pad, sweep):
+               os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, rank, plan, pad,
+               sweep):
     """Blocks ``first .. stop - 1`` of ``N x blocks``, each read from ``grid`` (Ng, P, rank),
     planned and swept (:func:`_sample_block`).
 
-    ``off``, ``wts``: the plan tables (``K`` rows of ``block`` points), the
-    caller's scratch (arguments, so that LLVM knows that no store into one
-    changes another or the output: the loops vectorize).
+    ``off``, ``wts``: the plan tables (``K`` rows of ``block`` points), and
+    ``coords`` (``rank x block``), the planners' scratch: the caller's
+    (arguments, so that LLVM knows that no store into one changes another or
+    the output: the loops vectorize).
     """
     P = grid.shape[1]
     nblk = (P + block - 1) // block
@@ -1121,16 +1150,16 @@ def run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, ou
         n, p0, nb = _block_of(task, nblk, block, P)
         gn = 0 if grid.shape[0] == 1 else n
         _sample_block(gflat[(gn * P + p0) * rank:], n, p0, nb, xflat, xs_n, xs_c, sizes, strides,
-                      axc, kc, outflat, os_n, os_c, os_p, C, wconst, kind, azero, off, wts, plan,
-                      pad, sweep)
+                      axc, kc, outflat, os_n, os_c, os_p, C, wconst, kind, azero, off, wts,
+                      coords, plan, pad, sweep)
 
 
 @skeleton
 def run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                       bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
-                      coords, rank, plan, pad, sweep):
+                      coords, points, rank, plan, pad, sweep):
     """:func:`run_blocks` for the grid of affine maps ``theta`` (Nt, rank, rank + 1), which
-    is never made whole: each block's points are made into ``coords`` (``rank x block``,
+    is never made whole: each block's points are made into ``points`` (``rank x block``,
     scratch like the plan tables) by :func:`gridsample._affine.affine_points` from the
     output axes' base coordinates ``bases`` (sizes ``bsizes``, innermost first)."""
     P = 1
@@ -1140,6 +1169,7 @@ def run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, t
     for task in range(first, stop):
         n, p0, nb = _block_of(task, nblk, block, P)
         affine_points(theta, 0 if theta.shape[0] == 1 else n, bases, bsizes, p0, nb, rank,
-                      coords)
-        _sample_block(coords, n, p0, nb, xflat, xs_n, xs_c, sizes, strides, axc, kc, outflat,
-                      os_n, os_c, os_p, C, wconst, kind, azero, off, wts, plan, pad, sweep)
+                      points)
+        _sample_block(points, n, p0, nb, xflat, xs_n, xs_c, sizes, strides, axc, kc, outflat,
+                      os_n, os_c, os_p, C, wconst, kind, azero, off, wts, coords, plan, pad,
+                      sweep)

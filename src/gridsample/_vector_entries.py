@@ -50,1174 +50,1184 @@ __all__ = ["ENTRIES", "CHANNEL_LAST_ENTRIES", "PLAN_ROWS"]
 
 @function
 def linear_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                    os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                    os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_linear_2d, PAD_ZEROS,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_ZEROS,
                sweep_linear_2d)
 
 
 @function
 def linear_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_linear_2d, PAD_ZEROS,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_ZEROS,
                sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_linear_2d, PAD_ZEROS,
-               sweep_linear_2d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_ZEROS, sweep_linear_2d)
 
 
 @function
 def linear_2d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_linear_2d, PAD_ZEROS,
-               sweep_linear_2d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_ZEROS, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_linear_2d, PAD_ZEROS,
-               sweep_linear_2d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_ZEROS, sweep_linear_2d)
 
 
 @function
 def linear_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_linear_2d, PAD_ZEROS,
-               sweep_linear_2d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_ZEROS, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                     os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_linear_2d, PAD_BORDER,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_BORDER,
                sweep_linear_2d)
 
 
 @function
 def linear_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_linear_2d, PAD_BORDER,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_BORDER,
                sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_linear_2d, PAD_BORDER,
-               sweep_linear_2d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_BORDER, sweep_linear_2d)
 
 
 @function
 def linear_2d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_linear_2d, PAD_BORDER,
-               sweep_linear_2d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_BORDER, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_linear_2d, PAD_BORDER,
-               sweep_linear_2d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_BORDER, sweep_linear_2d)
 
 
 @function
 def linear_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_linear_2d, PAD_BORDER,
-               sweep_linear_2d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_BORDER, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_linear_2d, PAD_REFLECTION,
-               sweep_linear_2d)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_REFLECTION, sweep_linear_2d)
 
 
 @function
 def linear_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_linear_2d, PAD_REFLECTION,
-               sweep_linear_2d_cl)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_REFLECTION, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_linear_2d, PAD_REFLECTION,
-               sweep_linear_2d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_REFLECTION, sweep_linear_2d)
 
 
 @function
 def linear_2d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                                wts):
+                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_linear_2d, PAD_REFLECTION,
-               sweep_linear_2d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_REFLECTION, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                              coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_linear_2d,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d)
 
 
 @function
 def linear_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                                 wts):
+                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                 coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_linear_2d,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                    os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                    os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_linear_2d, PAD_MIRROR,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_MIRROR,
                sweep_linear_2d)
 
 
 @function
 def linear_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_linear_2d, PAD_MIRROR,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_MIRROR,
                sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_linear_2d, PAD_MIRROR,
-               sweep_linear_2d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_MIRROR, sweep_linear_2d)
 
 
 @function
 def linear_2d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_linear_2d, PAD_MIRROR,
-               sweep_linear_2d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_MIRROR, sweep_linear_2d_cl)
 
 
 @function
 def linear_2d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_linear_2d, PAD_MIRROR,
-               sweep_linear_2d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_MIRROR, sweep_linear_2d)
 
 
 @function
 def linear_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_linear_2d, PAD_MIRROR,
-               sweep_linear_2d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_MIRROR, sweep_linear_2d_cl)
 
 
 # linear_3d
 
 @function
 def linear_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                    os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                    os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_linear_3d, PAD_ZEROS,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_ZEROS,
                sweep_linear_3d)
 
 
 @function
 def linear_3d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_linear_3d, PAD_ZEROS,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_ZEROS,
                sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_linear_3d, PAD_ZEROS,
-               sweep_linear_3d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_ZEROS, sweep_linear_3d)
 
 
 @function
 def linear_3d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_linear_3d, PAD_ZEROS,
-               sweep_linear_3d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_ZEROS, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_linear_3d, PAD_ZEROS,
-               sweep_linear_3d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_ZEROS, sweep_linear_3d)
 
 
 @function
 def linear_3d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_linear_3d, PAD_ZEROS,
-               sweep_linear_3d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_ZEROS, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                     os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_linear_3d, PAD_BORDER,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_BORDER,
                sweep_linear_3d)
 
 
 @function
 def linear_3d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_linear_3d, PAD_BORDER,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_BORDER,
                sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_linear_3d, PAD_BORDER,
-               sweep_linear_3d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_BORDER, sweep_linear_3d)
 
 
 @function
 def linear_3d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_linear_3d, PAD_BORDER,
-               sweep_linear_3d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_BORDER, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_linear_3d, PAD_BORDER,
-               sweep_linear_3d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_BORDER, sweep_linear_3d)
 
 
 @function
 def linear_3d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_linear_3d, PAD_BORDER,
-               sweep_linear_3d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_BORDER, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_linear_3d, PAD_REFLECTION,
-               sweep_linear_3d)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_REFLECTION, sweep_linear_3d)
 
 
 @function
 def linear_3d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_linear_3d, PAD_REFLECTION,
-               sweep_linear_3d_cl)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_REFLECTION, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_linear_3d, PAD_REFLECTION,
-               sweep_linear_3d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_REFLECTION, sweep_linear_3d)
 
 
 @function
 def linear_3d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                                wts):
+                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_linear_3d, PAD_REFLECTION,
-               sweep_linear_3d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_REFLECTION, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                              coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_linear_3d,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d)
 
 
 @function
 def linear_3d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                                 wts):
+                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                 coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_linear_3d,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                    os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                    os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_linear_3d, PAD_MIRROR,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_MIRROR,
                sweep_linear_3d)
 
 
 @function
 def linear_3d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_linear_3d, PAD_MIRROR,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_MIRROR,
                sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_linear_3d, PAD_MIRROR,
-               sweep_linear_3d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_MIRROR, sweep_linear_3d)
 
 
 @function
 def linear_3d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_linear_3d, PAD_MIRROR,
-               sweep_linear_3d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_MIRROR, sweep_linear_3d_cl)
 
 
 @function
 def linear_3d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_linear_3d, PAD_MIRROR,
-               sweep_linear_3d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_MIRROR, sweep_linear_3d)
 
 
 @function
 def linear_3d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_linear_3d, PAD_MIRROR,
-               sweep_linear_3d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_MIRROR, sweep_linear_3d_cl)
 
 
 # nearest_2d
 
 @function
 def nearest_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                     os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_nearest_2d, PAD_ZEROS,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d, PAD_ZEROS,
                sweep_nearest_2d)
 
 
 @function
 def nearest_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_nearest_2d, PAD_ZEROS,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d, PAD_ZEROS,
                sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_nearest_2d, PAD_ZEROS,
-               sweep_nearest_2d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_ZEROS, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_nearest_2d, PAD_ZEROS,
-               sweep_nearest_2d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_ZEROS, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_nearest_2d, PAD_ZEROS,
-               sweep_nearest_2d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_ZEROS, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_nearest_2d, PAD_ZEROS,
-               sweep_nearest_2d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_ZEROS, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                      os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_nearest_2d, PAD_BORDER,
-               sweep_nearest_2d)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_BORDER, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_nearest_2d, PAD_BORDER,
-               sweep_nearest_2d_cl)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_BORDER, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_nearest_2d, PAD_BORDER,
-               sweep_nearest_2d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_BORDER, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_nearest_2d, PAD_BORDER,
-               sweep_nearest_2d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_BORDER, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_nearest_2d, PAD_BORDER,
-               sweep_nearest_2d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_BORDER, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                              coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_nearest_2d, PAD_BORDER,
-               sweep_nearest_2d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_BORDER, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_nearest_2d, PAD_REFLECTION,
-               sweep_nearest_2d)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_REFLECTION, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_nearest_2d, PAD_REFLECTION,
-               sweep_nearest_2d_cl)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_REFLECTION, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                              coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_nearest_2d,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                                 wts):
+                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                 coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_nearest_2d,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                               coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_nearest_2d,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                   outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                                  wts):
+                                  wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_nearest_2d,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                     os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_nearest_2d, PAD_MIRROR,
-               sweep_nearest_2d)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_MIRROR, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_nearest_2d, PAD_MIRROR,
-               sweep_nearest_2d_cl)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_MIRROR, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_nearest_2d, PAD_MIRROR,
-               sweep_nearest_2d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_MIRROR, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_nearest_2d, PAD_MIRROR,
-               sweep_nearest_2d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_MIRROR, sweep_nearest_2d_cl)
 
 
 @function
 def nearest_2d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_nearest_2d, PAD_MIRROR,
-               sweep_nearest_2d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_MIRROR, sweep_nearest_2d)
 
 
 @function
 def nearest_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_nearest_2d, PAD_MIRROR,
-               sweep_nearest_2d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_MIRROR, sweep_nearest_2d_cl)
 
 
 # nearest_3d
 
 @function
 def nearest_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                     os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_nearest_3d, PAD_ZEROS,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d, PAD_ZEROS,
                sweep_nearest_3d)
 
 
 @function
 def nearest_3d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_nearest_3d, PAD_ZEROS,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d, PAD_ZEROS,
                sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_nearest_3d, PAD_ZEROS,
-               sweep_nearest_3d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_ZEROS, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_nearest_3d, PAD_ZEROS,
-               sweep_nearest_3d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_ZEROS, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_nearest_3d, PAD_ZEROS,
-               sweep_nearest_3d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_ZEROS, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_nearest_3d, PAD_ZEROS,
-               sweep_nearest_3d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_ZEROS, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                      os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_nearest_3d, PAD_BORDER,
-               sweep_nearest_3d)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_BORDER, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_nearest_3d, PAD_BORDER,
-               sweep_nearest_3d_cl)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_BORDER, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_nearest_3d, PAD_BORDER,
-               sweep_nearest_3d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_BORDER, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_nearest_3d, PAD_BORDER,
-               sweep_nearest_3d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_BORDER, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_nearest_3d, PAD_BORDER,
-               sweep_nearest_3d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_BORDER, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                              coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_nearest_3d, PAD_BORDER,
-               sweep_nearest_3d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_BORDER, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_nearest_3d, PAD_REFLECTION,
-               sweep_nearest_3d)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_REFLECTION, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_nearest_3d, PAD_REFLECTION,
-               sweep_nearest_3d_cl)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_REFLECTION, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                              coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_nearest_3d,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                                 wts):
+                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                 coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_nearest_3d,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                               coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_nearest_3d,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                   outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                                  wts):
+                                  wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_nearest_3d,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                     os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_nearest_3d, PAD_MIRROR,
-               sweep_nearest_3d)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_MIRROR, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_nearest_3d, PAD_MIRROR,
-               sweep_nearest_3d_cl)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_MIRROR, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_nearest_3d, PAD_MIRROR,
-               sweep_nearest_3d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_MIRROR, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_nearest_3d, PAD_MIRROR,
-               sweep_nearest_3d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_MIRROR, sweep_nearest_3d_cl)
 
 
 @function
 def nearest_3d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_nearest_3d, PAD_MIRROR,
-               sweep_nearest_3d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_MIRROR, sweep_nearest_3d)
 
 
 @function
 def nearest_3d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_nearest_3d, PAD_MIRROR,
-               sweep_nearest_3d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_MIRROR, sweep_nearest_3d_cl)
 
 
 # cubic_2d
 
 @function
 def cubic_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                   os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                   os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_cubic_2d, PAD_ZEROS,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_ZEROS,
                sweep_cubic_2d)
 
 
 @function
 def cubic_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                      os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_cubic_2d, PAD_ZEROS,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_ZEROS,
                sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_cubic_2d, PAD_ZEROS,
-               sweep_cubic_2d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_ZEROS, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_cubic_2d, PAD_ZEROS,
-               sweep_cubic_2d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_ZEROS, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_cubic_2d, PAD_ZEROS,
-               sweep_cubic_2d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_ZEROS, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_cubic_2d, PAD_ZEROS,
-               sweep_cubic_2d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_ZEROS, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                    os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                    os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_cubic_2d, PAD_BORDER,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_BORDER,
                sweep_cubic_2d)
 
 
 @function
 def cubic_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_cubic_2d, PAD_BORDER,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_BORDER,
                sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_cubic_2d, PAD_BORDER,
-               sweep_cubic_2d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_BORDER, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_cubic_2d, PAD_BORDER,
-               sweep_cubic_2d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_BORDER, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_cubic_2d, PAD_BORDER,
-               sweep_cubic_2d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_BORDER, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_cubic_2d, PAD_BORDER,
-               sweep_cubic_2d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_BORDER, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_cubic_2d, PAD_REFLECTION,
-               sweep_cubic_2d)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_REFLECTION, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_cubic_2d, PAD_REFLECTION,
-               sweep_cubic_2d_cl)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_REFLECTION, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_cubic_2d, PAD_REFLECTION,
-               sweep_cubic_2d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_REFLECTION, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                               coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_cubic_2d, PAD_REFLECTION,
-               sweep_cubic_2d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_REFLECTION, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_cubic_2d, PAD_REFLECTION,
-               sweep_cubic_2d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_REFLECTION, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                                wts):
+                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_cubic_2d, PAD_REFLECTION,
-               sweep_cubic_2d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_REFLECTION, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                   os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                   os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_cubic_2d, PAD_MIRROR,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_MIRROR,
                sweep_cubic_2d)
 
 
 @function
 def cubic_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                      os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 2, plan_cubic_2d, PAD_MIRROR,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_MIRROR,
                sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_cubic_2d, PAD_MIRROR,
-               sweep_cubic_2d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_MIRROR, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 2, plan_cubic_2d, PAD_MIRROR,
-               sweep_cubic_2d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_MIRROR, sweep_cubic_2d_cl)
 
 
 @function
 def cubic_2d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_cubic_2d, PAD_MIRROR,
-               sweep_cubic_2d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_MIRROR, sweep_cubic_2d)
 
 
 @function
 def cubic_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 2, plan_cubic_2d, PAD_MIRROR,
-               sweep_cubic_2d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_MIRROR, sweep_cubic_2d_cl)
 
 
 # cubic_3d
 
 @function
 def cubic_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                   os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                   os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_cubic_3d, PAD_ZEROS,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_ZEROS,
                sweep_cubic_3d)
 
 
 @function
 def cubic_3d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                      os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_cubic_3d, PAD_ZEROS,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_ZEROS,
                sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_cubic_3d, PAD_ZEROS,
-               sweep_cubic_3d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_ZEROS, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_cubic_3d, PAD_ZEROS,
-               sweep_cubic_3d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_ZEROS, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_cubic_3d, PAD_ZEROS,
-               sweep_cubic_3d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_ZEROS, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_cubic_3d, PAD_ZEROS,
-               sweep_cubic_3d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_ZEROS, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                    os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                    os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_cubic_3d, PAD_BORDER,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_BORDER,
                sweep_cubic_3d)
 
 
 @function
 def cubic_3d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_cubic_3d, PAD_BORDER,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_BORDER,
                sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_cubic_3d, PAD_BORDER,
-               sweep_cubic_3d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_BORDER, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_cubic_3d, PAD_BORDER,
-               sweep_cubic_3d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_BORDER, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_cubic_3d, PAD_BORDER,
-               sweep_cubic_3d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_BORDER, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_cubic_3d, PAD_BORDER,
-               sweep_cubic_3d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_BORDER, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_cubic_3d, PAD_REFLECTION,
-               sweep_cubic_3d)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_REFLECTION, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_cubic_3d, PAD_REFLECTION,
-               sweep_cubic_3d_cl)
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_REFLECTION, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_cubic_3d, PAD_REFLECTION,
-               sweep_cubic_3d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_REFLECTION, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                               coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_cubic_3d, PAD_REFLECTION,
-               sweep_cubic_3d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_REFLECTION, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_cubic_3d, PAD_REFLECTION,
-               sweep_cubic_3d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_REFLECTION, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                                wts):
+                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_cubic_3d, PAD_REFLECTION,
-               sweep_cubic_3d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_REFLECTION, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                   os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                   os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_cubic_3d, PAD_MIRROR,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_MIRROR,
                sweep_cubic_3d)
 
 
 @function
 def cubic_3d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                      os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, kind, azero, off, wts, 3, plan_cubic_3d, PAD_MIRROR,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_MIRROR,
                sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_cubic_3d, PAD_MIRROR,
-               sweep_cubic_3d)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_MIRROR, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_F16, azero, off, wts, 3, plan_cubic_3d, PAD_MIRROR,
-               sweep_cubic_3d_cl)
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_MIRROR, sweep_cubic_3d_cl)
 
 
 @function
 def cubic_3d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_cubic_3d, PAD_MIRROR,
-               sweep_cubic_3d)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_MIRROR, sweep_cubic_3d)
 
 
 @function
 def cubic_3d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts):
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
-               os_p, C, block, wconst, KIND_BF16, azero, off, wts, 3, plan_cubic_3d, PAD_MIRROR,
-               sweep_cubic_3d_cl)
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_MIRROR, sweep_cubic_3d_cl)
 
 
 #: Entry of each (rank, mode code, padding code, element family).
