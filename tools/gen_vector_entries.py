@@ -185,7 +185,7 @@ def render_affine() -> str:
     return _render_forward("affine")
 
 
-_GRAD_PLAN_ARGS = "grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain"
+_GRAD_PLAN_ARGS = "grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords"
 _GRAD_SWEEP_ARGS = "xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero"
 _GRAD_ENTRY_ARGS = ("first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat, "
                     "gs_n, gs_c, gs_p, ggrid, C, block")

@@ -63,6 +63,7 @@ from ._vector import (
     _unnormalize,
     has_exact_pass,
     linear_2d_taps,
+    planar_points,
     reflect_residue,
     unfold,
 )
@@ -134,7 +135,8 @@ def _grad_linear_2d_point(grid, j, pad, ax0, ax1, st0, st1, one, exact, off, dws
 
 
 @skeleton
-def plan_grad_linear_2d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dws, chain):
+def plan_grad_linear_2d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                        coords):
     """Plan ``nb`` points of a 2-D linear block: offsets, weight slopes, chain factors.
 
     ``grid`` is the block's coordinates flat (``2j``, ``2j + 1``); the taps are
@@ -184,22 +186,26 @@ def sweep_grad_linear_2d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, a
 
 
 @skeleton
-def plan_grad_linear_3d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dws, chain):
-    """Plan a 3-D linear block: per-axis offsets and weights (rows 2a, 2a+1), chain factors."""
+def plan_grad_linear_3d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                        coords):
+    """Plan a 3-D linear block: per-axis offsets and weights (rows 2a, 2a+1), chain factors;
+    each axis's loops read a planar copy of the coordinates (``coords``,
+    :func:`gridsample._vector.planar_points`)."""
+    planar_points(grid, nb, 3, coords)
     for a in range(3):  # one copy of the loop body
         ax = axis_row(axc, a)
-        _plan_linear_axis(grid[a:], 3, nb, pad, a, ax, ax[AXIS_ONE], sizes[a], strides[a], off,
-                          wts)
+        _plan_linear_axis(coords[a * nb:], 1, nb, pad, a, ax, ax[AXIS_ONE], sizes[a],
+                          strides[a], off, wts)
     for a in range(3):
         ax = axis_row(axc, a)
         distant = False
         for j in range(nb):
-            c, far = _chain(grid[3 * j + a], pad, ax, False)
+            c, far = _chain(coords[a * nb + j], pad, ax, False)
             chain[a, j] = c
             distant = distant | far
         if pad == PAD_REFLECTION and distant:  # the exact pass for points far outside
             for j in range(nb):
-                c, far = _chain(grid[3 * j + a], pad, ax, True)
+                c, far = _chain(coords[a * nb + j], pad, ax, True)
                 if far:
                     chain[a, j] = c
     _nan_points_on_every_axis(nb, 3, 2, axc, wts, chain)
@@ -271,7 +277,8 @@ def sweep_grad_linear_3d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, a
 
 
 @skeleton
-def _plan_cubic_grad_axis(grid, nb, pad, axis, ax, kt, dk, size, stride, off, wts, dws, chain):
+def _plan_cubic_grad_axis(coords, nb, pad, axis, ax, kt, dk, size, stride, off, wts, dws,
+                          chain):
     """One axis of a 2-D cubic block: the forward's offsets and weights
     (:func:`gridsample._vector._plan_cubic_axis`, rows ``4 axis`` ...), then the weight
     slopes ``dw/dx`` and the chain factor ``dx/dg``.
@@ -280,13 +287,14 @@ def _plan_cubic_grad_axis(grid, nb, pad, axis, ax, kt, dk, size, stride, off, wt
     slopes are ``k'(t+1), k'(t), -k'(1-t), -k'(2-t)``
     (:func:`gridsample._grad_taps.grad_cubic_taps`); a NaN or infinite coordinate
     gets slopes and chain 0 (a NaN point's weights are NaN; the caller marks it).
+    ``coords``: the axis's coordinates, contiguous.
     """
-    _plan_cubic_axis(grid[axis:], 2, nb, pad, axis, ax, kt, size, stride, off, wts)
+    _plan_cubic_axis(coords, 1, nb, pad, axis, ax, kt, size, stride, off, wts)
     zero, one = ax[AXIS_HIGH] - ax[AXIS_HIGH], ax[AXIS_ONE]
     scale = ax[AXIS_MUL] * ax[AXIS_SCALE]
     r = 4 * axis
     for j in range(nb):
-        u = _unnormalize(grid[2 * j + axis], ax)
+        u = _unnormalize(coords[j], ax)
         bad = (u != u) | math.isinf(u)
         v = zero if bad else u
         t = v - np.floor(v)
@@ -304,12 +312,15 @@ def _plan_cubic_grad_axis(grid, nb, pad, axis, ax, kt, dk, size, stride, off, wt
 
 
 @skeleton
-def plan_grad_cubic_2d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dws, chain):
-    """Plan a 2-D cubic block per axis; NaN points marked on both axes."""
+def plan_grad_cubic_2d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                       coords):
+    """Plan a 2-D cubic block per axis, from a planar copy of the coordinates (``coords``);
+    NaN points marked on both axes."""
     kt = cubic_row(kc)
     dkt = (dk[0], dk[1], dk[2], dk[3], dk[4])
+    planar_points(grid, nb, 2, coords)
     for a in range(2):
-        _plan_cubic_grad_axis(grid, nb, pad, a, axis_row(axc, a), kt, dkt, sizes[a],
+        _plan_cubic_grad_axis(coords[a * nb:], nb, pad, a, axis_row(axc, a), kt, dkt, sizes[a],
                               strides[a], off, wts, dws, chain)
     _nan_points_on_every_axis(nb, 2, 4, axc, wts, chain)
 
@@ -373,13 +384,14 @@ def run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
     dws = np.empty((2 * K, block), axc.dtype)
     chain = np.empty((rank, block), axc.dtype)
     acc = np.empty((rank, block), axc.dtype)
+    coords = np.empty(rank * block, grid.dtype)  # the planners' scratch
     for task in range(first, stop):
         n = task // nblk
         p0 = (task - n * nblk) * block
         nb = min(block, P - p0)
         gn = 0 if grid.shape[0] == 1 else n
         plan(gcoords[(gn * P + p0) * rank:], nb, axc, kc, dk, sizes, strides, off, wts, dws,
-             chain)
+             chain, coords)
         sweep(xflat[n * xs_n:], xs_c, gflat[n * gs_n + p0 * gs_p:], gs_c, gs_p, off, wts, dws,
               nb, C, acc, zero)
         for j in range(nb):

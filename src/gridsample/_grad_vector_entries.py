@@ -51,24 +51,29 @@ __all__ = ["GRID_GRAD_ENTRIES", "INPUT_GRAD_ENTRIES"]
 # linear_2d
 
 @function
-def plan_grad_linear_2d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
-    plan_grad_linear_2d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+def plan_grad_linear_2d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
+    plan_grad_linear_2d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                        coords)
 
 
 @function
-def plan_grad_linear_2d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
-    plan_grad_linear_2d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+def plan_grad_linear_2d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                               coords):
+    plan_grad_linear_2d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                        coords)
 
 
 @function
-def plan_grad_linear_2d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
-    plan_grad_linear_2d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws,
-                        chain)
+def plan_grad_linear_2d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                                   coords):
+    plan_grad_linear_2d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                        coords)
 
 
 @function
-def plan_grad_linear_2d_index(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
-    plan_grad_linear_2d(grid, nb, PAD_MIRROR, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+def plan_grad_linear_2d_index(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
+    plan_grad_linear_2d(grid, nb, PAD_MIRROR, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                        coords)
 
 
 @function
@@ -111,24 +116,29 @@ def grid_grad_linear_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
 # linear_3d
 
 @function
-def plan_grad_linear_3d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
-    plan_grad_linear_3d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+def plan_grad_linear_3d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
+    plan_grad_linear_3d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                        coords)
 
 
 @function
-def plan_grad_linear_3d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
-    plan_grad_linear_3d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+def plan_grad_linear_3d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                               coords):
+    plan_grad_linear_3d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                        coords)
 
 
 @function
-def plan_grad_linear_3d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
-    plan_grad_linear_3d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws,
-                        chain)
+def plan_grad_linear_3d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                                   coords):
+    plan_grad_linear_3d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                        coords)
 
 
 @function
-def plan_grad_linear_3d_index(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
-    plan_grad_linear_3d(grid, nb, PAD_MIRROR, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+def plan_grad_linear_3d_index(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
+    plan_grad_linear_3d(grid, nb, PAD_MIRROR, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                        coords)
 
 
 @function
@@ -171,23 +181,28 @@ def grid_grad_linear_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
 # cubic_2d
 
 @function
-def plan_grad_cubic_2d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
-    plan_grad_cubic_2d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+def plan_grad_cubic_2d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
+    plan_grad_cubic_2d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                       coords)
 
 
 @function
-def plan_grad_cubic_2d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
-    plan_grad_cubic_2d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+def plan_grad_cubic_2d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
+    plan_grad_cubic_2d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                       coords)
 
 
 @function
-def plan_grad_cubic_2d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
-    plan_grad_cubic_2d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+def plan_grad_cubic_2d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                                  coords):
+    plan_grad_cubic_2d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                       coords)
 
 
 @function
-def plan_grad_cubic_2d_index(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain):
-    plan_grad_cubic_2d(grid, nb, PAD_MIRROR, axc, kc, dk, sizes, strides, off, wts, dws, chain)
+def plan_grad_cubic_2d_index(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
+    plan_grad_cubic_2d(grid, nb, PAD_MIRROR, axc, kc, dk, sizes, strides, off, wts, dws, chain,
+                       coords)
 
 
 @function
