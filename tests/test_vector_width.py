@@ -83,29 +83,52 @@ def _function_ir():
 
 def test_compiled_functions_carry_the_width(fresh_width):
     fresh_width.setenv("GRIDSAMPLE_VECTOR_WIDTH", "512")
-    fresh_width.delenv("GRIDSAMPLE_TUNE_CPU", raising=False)
+    fresh_width.setenv("GRIDSAMPLE_TUNE_CPU", "none")
     ir = _function_ir()
     assert '"prefer-vector-width"="512"' in ir and "tune-cpu" not in ir
     fresh_width.setattr(_target, "_width", None)  # auto on a CPU without AVX-512
     assert "prefer-vector-width" not in _function_ir()
 
 
-def test_the_tuning_is_set_only_when_asked(fresh_width):
+def test_a_named_tuning_is_carried(fresh_width):
     fresh_width.setenv("GRIDSAMPLE_TUNE_CPU", "Skylake")
     assert _target.tune_cpu() == "skylake"
     assert '"tune-cpu"="skylake"' in _function_ir()
 
 
+@pytest.mark.parametrize("cpu, avx512, expected", [
+    ("znver3", False, "skylake"), ("znver2", False, "skylake"), ("znver1", False, "skylake"),
+    ("znver3", True, None),  # znver3 told to use AVX-512: not a Zen 3's code
+    ("znver4", True, None), ("rocketlake", True, None), ("haswell", False, None)])
+@pytest.mark.parametrize("value", [None, "", "auto", " AUTO "])
+def test_auto_tunes_zen_1_3_for_gathers(fresh_width, value, cpu, avx512, expected):
+    if value is None:
+        fresh_width.delenv("GRIDSAMPLE_TUNE_CPU", raising=False)
+    else:
+        fresh_width.setenv("GRIDSAMPLE_TUNE_CPU", value)
+    fresh_width.setattr(_target, "target_cpu_name", lambda: cpu)
+    fresh_width.setattr(_target, "target_has_avx512", lambda: avx512)
+    assert _target.tune_cpu() == expected
+
+
+def test_none_keeps_the_targets_own_tuning(fresh_width):
+    fresh_width.setenv("GRIDSAMPLE_TUNE_CPU", "none")
+    fresh_width.setattr(_target, "target_cpu_name", lambda: "znver3")
+    fresh_width.setattr(_target, "target_has_avx512", lambda: False)
+    assert _target.tune_cpu() is None
+    assert "tune-cpu" not in _function_ir()
+
+
 @pytest.mark.parametrize("value", ["sky lake", "x" * 60, "znver3;rm", "3dnow"])
 def test_a_bad_tuning_names_the_variable(fresh_width, value):
     fresh_width.setenv("GRIDSAMPLE_TUNE_CPU", value)
-    with pytest.raises(GridSampleError, match="GRIDSAMPLE_TUNE_CPU=.*LLVM CPU name"):
+    with pytest.raises(GridSampleError, match="GRIDSAMPLE_TUNE_CPU=.*auto, none, or an LLVM CPU"):
         _target.tune_cpu()
 
 
 def test_the_cache_key_covers_the_width_and_the_tuning(fresh_width):
     keys = set()
-    for width, tune in (("256", ""), ("512", ""), ("512", "skylake")):
+    for width, tune in (("256", "none"), ("512", "none"), ("512", "skylake")):
         fresh_width.setenv("GRIDSAMPLE_VECTOR_WIDTH", width)
         fresh_width.setenv("GRIDSAMPLE_TUNE_CPU", tune)
         fresh_width.setattr(_target, "_width", False)
@@ -132,21 +155,38 @@ sys.stdout.buffer.write(np.concatenate([o.ravel() for o in outs]).tobytes())
 """
 
 
+def _code_variants() -> dict:
+    """Environments that compile the same kernels differently: 256 and 512 bits, and (where
+    the host has AVX2) AVX2 code under Zen 3's own tuning and under gridsample's default for
+    it (gathers vectorized)."""
+    import llvmlite.binding as llvm
+
+    variants = {"256 bits": {"GRIDSAMPLE_VECTOR_WIDTH": "256"},
+                "512 bits": {"GRIDSAMPLE_VECTOR_WIDTH": "512"}}
+    if llvm.get_host_cpu_features().get("avx2"):
+        avx2 = {"NUMBA_CPU_NAME": "znver3", "NUMBA_CPU_FEATURES": ""}
+        variants["AVX2, Zen 3's tuning"] = {**avx2, "GRIDSAMPLE_TUNE_CPU": "none"}
+        variants["AVX2, default tuning"] = {**avx2, "GRIDSAMPLE_TUNE_CPU": "auto"}
+    return variants
+
+
 @pytest.mark.xdist_group("vector_width")
-def test_results_do_not_depend_on_the_width(tmp_path):
-    """The same vector kernels (forward, and the gradients) compiled at 256 and at 512 bits
-    give the same bits."""
+def test_results_do_not_depend_on_the_width_or_tuning(tmp_path):
+    """The same vector kernels (forward, and the gradients) compiled at 256 and at 512 bits,
+    and as AVX2 code with and without gathers, give the same bits."""
     x_size, g_size = 2 * 3 * 23 * 31, 2 * 17 * 19 * 2
     runs = []
-    for width in ("256", "512"):
-        env = dict(os.environ, GRIDSAMPLE_VECTOR_WIDTH=width,
-                   GRIDSAMPLE_CACHE_DIR=str(tmp_path / width))
+    for i, (name, variant) in enumerate(_code_variants().items()):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "GRIDSAMPLE_TUNE_CPU")}
+        env.update(variant, GRIDSAMPLE_CACHE_DIR=str(tmp_path / str(i)))
         proc = subprocess.run([sys.executable, "-c", _SAMPLE], env=env, capture_output=True,
                               timeout=900)
-        assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+        assert proc.returncode == 0, f"{name}: " + proc.stderr.decode()[-3000:]
         runs.append(np.frombuffer(proc.stdout, np.float32))
     assert runs[0].size == 2 * 3 * 17 * 19 * 3 + x_size + g_size
-    np.testing.assert_array_equal(runs[0].view(np.uint32), runs[1].view(np.uint32))
+    for run in runs[1:]:
+        np.testing.assert_array_equal(runs[0].view(np.uint32), run.view(np.uint32))
     # and both are what this process computes on the general kernels (equal values, NaN
     # where they have NaN: the two families may give a NaN point a NaN of either sign)
     rng = np.random.default_rng(7)

@@ -16,7 +16,8 @@ the compiled-code cache key (:func:`gridsample._jit.cache_key`), which covers it
 value not allowed makes the import fail with a message naming it.  It never changes
 results: no function is compiled with ``fastmath``, so vectors of any width compute
 the same operations in the same order.  ``GRIDSAMPLE_TUNE_CPU`` (:func:`tune_cpu`)
-sets LLVM's tuning for them the same way.  The attributes are added by gridsample's
+sets LLVM's tuning for them the same way; by default it is Skylake's on AMD Zen 1-3, whose own
+tuning compiles the sweeps' gathers as scalar loads.  The attributes are added by gridsample's
 lowering pass (:class:`gridsample._inline.TunedLowering`).
 """
 
@@ -27,8 +28,9 @@ import re
 
 from ._errors import GridSampleError
 
-__all__ = ["vector_width", "tune_cpu", "target_cpu_name", "target_features",
-           "target_has_avx512", "target_isa", "function_attributes"]
+__all__ = ["vector_width", "tune_cpu", "SCALAR_GATHER_TUNINGS", "GATHER_TUNING",
+           "target_cpu_name", "target_features", "target_has_avx512", "target_isa",
+           "function_attributes"]
 
 #: Values ``GRIDSAMPLE_VECTOR_WIDTH`` may take.
 WIDTHS = ("auto", "256", "512")
@@ -119,25 +121,44 @@ def vector_width() -> int | None:
 
 _tune: str | None | bool = False
 
+#: LLVM CPUs with AVX2 whose own tuning rates gathers too slow to vectorize with (AMD Zen 1-3):
+#: under it the sweeps' gathers become scalar loads and inserts.
+SCALAR_GATHER_TUNINGS = ("znver1", "znver2", "znver3")
+#: The tuning gridsample's functions get on those CPUs unless ``GRIDSAMPLE_TUNE_CPU`` says
+#: otherwise: Skylake's cost model, which vectorizes the gathers (the instructions allowed
+#: stay the target's).
+GATHER_TUNING = "skylake"
+
 
 def tune_cpu() -> str | None:
-    """The CPU LLVM tunes gridsample's functions for: ``GRIDSAMPLE_TUNE_CPU``, else None.
+    """The CPU LLVM tunes gridsample's functions for, or None (the target CPU's own tuning).
 
-    None keeps the tuning of the CPU Numba compiles for.  Another name (an LLVM CPU name,
-    such as ``skylake``) changes the cost model -- which loops LLVM vectorizes and how --
-    never the instructions allowed.  LLVM's tuning for AMD Zen 1-3 (``znver1`` ... ``znver3``)
-    and Haswell rates AVX2 gathers as slow: the 2-D and 3-D cubic sweeps, 16 or 64 gathers a
-    point, are then compiled as scalar loads (docs/kernels.md, "Vector width and tuning").
-    Not chosen by default: it is measured on Intel only (read once per process).
+    ``GRIDSAMPLE_TUNE_CPU``: ``auto`` (the default, also when unset or empty) gives
+    :data:`GATHER_TUNING` where Numba's target is one of :data:`SCALAR_GATHER_TUNINGS`
+    without AVX-512, else None; ``none`` gives None; another value names an LLVM CPU
+    (such as ``skylake`` or ``znver3``).  A tuning changes LLVM's cost model -- which loops
+    it vectorizes and how -- never the instructions allowed, and never a result (no
+    ``fastmath``).  Under Zen 1-3's own tuning the 2-D and 3-D cubic sweeps (16 or 64
+    gathers a point) and the 3-D linear ones were compiled with scalar loads; the same
+    AVX2 instructions under Skylake's tuning took 0.2-1.0x the time on every row of
+    ``bench_forward`` (docs/kernels.md, "Vector width and tuning": measured with Intel's
+    gathers; PyTorch's AVX2 kernels gather on Zen 3 and led there per core).  Read once per
+    process.
     """
     global _tune
     if _tune is False:
         raw = os.environ.get("GRIDSAMPLE_TUNE_CPU", "")
-        value = raw.strip().lower()
-        if value and not re.fullmatch(r"[a-z][a-z0-9_.-]{1,39}", value):
-            raise GridSampleError(f"GRIDSAMPLE_TUNE_CPU={raw!r} is not allowed: give an "
-                                  "LLVM CPU name such as skylake or znver3, or leave it unset")
-        _tune = value or None
+        value = raw.strip().lower() or "auto"
+        if value == "auto":
+            _tune = (GATHER_TUNING if target_cpu_name() in SCALAR_GATHER_TUNINGS
+                     and not target_has_avx512() else None)
+        elif value == "none":
+            _tune = None
+        elif re.fullmatch(r"[a-z][a-z0-9_.-]{1,39}", value):
+            _tune = value
+        else:
+            raise GridSampleError(f"GRIDSAMPLE_TUNE_CPU={raw!r} is not allowed: give auto, "
+                                  "none, or an LLVM CPU name such as skylake or znver3")
     return _tune
 
 

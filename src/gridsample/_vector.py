@@ -619,8 +619,15 @@ def _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, exact):
     # ±inf under border reads only its weight-1 tap (an inf at the edge stays
     # inf, not 0 * inf = NaN), as the general kernels drop the others.
     keep = not edge
-    return (min(i0, last), min(i1, last), min(i2, last), min(i3, last), w0, w1, w2, w3,
-            keep, True, keep, keep)
+    return (_at_most(i0, last), _at_most(i1, last), _at_most(i2, last), _at_most(i3, last),
+            w0, w1, w2, w3, keep, True, keep, keep)
+
+
+@skeleton
+def _at_most(i, last):
+    """``min(i, last)`` as a select: with Numba's integer ``min`` the border and reflection
+    planners' loops stayed scalar under LLVM's Intel tuning for AVX2 (7-8x their time)."""
+    return i if i < last else last
 
 
 @skeleton
