@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
-from gridsample import _jit
 from gridsample._precompile import Combination, combinations
 from gridsample.cli import main
-from gridsample.cli._info import info_lines
 
 
 @pytest.fixture(autouse=True)
@@ -18,14 +19,30 @@ def _user_kernels(monkeypatch):
     monkeypatch.setenv("GRIDSAMPLE_KERNELS", "auto")
 
 
-def test_compile_then_info_lists_the_entries(capsys):
-    assert main(["compile", "--rank", "2", "--mode", "nearest", "--padding", "border",
-                 "--dtype", "float32", "uint8", "--backward", "-q"]) == 0
-    assert capsys.readouterr().out == ""
-    found = _jit.compiled_functions()
-    assert any(name.endswith("nearest_2d_border") for name in found)
-    assert any(name.endswith("input_grad_nearest_2d_border") for name in found)
-    text = "\n".join(info_lines())
+_COMPILE_THEN_INFO = """
+from gridsample import _jit
+from gridsample.cli import main
+from gridsample.cli._info import info_lines
+assert main(["compile", "--rank", "2", "--mode", "nearest", "--padding", "border",
+             "--dtype", "float32", "uint8", "--backward", "-q"]) == 0
+print("\\n".join(sorted(_jit.compiled_functions())))
+print("--- info")
+print("\\n".join(info_lines()))
+"""
+
+
+def test_compile_then_info_lists_the_entries(tmp_path):
+    """In a process of its own with a cache folder of its own: the test workers compile
+    the same entries into the shared cache at once, and Numba's index of a function is
+    rewritten whole by each process that adds to it, so a concurrent writer can drop
+    another's signature from it (the code is then compiled again when next needed)."""
+    env = dict(os.environ, GRIDSAMPLE_CACHE_DIR=str(tmp_path), GRIDSAMPLE_KERNELS="auto")
+    proc = subprocess.run([sys.executable, "-c", _COMPILE_THEN_INFO], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found, text = proc.stdout.split("--- info\n")
+    assert any(name.endswith("nearest_2d_border") for name in found.split())
+    assert any(name.endswith("input_grad_nearest_2d_border") for name in found.split())
     assert {"float32", "uint8"} <= _dtypes_listed(text, "nearest_2d_border")
     assert "float32" in _dtypes_listed(text, "input_grad_nearest_2d_border")
 

@@ -140,18 +140,21 @@ def affine_points(theta, n, bases, sizes, p0, nb, rank, coords):
     width = sizes[0]
     row = p0 // width
     w0 = p0 - row * width
+    a0, a1, a2 = theta[n, 0, 0], theta[n, 1, 0], theta[n, rank - 1, 0]
     j = 0
     while j < nb:
         c0, c1, c2 = affine_row(theta, n, row, bases, sizes)
-        a0, a1, a2 = theta[n, 0, 0], theta[n, 1, 0], theta[n, rank - 1, 0]
         m = min(nb - j, width - w0)
+        # Views that start at the run: indexed by the loop's own k, which LLVM knows is not
+        # negative, the loop vectorizes (indexed w0 + k and j + k it kept Numba's negative-
+        # index wraparound on every access and stayed scalar, 1 ns a point).
+        bx = bases[0, w0:w0 + m]
+        out = coords[rank * j:rank * (j + m)]
         for k in range(m):
-            bx = bases[0, w0 + k]
-            q = rank * (j + k)
-            coords[q] = a0 * bx + c0
-            coords[q + 1] = a1 * bx + c1
+            out[rank * k] = a0 * bx[k] + c0
+            out[rank * k + 1] = a1 * bx[k] + c1
             if rank == 3:
-                coords[q + 2] = a2 * bx + c2
+                out[rank * k + 2] = a2 * bx[k] + c2
         j += m
         row += 1
         w0 = 0
@@ -176,13 +179,14 @@ def _affine_rows(first, stop, theta, bases, sizes, row_start, out):
     for row in range(row_start + first, row_start + stop):
         n = row // rows_per_item
         c0, c1, c2 = affine_row(theta, n, row - n * rows_per_item, bases, sizes)
-        local = row - row_start
+        line = out[row - row_start]  # a view: indexed by w alone (see affine_points)
+        a0, a1, a2 = theta[n, 0, 0], theta[n, 1, 0], theta[n, r - 1, 0]
         for w in range(width):
             bx = bases[0, w]
-            out[local, w, 0] = theta[n, 0, 0] * bx + c0
-            out[local, w, 1] = theta[n, 1, 0] * bx + c1
+            line[w, 0] = a0 * bx + c0
+            line[w, 1] = a1 * bx + c1
             if r == 3:
-                out[local, w, 2] = theta[n, 2, 0] * bx + c2
+                line[w, 2] = a2 * bx + c2
 
 
 def affine_grid(theta, size, align_corners=False) -> np.ndarray:

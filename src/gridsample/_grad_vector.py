@@ -394,9 +394,10 @@ def run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
              chain, coords)
         sweep(xflat[n * xs_n:], xs_c, gflat[n * gs_n + p0 * gs_p:], gs_c, gs_p, off, wts, dws,
               nb, C, acc, zero)
+        rows = ggrid[n, p0:p0 + nb]  # a view indexed by j alone: no wraparound test per store
         for j in range(nb):
             for a in range(rank):
-                ggrid[n, p0 + j, a] = acc[a, j] * chain[a, j]
+                rows[j, a] = acc[a, j] * chain[a, j]
 
 
 # --- the input gradient: vector-planned blocks, scalar scatter --------------------------------
