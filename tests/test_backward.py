@@ -469,6 +469,27 @@ def test_bit_identical_at_any_thread_count(rng, case, mode):
         np.testing.assert_array_equal(gg, results[0][1])
 
 
+@pytest.mark.parametrize("Q", [1, 2, 3])
+@pytest.mark.parametrize("chunk", [7, 1 << 16])
+def test_per_thread_buffers_are_added_in_order(rng, Q, chunk):
+    """The input gradient's per-thread buffers are summed ``((b0 + b1) + b2) ...`` for every
+    element, whatever the chunking (NaN, infinities and cancellation included)."""
+    from gridsample._grad_kernels import task_sum_buffers
+
+    size = 1000
+    bufs = rng.standard_normal(Q * size).astype(np.float32) * np.float32(1e8)
+    bufs[::97] = np.nan
+    bufs[5::89] = np.inf
+    bufs[7::83] = -np.inf
+    out = np.full(size, -1.0, np.float32)
+    task_sum_buffers(0, -(-size // chunk), bufs, Q, size, chunk, out)
+    parts = bufs.reshape(Q, size)
+    expected = parts[0].copy()
+    for q in range(1, Q):
+        expected = expected + parts[q]  # float32, element by element, in buffer order
+    np.testing.assert_array_equal(out, expected)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_output_mask(rng, mode):
     x, grid = random_case(rng, (2, 3, 6, 7), (5, 4))

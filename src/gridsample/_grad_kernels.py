@@ -309,8 +309,21 @@ def task_sum_buffers(first, stop, bufs, Q, size, chunk, out):
     ``k`` is elements ``k*chunk .. (k+1)*chunk - 1``.
     """
     for k in range(first, stop):
-        for i in range(k * chunk, min(size, (k + 1) * chunk)):
-            acc = bufs[i]
-            for q in range(1, Q):
-                acc += bufs[q * size + i]
-            out[i] = acc
+        lo = k * chunk
+        n = min(size, lo + chunk) - lo
+        # Views from the chunk's start, one pass per buffer: each loop runs over i alone (a
+        # loop over q innermost, and indices LLVM cannot prove non-negative, kept it scalar:
+        # 4x the time of NumPy's add).  The sums keep their order.
+        o = out[lo:lo + n]
+        b0 = bufs[lo:lo + n]
+        if Q == 1:
+            for i in range(n):
+                o[i] = b0[i]
+            continue
+        b1 = bufs[size + lo:size + lo + n]
+        for i in range(n):
+            o[i] = b0[i] + b1[i]
+        for q in range(2, Q):
+            bq = bufs[q * size + lo:q * size + lo + n]
+            for i in range(n):
+                o[i] += bq[i]
