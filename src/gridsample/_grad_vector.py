@@ -423,7 +423,7 @@ def scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
                 o = off[k, j]
                 w = wts[k, j]
                 if (o >= 0) & (w == w):
-                    gxc[o] += gv * w
+                    gxc[np.uint64(o)] += gv * w  # unsigned: no wraparound test
 
 
 @skeleton
@@ -441,7 +441,7 @@ def scatter_cubic_2d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
                     ox = off[kx, j]
                     w = wts[kx, j] * wy
                     if ((oy | ox) >= 0) & (w == w):
-                        gxc[oy + ox] += gv * w
+                        gxc[np.uint64(oy + ox)] += gv * w  # unsigned: no wraparound test
 
 
 @skeleton
@@ -463,7 +463,7 @@ def _scatter_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, T):
                         ox = off[kx, j]
                         w = (wts[kx, j] * wy) * wz
                         if ((oz | oy | ox) >= 0) & (w == w):
-                            gxc[oz + oy + ox] += gv * w
+                            gxc[np.uint64(oz + oy + ox)] += gv * w  # unsigned: no wraparound
 
 
 @skeleton
