@@ -163,9 +163,10 @@ def test_layouts_types_strides_and_sizes(rng, monkeypatch, mode):
     # the other element types of the fast kernels (their sweeps do not depend on the
     # padding: a few paddings between them)
     base = rng.uniform(0, 200, (1, 2, 8, 9))
-    for dtype, paddings in ((np.uint8, ("reflection",)), (np.float16, ("zeros", "wrap")),
-                            (ml_dtypes.bfloat16, ("border",))):
-        x = base.astype(dtype)
+    for dtype, paddings in ((np.uint8, ("reflection",)), (np.uint16, ("zeros", "mirror")),
+                            (np.float16, ("zeros", "wrap")), (ml_dtypes.bfloat16, ("border",))):
+        # uint16 across its range: cubic overshoots saturate at 0 and 65535
+        x = (base * (327 if dtype == np.uint16 else 1)).astype(dtype)
         for p in paddings:
             got = gridsample.grid_sample(x, grid, mode, p)
             want = general(monkeypatch, x, grid, mode, p)

@@ -5,7 +5,7 @@ Two kernel families (see the README's "How it works"):
 * the *vector* kernels (:mod:`gridsample._vector`, entries in
   :mod:`gridsample._vector_entries`): branch-free planners and gather sweeps
   for 2-D linear/nearest/cubic and 3-D linear/nearest, for float32, float64,
-  float16, bfloat16 and uint8, planar sweeps and int32 offsets;
+  float16, bfloat16, uint8 and uint16, planar sweeps and int32 offsets;
 * the *general* kernels (:mod:`gridsample._kernels`): every rank, mode,
   element type and layout, chosen from :data:`GENERAL_KERNELS` by
   ``(rank, mode)``, with an N-D fallback.
@@ -52,7 +52,7 @@ GENERAL_KERNELS = {(r, m.code): getattr(kern, f"task_{kernel_name(m.code, r)}")
                    for m in MODES for r in m.specialised_ranks}
 
 #: X dtypes the vector kernels serve.
-VECTOR_DTYPES = ("float32", "float64", "float16", "bfloat16", "uint8")
+VECTOR_DTYPES = ("float32", "float64", "float16", "bfloat16", "uint8", "uint16")
 
 #: Values of :func:`use_kernels` and ``GRIDSAMPLE_KERNELS``: ``"auto"`` picks
 #: the vector kernels wherever they apply (``"vector"`` is the same: the
