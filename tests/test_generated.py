@@ -28,7 +28,7 @@ def test_every_registered_vector_kernel_has_entries():
     from gridsample._registry import MODES, PADDINGS
 
     want = {(r, m.code, p.code, family) for m in MODES for r in m.vector_ranks
-            for p in PADDINGS if p.vector for family in ("native", "f16", "bf16")}
+            for p in PADDINGS if p.vector for family in ("native", "f16", "bf16", "int")}
     assert set(_engine.VECTOR_ENTRIES) == want
     assert set(_engine.CHANNEL_LAST_ENTRIES) == want  # a form per layout
 

@@ -44,7 +44,8 @@ LAYOUTS = ("", "_cl")
 #: fixes (None: the caller's ``kind``).  float16 and bfloat16 sweeps fix
 #: their kind at compile time so the conversions vectorize; "native" serves
 #: float32, float64 and uint8.
-FAMILIES = (("", "native", None), ("_f16", "f16", "KIND_F16"), ("_bf16", "bf16", "KIND_BF16"))
+FAMILIES = (("", "native", None), ("_f16", "f16", "KIND_F16"), ("_bf16", "bf16", "KIND_BF16"),
+            ("_int", "int", "KIND_INT"))
 
 
 _ENTRY_ARGS = ("first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, "
@@ -138,7 +139,7 @@ def _render_forward(kind: str) -> str:
         *doc.split("\n"),
         '"""',
         "",
-        "from ._convert import KIND_BF16, KIND_F16",
+        "from ._convert import KIND_BF16, KIND_F16, KIND_INT",
         "from ._jit import function",
         *_import_block("._registry", {f"MODE_{m.name.upper()}" for m, _ in kernels}
                        | {f"PAD_{p.name.upper()}" for p in paddings}),

@@ -9,7 +9,7 @@ then plans and sweeps them as :data:`gridsample._vector_entries.ENTRIES` does;
 imported by ``affine_warp`` only.
 """
 
-from ._convert import KIND_BF16, KIND_F16
+from ._convert import KIND_BF16, KIND_F16, KIND_INT
 from ._jit import function
 from ._registry import (
     MODE_CUBIC,
@@ -104,6 +104,24 @@ def linear_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
 
 
 @function
+def linear_2d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d)
+
+
+@function
+def linear_2d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl)
+
+
+@function
 def linear_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                             wts, coords, points):
@@ -154,6 +172,24 @@ def linear_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl)
+
+
+@function
+def linear_2d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d)
+
+
+@function
+def linear_2d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
                       coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl)
 
 
@@ -212,6 +248,24 @@ def linear_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, s
 
 
 @function
+def linear_2d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d)
+
+
+@function
+def linear_2d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                       wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl)
+
+
+@function
 def linear_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                            wts, coords, points):
@@ -262,6 +316,24 @@ def linear_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl)
+
+
+@function
+def linear_2d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d)
+
+
+@function
+def linear_2d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
                       coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl)
 
 
@@ -322,6 +394,24 @@ def linear_3d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
 
 
 @function
+def linear_3d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d)
+
+
+@function
+def linear_3d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl)
+
+
+@function
 def linear_3d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                             wts, coords, points):
@@ -372,6 +462,24 @@ def linear_3d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl)
+
+
+@function
+def linear_3d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d)
+
+
+@function
+def linear_3d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
                       coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl)
 
 
@@ -430,6 +538,24 @@ def linear_3d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, s
 
 
 @function
+def linear_3d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d)
+
+
+@function
+def linear_3d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                       wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl)
+
+
+@function
 def linear_3d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                            wts, coords, points):
@@ -480,6 +606,24 @@ def linear_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl)
+
+
+@function
+def linear_3d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d)
+
+
+@function
+def linear_3d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
                       coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl)
 
 
@@ -540,6 +684,24 @@ def nearest_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
 
 
 @function
+def nearest_2d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d)
+
+
+@function
+def nearest_2d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl)
+
+
+@function
 def nearest_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                              wts, coords, points):
@@ -590,6 +752,24 @@ def nearest_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stri
                                      kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl)
+
+
+@function
+def nearest_2d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d)
+
+
+@function
+def nearest_2d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
                       coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl)
 
 
@@ -648,6 +828,24 @@ def nearest_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, 
 
 
 @function
+def nearest_2d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                     kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d)
+
+
+@function
+def nearest_2d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                        wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl)
+
+
+@function
 def nearest_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                             wts, coords, points):
@@ -698,6 +896,24 @@ def nearest_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl)
+
+
+@function
+def nearest_2d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d)
+
+
+@function
+def nearest_2d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
                       coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl)
 
 
@@ -758,6 +974,24 @@ def nearest_3d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
 
 
 @function
+def nearest_3d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d)
+
+
+@function
+def nearest_3d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl)
+
+
+@function
 def nearest_3d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                              wts, coords, points):
@@ -808,6 +1042,24 @@ def nearest_3d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stri
                                      kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl)
+
+
+@function
+def nearest_3d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d)
+
+
+@function
+def nearest_3d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl)
 
 
@@ -866,6 +1118,24 @@ def nearest_3d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, 
 
 
 @function
+def nearest_3d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                     kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d)
+
+
+@function
+def nearest_3d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                        wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl)
+
+
+@function
 def nearest_3d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                             wts, coords, points):
@@ -916,6 +1186,24 @@ def nearest_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl)
+
+
+@function
+def nearest_3d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d)
+
+
+@function
+def nearest_3d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl)
 
 
@@ -976,6 +1264,24 @@ def cubic_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
 
 
 @function
+def cubic_2d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                              wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d)
+
+
+@function
+def cubic_2d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl)
+
+
+@function
 def cubic_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                            wts, coords, points):
@@ -1026,6 +1332,24 @@ def cubic_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl)
+
+
+@function
+def cubic_2d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d)
+
+
+@function
+def cubic_2d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
                       coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl)
 
 
@@ -1084,6 +1408,24 @@ def cubic_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, st
 
 
 @function
+def cubic_2d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d)
+
+
+@function
+def cubic_2d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                      theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                      wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl)
+
+
+@function
 def cubic_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                           bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                           wts, coords, points):
@@ -1134,6 +1476,24 @@ def cubic_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl)
+
+
+@function
+def cubic_2d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                              wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d)
+
+
+@function
+def cubic_2d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
                       coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl)
 
 
@@ -1194,6 +1554,24 @@ def cubic_3d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
 
 
 @function
+def cubic_3d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                              wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d)
+
+
+@function
+def cubic_3d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl)
+
+
+@function
 def cubic_3d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                            wts, coords, points):
@@ -1244,6 +1622,24 @@ def cubic_3d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl)
+
+
+@function
+def cubic_3d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d)
+
+
+@function
+def cubic_3d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
                       coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl)
 
 
@@ -1302,6 +1698,24 @@ def cubic_3d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, st
 
 
 @function
+def cubic_3d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d)
+
+
+@function
+def cubic_3d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                      theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                      wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl)
+
+
+@function
 def cubic_3d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                           bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                           wts, coords, points):
@@ -1355,17 +1769,38 @@ def cubic_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                       coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl)
 
 
+@function
+def cubic_3d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                              wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d)
+
+
+@function
+def cubic_3d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl)
+
+
 #: Entry of each (rank, mode code, padding code, element family).
 AFFINE_ENTRIES = {
     (2, MODE_LINEAR, PAD_ZEROS, 'native'): linear_2d_zeros_affine,
     (2, MODE_LINEAR, PAD_ZEROS, 'f16'): linear_2d_zeros_f16_affine,
     (2, MODE_LINEAR, PAD_ZEROS, 'bf16'): linear_2d_zeros_bf16_affine,
+    (2, MODE_LINEAR, PAD_ZEROS, 'int'): linear_2d_zeros_int_affine,
     (2, MODE_LINEAR, PAD_BORDER, 'native'): linear_2d_border_affine,
     (2, MODE_LINEAR, PAD_BORDER, 'f16'): linear_2d_border_f16_affine,
     (2, MODE_LINEAR, PAD_BORDER, 'bf16'): linear_2d_border_bf16_affine,
+    (2, MODE_LINEAR, PAD_BORDER, 'int'): linear_2d_border_int_affine,
     (2, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_2d_reflection_affine,
     (2, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_2d_reflection_f16_affine,
     (2, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_2d_reflection_bf16_affine,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'int'): linear_2d_reflection_int_affine,
     (2, MODE_LINEAR, PAD_MIRROR, 'native'): linear_2d_index_affine,
     (2, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_2d_index_affine,
     (2, MODE_LINEAR, PAD_WRAP, 'native'): linear_2d_index_affine,
@@ -1375,15 +1810,21 @@ AFFINE_ENTRIES = {
     (2, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_2d_index_bf16_affine,
     (2, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_2d_index_bf16_affine,
     (2, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_2d_index_bf16_affine,
+    (2, MODE_LINEAR, PAD_MIRROR, 'int'): linear_2d_index_int_affine,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'int'): linear_2d_index_int_affine,
+    (2, MODE_LINEAR, PAD_WRAP, 'int'): linear_2d_index_int_affine,
     (3, MODE_LINEAR, PAD_ZEROS, 'native'): linear_3d_zeros_affine,
     (3, MODE_LINEAR, PAD_ZEROS, 'f16'): linear_3d_zeros_f16_affine,
     (3, MODE_LINEAR, PAD_ZEROS, 'bf16'): linear_3d_zeros_bf16_affine,
+    (3, MODE_LINEAR, PAD_ZEROS, 'int'): linear_3d_zeros_int_affine,
     (3, MODE_LINEAR, PAD_BORDER, 'native'): linear_3d_border_affine,
     (3, MODE_LINEAR, PAD_BORDER, 'f16'): linear_3d_border_f16_affine,
     (3, MODE_LINEAR, PAD_BORDER, 'bf16'): linear_3d_border_bf16_affine,
+    (3, MODE_LINEAR, PAD_BORDER, 'int'): linear_3d_border_int_affine,
     (3, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_3d_reflection_affine,
     (3, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_3d_reflection_f16_affine,
     (3, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_3d_reflection_bf16_affine,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'int'): linear_3d_reflection_int_affine,
     (3, MODE_LINEAR, PAD_MIRROR, 'native'): linear_3d_index_affine,
     (3, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_3d_index_affine,
     (3, MODE_LINEAR, PAD_WRAP, 'native'): linear_3d_index_affine,
@@ -1393,15 +1834,21 @@ AFFINE_ENTRIES = {
     (3, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_3d_index_bf16_affine,
     (3, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_3d_index_bf16_affine,
     (3, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_3d_index_bf16_affine,
+    (3, MODE_LINEAR, PAD_MIRROR, 'int'): linear_3d_index_int_affine,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'int'): linear_3d_index_int_affine,
+    (3, MODE_LINEAR, PAD_WRAP, 'int'): linear_3d_index_int_affine,
     (2, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_2d_zeros_affine,
     (2, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_2d_zeros_f16_affine,
     (2, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_2d_zeros_bf16_affine,
+    (2, MODE_NEAREST, PAD_ZEROS, 'int'): nearest_2d_zeros_int_affine,
     (2, MODE_NEAREST, PAD_BORDER, 'native'): nearest_2d_border_affine,
     (2, MODE_NEAREST, PAD_BORDER, 'f16'): nearest_2d_border_f16_affine,
     (2, MODE_NEAREST, PAD_BORDER, 'bf16'): nearest_2d_border_bf16_affine,
+    (2, MODE_NEAREST, PAD_BORDER, 'int'): nearest_2d_border_int_affine,
     (2, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_2d_reflection_affine,
     (2, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_2d_reflection_f16_affine,
     (2, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_2d_reflection_bf16_affine,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'int'): nearest_2d_reflection_int_affine,
     (2, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_2d_index_affine,
     (2, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_2d_index_affine,
     (2, MODE_NEAREST, PAD_WRAP, 'native'): nearest_2d_index_affine,
@@ -1411,15 +1858,21 @@ AFFINE_ENTRIES = {
     (2, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_2d_index_bf16_affine,
     (2, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_2d_index_bf16_affine,
     (2, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_2d_index_bf16_affine,
+    (2, MODE_NEAREST, PAD_MIRROR, 'int'): nearest_2d_index_int_affine,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'int'): nearest_2d_index_int_affine,
+    (2, MODE_NEAREST, PAD_WRAP, 'int'): nearest_2d_index_int_affine,
     (3, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_3d_zeros_affine,
     (3, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_3d_zeros_f16_affine,
     (3, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_3d_zeros_bf16_affine,
+    (3, MODE_NEAREST, PAD_ZEROS, 'int'): nearest_3d_zeros_int_affine,
     (3, MODE_NEAREST, PAD_BORDER, 'native'): nearest_3d_border_affine,
     (3, MODE_NEAREST, PAD_BORDER, 'f16'): nearest_3d_border_f16_affine,
     (3, MODE_NEAREST, PAD_BORDER, 'bf16'): nearest_3d_border_bf16_affine,
+    (3, MODE_NEAREST, PAD_BORDER, 'int'): nearest_3d_border_int_affine,
     (3, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_3d_reflection_affine,
     (3, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_3d_reflection_f16_affine,
     (3, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_3d_reflection_bf16_affine,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'int'): nearest_3d_reflection_int_affine,
     (3, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_3d_index_affine,
     (3, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_3d_index_affine,
     (3, MODE_NEAREST, PAD_WRAP, 'native'): nearest_3d_index_affine,
@@ -1429,15 +1882,21 @@ AFFINE_ENTRIES = {
     (3, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_3d_index_bf16_affine,
     (3, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_3d_index_bf16_affine,
     (3, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_3d_index_bf16_affine,
+    (3, MODE_NEAREST, PAD_MIRROR, 'int'): nearest_3d_index_int_affine,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'int'): nearest_3d_index_int_affine,
+    (3, MODE_NEAREST, PAD_WRAP, 'int'): nearest_3d_index_int_affine,
     (2, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_2d_zeros_affine,
     (2, MODE_CUBIC, PAD_ZEROS, 'f16'): cubic_2d_zeros_f16_affine,
     (2, MODE_CUBIC, PAD_ZEROS, 'bf16'): cubic_2d_zeros_bf16_affine,
+    (2, MODE_CUBIC, PAD_ZEROS, 'int'): cubic_2d_zeros_int_affine,
     (2, MODE_CUBIC, PAD_BORDER, 'native'): cubic_2d_border_affine,
     (2, MODE_CUBIC, PAD_BORDER, 'f16'): cubic_2d_border_f16_affine,
     (2, MODE_CUBIC, PAD_BORDER, 'bf16'): cubic_2d_border_bf16_affine,
+    (2, MODE_CUBIC, PAD_BORDER, 'int'): cubic_2d_border_int_affine,
     (2, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_2d_reflection_affine,
     (2, MODE_CUBIC, PAD_REFLECTION, 'f16'): cubic_2d_reflection_f16_affine,
     (2, MODE_CUBIC, PAD_REFLECTION, 'bf16'): cubic_2d_reflection_bf16_affine,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'int'): cubic_2d_reflection_int_affine,
     (2, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_2d_index_affine,
     (2, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_2d_index_affine,
     (2, MODE_CUBIC, PAD_WRAP, 'native'): cubic_2d_index_affine,
@@ -1447,15 +1906,21 @@ AFFINE_ENTRIES = {
     (2, MODE_CUBIC, PAD_MIRROR, 'bf16'): cubic_2d_index_bf16_affine,
     (2, MODE_CUBIC, PAD_SYMMETRIC, 'bf16'): cubic_2d_index_bf16_affine,
     (2, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_2d_index_bf16_affine,
+    (2, MODE_CUBIC, PAD_MIRROR, 'int'): cubic_2d_index_int_affine,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'int'): cubic_2d_index_int_affine,
+    (2, MODE_CUBIC, PAD_WRAP, 'int'): cubic_2d_index_int_affine,
     (3, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_3d_zeros_affine,
     (3, MODE_CUBIC, PAD_ZEROS, 'f16'): cubic_3d_zeros_f16_affine,
     (3, MODE_CUBIC, PAD_ZEROS, 'bf16'): cubic_3d_zeros_bf16_affine,
+    (3, MODE_CUBIC, PAD_ZEROS, 'int'): cubic_3d_zeros_int_affine,
     (3, MODE_CUBIC, PAD_BORDER, 'native'): cubic_3d_border_affine,
     (3, MODE_CUBIC, PAD_BORDER, 'f16'): cubic_3d_border_f16_affine,
     (3, MODE_CUBIC, PAD_BORDER, 'bf16'): cubic_3d_border_bf16_affine,
+    (3, MODE_CUBIC, PAD_BORDER, 'int'): cubic_3d_border_int_affine,
     (3, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_3d_reflection_affine,
     (3, MODE_CUBIC, PAD_REFLECTION, 'f16'): cubic_3d_reflection_f16_affine,
     (3, MODE_CUBIC, PAD_REFLECTION, 'bf16'): cubic_3d_reflection_bf16_affine,
+    (3, MODE_CUBIC, PAD_REFLECTION, 'int'): cubic_3d_reflection_int_affine,
     (3, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_3d_index_affine,
     (3, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_3d_index_affine,
     (3, MODE_CUBIC, PAD_WRAP, 'native'): cubic_3d_index_affine,
@@ -1465,6 +1930,9 @@ AFFINE_ENTRIES = {
     (3, MODE_CUBIC, PAD_MIRROR, 'bf16'): cubic_3d_index_bf16_affine,
     (3, MODE_CUBIC, PAD_SYMMETRIC, 'bf16'): cubic_3d_index_bf16_affine,
     (3, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_3d_index_bf16_affine,
+    (3, MODE_CUBIC, PAD_MIRROR, 'int'): cubic_3d_index_int_affine,
+    (3, MODE_CUBIC, PAD_SYMMETRIC, 'int'): cubic_3d_index_int_affine,
+    (3, MODE_CUBIC, PAD_WRAP, 'int'): cubic_3d_index_int_affine,
 }
 
 #: The same for output with strided points (channel-last).
@@ -1472,12 +1940,15 @@ AFFINE_CHANNEL_LAST_ENTRIES = {
     (2, MODE_LINEAR, PAD_ZEROS, 'native'): linear_2d_zeros_cl_affine,
     (2, MODE_LINEAR, PAD_ZEROS, 'f16'): linear_2d_zeros_f16_cl_affine,
     (2, MODE_LINEAR, PAD_ZEROS, 'bf16'): linear_2d_zeros_bf16_cl_affine,
+    (2, MODE_LINEAR, PAD_ZEROS, 'int'): linear_2d_zeros_int_cl_affine,
     (2, MODE_LINEAR, PAD_BORDER, 'native'): linear_2d_border_cl_affine,
     (2, MODE_LINEAR, PAD_BORDER, 'f16'): linear_2d_border_f16_cl_affine,
     (2, MODE_LINEAR, PAD_BORDER, 'bf16'): linear_2d_border_bf16_cl_affine,
+    (2, MODE_LINEAR, PAD_BORDER, 'int'): linear_2d_border_int_cl_affine,
     (2, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_2d_reflection_cl_affine,
     (2, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_2d_reflection_f16_cl_affine,
     (2, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_2d_reflection_bf16_cl_affine,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'int'): linear_2d_reflection_int_cl_affine,
     (2, MODE_LINEAR, PAD_MIRROR, 'native'): linear_2d_index_cl_affine,
     (2, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_2d_index_cl_affine,
     (2, MODE_LINEAR, PAD_WRAP, 'native'): linear_2d_index_cl_affine,
@@ -1487,15 +1958,21 @@ AFFINE_CHANNEL_LAST_ENTRIES = {
     (2, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_2d_index_bf16_cl_affine,
     (2, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_2d_index_bf16_cl_affine,
     (2, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_2d_index_bf16_cl_affine,
+    (2, MODE_LINEAR, PAD_MIRROR, 'int'): linear_2d_index_int_cl_affine,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'int'): linear_2d_index_int_cl_affine,
+    (2, MODE_LINEAR, PAD_WRAP, 'int'): linear_2d_index_int_cl_affine,
     (3, MODE_LINEAR, PAD_ZEROS, 'native'): linear_3d_zeros_cl_affine,
     (3, MODE_LINEAR, PAD_ZEROS, 'f16'): linear_3d_zeros_f16_cl_affine,
     (3, MODE_LINEAR, PAD_ZEROS, 'bf16'): linear_3d_zeros_bf16_cl_affine,
+    (3, MODE_LINEAR, PAD_ZEROS, 'int'): linear_3d_zeros_int_cl_affine,
     (3, MODE_LINEAR, PAD_BORDER, 'native'): linear_3d_border_cl_affine,
     (3, MODE_LINEAR, PAD_BORDER, 'f16'): linear_3d_border_f16_cl_affine,
     (3, MODE_LINEAR, PAD_BORDER, 'bf16'): linear_3d_border_bf16_cl_affine,
+    (3, MODE_LINEAR, PAD_BORDER, 'int'): linear_3d_border_int_cl_affine,
     (3, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_3d_reflection_cl_affine,
     (3, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_3d_reflection_f16_cl_affine,
     (3, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_3d_reflection_bf16_cl_affine,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'int'): linear_3d_reflection_int_cl_affine,
     (3, MODE_LINEAR, PAD_MIRROR, 'native'): linear_3d_index_cl_affine,
     (3, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_3d_index_cl_affine,
     (3, MODE_LINEAR, PAD_WRAP, 'native'): linear_3d_index_cl_affine,
@@ -1505,15 +1982,21 @@ AFFINE_CHANNEL_LAST_ENTRIES = {
     (3, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_3d_index_bf16_cl_affine,
     (3, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_3d_index_bf16_cl_affine,
     (3, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_3d_index_bf16_cl_affine,
+    (3, MODE_LINEAR, PAD_MIRROR, 'int'): linear_3d_index_int_cl_affine,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'int'): linear_3d_index_int_cl_affine,
+    (3, MODE_LINEAR, PAD_WRAP, 'int'): linear_3d_index_int_cl_affine,
     (2, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_2d_zeros_cl_affine,
     (2, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_2d_zeros_f16_cl_affine,
     (2, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_2d_zeros_bf16_cl_affine,
+    (2, MODE_NEAREST, PAD_ZEROS, 'int'): nearest_2d_zeros_int_cl_affine,
     (2, MODE_NEAREST, PAD_BORDER, 'native'): nearest_2d_border_cl_affine,
     (2, MODE_NEAREST, PAD_BORDER, 'f16'): nearest_2d_border_f16_cl_affine,
     (2, MODE_NEAREST, PAD_BORDER, 'bf16'): nearest_2d_border_bf16_cl_affine,
+    (2, MODE_NEAREST, PAD_BORDER, 'int'): nearest_2d_border_int_cl_affine,
     (2, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_2d_reflection_cl_affine,
     (2, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_2d_reflection_f16_cl_affine,
     (2, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_2d_reflection_bf16_cl_affine,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'int'): nearest_2d_reflection_int_cl_affine,
     (2, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_2d_index_cl_affine,
     (2, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_2d_index_cl_affine,
     (2, MODE_NEAREST, PAD_WRAP, 'native'): nearest_2d_index_cl_affine,
@@ -1523,15 +2006,21 @@ AFFINE_CHANNEL_LAST_ENTRIES = {
     (2, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_2d_index_bf16_cl_affine,
     (2, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_2d_index_bf16_cl_affine,
     (2, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_2d_index_bf16_cl_affine,
+    (2, MODE_NEAREST, PAD_MIRROR, 'int'): nearest_2d_index_int_cl_affine,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'int'): nearest_2d_index_int_cl_affine,
+    (2, MODE_NEAREST, PAD_WRAP, 'int'): nearest_2d_index_int_cl_affine,
     (3, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_3d_zeros_cl_affine,
     (3, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_3d_zeros_f16_cl_affine,
     (3, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_3d_zeros_bf16_cl_affine,
+    (3, MODE_NEAREST, PAD_ZEROS, 'int'): nearest_3d_zeros_int_cl_affine,
     (3, MODE_NEAREST, PAD_BORDER, 'native'): nearest_3d_border_cl_affine,
     (3, MODE_NEAREST, PAD_BORDER, 'f16'): nearest_3d_border_f16_cl_affine,
     (3, MODE_NEAREST, PAD_BORDER, 'bf16'): nearest_3d_border_bf16_cl_affine,
+    (3, MODE_NEAREST, PAD_BORDER, 'int'): nearest_3d_border_int_cl_affine,
     (3, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_3d_reflection_cl_affine,
     (3, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_3d_reflection_f16_cl_affine,
     (3, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_3d_reflection_bf16_cl_affine,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'int'): nearest_3d_reflection_int_cl_affine,
     (3, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_3d_index_cl_affine,
     (3, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_3d_index_cl_affine,
     (3, MODE_NEAREST, PAD_WRAP, 'native'): nearest_3d_index_cl_affine,
@@ -1541,15 +2030,21 @@ AFFINE_CHANNEL_LAST_ENTRIES = {
     (3, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_3d_index_bf16_cl_affine,
     (3, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_3d_index_bf16_cl_affine,
     (3, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_3d_index_bf16_cl_affine,
+    (3, MODE_NEAREST, PAD_MIRROR, 'int'): nearest_3d_index_int_cl_affine,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'int'): nearest_3d_index_int_cl_affine,
+    (3, MODE_NEAREST, PAD_WRAP, 'int'): nearest_3d_index_int_cl_affine,
     (2, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_2d_zeros_cl_affine,
     (2, MODE_CUBIC, PAD_ZEROS, 'f16'): cubic_2d_zeros_f16_cl_affine,
     (2, MODE_CUBIC, PAD_ZEROS, 'bf16'): cubic_2d_zeros_bf16_cl_affine,
+    (2, MODE_CUBIC, PAD_ZEROS, 'int'): cubic_2d_zeros_int_cl_affine,
     (2, MODE_CUBIC, PAD_BORDER, 'native'): cubic_2d_border_cl_affine,
     (2, MODE_CUBIC, PAD_BORDER, 'f16'): cubic_2d_border_f16_cl_affine,
     (2, MODE_CUBIC, PAD_BORDER, 'bf16'): cubic_2d_border_bf16_cl_affine,
+    (2, MODE_CUBIC, PAD_BORDER, 'int'): cubic_2d_border_int_cl_affine,
     (2, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_2d_reflection_cl_affine,
     (2, MODE_CUBIC, PAD_REFLECTION, 'f16'): cubic_2d_reflection_f16_cl_affine,
     (2, MODE_CUBIC, PAD_REFLECTION, 'bf16'): cubic_2d_reflection_bf16_cl_affine,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'int'): cubic_2d_reflection_int_cl_affine,
     (2, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_2d_index_cl_affine,
     (2, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_2d_index_cl_affine,
     (2, MODE_CUBIC, PAD_WRAP, 'native'): cubic_2d_index_cl_affine,
@@ -1559,15 +2054,21 @@ AFFINE_CHANNEL_LAST_ENTRIES = {
     (2, MODE_CUBIC, PAD_MIRROR, 'bf16'): cubic_2d_index_bf16_cl_affine,
     (2, MODE_CUBIC, PAD_SYMMETRIC, 'bf16'): cubic_2d_index_bf16_cl_affine,
     (2, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_2d_index_bf16_cl_affine,
+    (2, MODE_CUBIC, PAD_MIRROR, 'int'): cubic_2d_index_int_cl_affine,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'int'): cubic_2d_index_int_cl_affine,
+    (2, MODE_CUBIC, PAD_WRAP, 'int'): cubic_2d_index_int_cl_affine,
     (3, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_3d_zeros_cl_affine,
     (3, MODE_CUBIC, PAD_ZEROS, 'f16'): cubic_3d_zeros_f16_cl_affine,
     (3, MODE_CUBIC, PAD_ZEROS, 'bf16'): cubic_3d_zeros_bf16_cl_affine,
+    (3, MODE_CUBIC, PAD_ZEROS, 'int'): cubic_3d_zeros_int_cl_affine,
     (3, MODE_CUBIC, PAD_BORDER, 'native'): cubic_3d_border_cl_affine,
     (3, MODE_CUBIC, PAD_BORDER, 'f16'): cubic_3d_border_f16_cl_affine,
     (3, MODE_CUBIC, PAD_BORDER, 'bf16'): cubic_3d_border_bf16_cl_affine,
+    (3, MODE_CUBIC, PAD_BORDER, 'int'): cubic_3d_border_int_cl_affine,
     (3, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_3d_reflection_cl_affine,
     (3, MODE_CUBIC, PAD_REFLECTION, 'f16'): cubic_3d_reflection_f16_cl_affine,
     (3, MODE_CUBIC, PAD_REFLECTION, 'bf16'): cubic_3d_reflection_bf16_cl_affine,
+    (3, MODE_CUBIC, PAD_REFLECTION, 'int'): cubic_3d_reflection_int_cl_affine,
     (3, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_3d_index_cl_affine,
     (3, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_3d_index_cl_affine,
     (3, MODE_CUBIC, PAD_WRAP, 'native'): cubic_3d_index_cl_affine,
@@ -1577,4 +2078,7 @@ AFFINE_CHANNEL_LAST_ENTRIES = {
     (3, MODE_CUBIC, PAD_MIRROR, 'bf16'): cubic_3d_index_bf16_cl_affine,
     (3, MODE_CUBIC, PAD_SYMMETRIC, 'bf16'): cubic_3d_index_bf16_cl_affine,
     (3, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_3d_index_bf16_cl_affine,
+    (3, MODE_CUBIC, PAD_MIRROR, 'int'): cubic_3d_index_int_cl_affine,
+    (3, MODE_CUBIC, PAD_SYMMETRIC, 'int'): cubic_3d_index_int_cl_affine,
+    (3, MODE_CUBIC, PAD_WRAP, 'int'): cubic_3d_index_int_cl_affine,
 }

@@ -30,7 +30,7 @@ import numpy as np
 
 from . import _kernels as kern
 from ._affine import base_coordinates
-from ._convert import KIND_BF16, KIND_F16
+from ._convert import KIND_BF16, KIND_F16, KIND_INT
 from ._dtypes import dtype_name, is_half, is_string, x_conversion
 from ._errors import GridSampleError
 from ._jit import read_only
@@ -110,7 +110,10 @@ def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kin
     float32 ``x`` forms the products in float64 and rounds once: the general
     kernels run).
     """
-    family = {KIND_F16: "f16", KIND_BF16: "bf16"}.get(kind, "native")
+    # Integer results (uint8, uint16) have entries of their own whose kind is a constant:
+    # with it a run-time argument, every uint16 load and store chose at run time between
+    # plain integers and float16/bfloat16 bits, which share uint16 storage.
+    family = {KIND_F16: "f16", KIND_BF16: "bf16", KIND_INT: "int"}.get(kind, "native")
     first, other = (VECTOR_ENTRIES, CHANNEL_LAST_ENTRIES) if tables is None else tables
     key = (rank, mode, pad, family)
     entry = (other if strided else first).get(key)

@@ -8,7 +8,7 @@ Each entry runs blocks ``first .. stop - 1`` with
 tables it passes.
 """
 
-from ._convert import KIND_BF16, KIND_F16
+from ._convert import KIND_BF16, KIND_F16, KIND_INT
 from ._jit import function
 from ._registry import (
     MODE_CUBIC,
@@ -97,6 +97,22 @@ def linear_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
 
 
 @function
+def linear_2d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_ZEROS, sweep_linear_2d)
+
+
+@function
+def linear_2d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_ZEROS, sweep_linear_2d_cl)
+
+
+@function
 def linear_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -141,6 +157,22 @@ def linear_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_BORDER, sweep_linear_2d_cl)
+
+
+@function
+def linear_2d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_BORDER, sweep_linear_2d)
+
+
+@function
+def linear_2d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_BORDER, sweep_linear_2d_cl)
 
 
@@ -196,6 +228,23 @@ def linear_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides,
 
 
 @function
+def linear_2d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_REFLECTION, sweep_linear_2d)
+
+
+@function
+def linear_2d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_REFLECTION, sweep_linear_2d_cl)
+
+
+@function
 def linear_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -240,6 +289,22 @@ def linear_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_MIRROR, sweep_linear_2d_cl)
+
+
+@function
+def linear_2d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_MIRROR, sweep_linear_2d)
+
+
+@function
+def linear_2d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_MIRROR, sweep_linear_2d_cl)
 
 
@@ -294,6 +359,22 @@ def linear_3d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
 
 
 @function
+def linear_3d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_ZEROS, sweep_linear_3d)
+
+
+@function
+def linear_3d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_ZEROS, sweep_linear_3d_cl)
+
+
+@function
 def linear_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -338,6 +419,22 @@ def linear_3d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_BORDER, sweep_linear_3d_cl)
+
+
+@function
+def linear_3d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_BORDER, sweep_linear_3d)
+
+
+@function
+def linear_3d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_BORDER, sweep_linear_3d_cl)
 
 
@@ -393,6 +490,23 @@ def linear_3d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides,
 
 
 @function
+def linear_3d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_REFLECTION, sweep_linear_3d)
+
+
+@function
+def linear_3d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_REFLECTION, sweep_linear_3d_cl)
+
+
+@function
 def linear_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -437,6 +551,22 @@ def linear_3d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_MIRROR, sweep_linear_3d_cl)
+
+
+@function
+def linear_3d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_MIRROR, sweep_linear_3d)
+
+
+@function
+def linear_3d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_MIRROR, sweep_linear_3d_cl)
 
 
@@ -491,6 +621,22 @@ def nearest_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
 
 
 @function
+def nearest_2d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_ZEROS, sweep_nearest_2d)
+
+
+@function
+def nearest_2d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_ZEROS, sweep_nearest_2d_cl)
+
+
+@function
 def nearest_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -536,6 +682,22 @@ def nearest_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_BORDER, sweep_nearest_2d_cl)
+
+
+@function
+def nearest_2d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_BORDER, sweep_nearest_2d)
+
+
+@function
+def nearest_2d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_BORDER, sweep_nearest_2d_cl)
 
 
@@ -592,6 +754,24 @@ def nearest_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides
 
 
 @function
+def nearest_2d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                              coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_REFLECTION, sweep_nearest_2d)
+
+
+@function
+def nearest_2d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                 coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_REFLECTION, sweep_nearest_2d_cl)
+
+
+@function
 def nearest_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -636,6 +816,22 @@ def nearest_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_MIRROR, sweep_nearest_2d_cl)
+
+
+@function
+def nearest_2d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_MIRROR, sweep_nearest_2d)
+
+
+@function
+def nearest_2d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_MIRROR, sweep_nearest_2d_cl)
 
 
@@ -690,6 +886,22 @@ def nearest_3d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
 
 
 @function
+def nearest_3d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_ZEROS, sweep_nearest_3d)
+
+
+@function
+def nearest_3d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_ZEROS, sweep_nearest_3d_cl)
+
+
+@function
 def nearest_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -735,6 +947,22 @@ def nearest_3d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_BORDER, sweep_nearest_3d_cl)
+
+
+@function
+def nearest_3d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_BORDER, sweep_nearest_3d)
+
+
+@function
+def nearest_3d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_BORDER, sweep_nearest_3d_cl)
 
 
@@ -791,6 +1019,24 @@ def nearest_3d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides
 
 
 @function
+def nearest_3d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                              coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_REFLECTION, sweep_nearest_3d)
+
+
+@function
+def nearest_3d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                 coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_REFLECTION, sweep_nearest_3d_cl)
+
+
+@function
 def nearest_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -835,6 +1081,22 @@ def nearest_3d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_MIRROR, sweep_nearest_3d_cl)
+
+
+@function
+def nearest_3d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_MIRROR, sweep_nearest_3d)
+
+
+@function
+def nearest_3d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_MIRROR, sweep_nearest_3d_cl)
 
 
@@ -889,6 +1151,22 @@ def cubic_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
 
 
 @function
+def cubic_2d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_ZEROS, sweep_cubic_2d)
+
+
+@function
+def cubic_2d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_ZEROS, sweep_cubic_2d_cl)
+
+
+@function
 def cubic_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -933,6 +1211,22 @@ def cubic_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_BORDER, sweep_cubic_2d_cl)
+
+
+@function
+def cubic_2d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_BORDER, sweep_cubic_2d)
+
+
+@function
+def cubic_2d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_BORDER, sweep_cubic_2d_cl)
 
 
@@ -987,6 +1281,23 @@ def cubic_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, 
 
 
 @function
+def cubic_2d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_REFLECTION, sweep_cubic_2d)
+
+
+@function
+def cubic_2d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                               coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_REFLECTION, sweep_cubic_2d_cl)
+
+
+@function
 def cubic_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                    os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1031,6 +1342,22 @@ def cubic_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_MIRROR, sweep_cubic_2d_cl)
+
+
+@function
+def cubic_2d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_MIRROR, sweep_cubic_2d)
+
+
+@function
+def cubic_2d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_MIRROR, sweep_cubic_2d_cl)
 
 
@@ -1085,6 +1412,22 @@ def cubic_3d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
 
 
 @function
+def cubic_3d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_ZEROS, sweep_cubic_3d)
+
+
+@function
+def cubic_3d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_ZEROS, sweep_cubic_3d_cl)
+
+
+@function
 def cubic_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1129,6 +1472,22 @@ def cubic_3d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_BORDER, sweep_cubic_3d_cl)
+
+
+@function
+def cubic_3d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_BORDER, sweep_cubic_3d)
+
+
+@function
+def cubic_3d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_BORDER, sweep_cubic_3d_cl)
 
 
@@ -1183,6 +1542,23 @@ def cubic_3d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, 
 
 
 @function
+def cubic_3d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_REFLECTION, sweep_cubic_3d)
+
+
+@function
+def cubic_3d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                               coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_REFLECTION, sweep_cubic_3d_cl)
+
+
+@function
 def cubic_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                    os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1230,17 +1606,36 @@ def cubic_3d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                PAD_MIRROR, sweep_cubic_3d_cl)
 
 
+@function
+def cubic_3d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_MIRROR, sweep_cubic_3d)
+
+
+@function
+def cubic_3d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
+               PAD_MIRROR, sweep_cubic_3d_cl)
+
+
 #: Entry of each (rank, mode code, padding code, element family).
 ENTRIES = {
     (2, MODE_LINEAR, PAD_ZEROS, 'native'): linear_2d_zeros,
     (2, MODE_LINEAR, PAD_ZEROS, 'f16'): linear_2d_zeros_f16,
     (2, MODE_LINEAR, PAD_ZEROS, 'bf16'): linear_2d_zeros_bf16,
+    (2, MODE_LINEAR, PAD_ZEROS, 'int'): linear_2d_zeros_int,
     (2, MODE_LINEAR, PAD_BORDER, 'native'): linear_2d_border,
     (2, MODE_LINEAR, PAD_BORDER, 'f16'): linear_2d_border_f16,
     (2, MODE_LINEAR, PAD_BORDER, 'bf16'): linear_2d_border_bf16,
+    (2, MODE_LINEAR, PAD_BORDER, 'int'): linear_2d_border_int,
     (2, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_2d_reflection,
     (2, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_2d_reflection_f16,
     (2, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_2d_reflection_bf16,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'int'): linear_2d_reflection_int,
     (2, MODE_LINEAR, PAD_MIRROR, 'native'): linear_2d_index,
     (2, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_2d_index,
     (2, MODE_LINEAR, PAD_WRAP, 'native'): linear_2d_index,
@@ -1250,15 +1645,21 @@ ENTRIES = {
     (2, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_2d_index_bf16,
     (2, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_2d_index_bf16,
     (2, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_2d_index_bf16,
+    (2, MODE_LINEAR, PAD_MIRROR, 'int'): linear_2d_index_int,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'int'): linear_2d_index_int,
+    (2, MODE_LINEAR, PAD_WRAP, 'int'): linear_2d_index_int,
     (3, MODE_LINEAR, PAD_ZEROS, 'native'): linear_3d_zeros,
     (3, MODE_LINEAR, PAD_ZEROS, 'f16'): linear_3d_zeros_f16,
     (3, MODE_LINEAR, PAD_ZEROS, 'bf16'): linear_3d_zeros_bf16,
+    (3, MODE_LINEAR, PAD_ZEROS, 'int'): linear_3d_zeros_int,
     (3, MODE_LINEAR, PAD_BORDER, 'native'): linear_3d_border,
     (3, MODE_LINEAR, PAD_BORDER, 'f16'): linear_3d_border_f16,
     (3, MODE_LINEAR, PAD_BORDER, 'bf16'): linear_3d_border_bf16,
+    (3, MODE_LINEAR, PAD_BORDER, 'int'): linear_3d_border_int,
     (3, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_3d_reflection,
     (3, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_3d_reflection_f16,
     (3, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_3d_reflection_bf16,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'int'): linear_3d_reflection_int,
     (3, MODE_LINEAR, PAD_MIRROR, 'native'): linear_3d_index,
     (3, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_3d_index,
     (3, MODE_LINEAR, PAD_WRAP, 'native'): linear_3d_index,
@@ -1268,15 +1669,21 @@ ENTRIES = {
     (3, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_3d_index_bf16,
     (3, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_3d_index_bf16,
     (3, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_3d_index_bf16,
+    (3, MODE_LINEAR, PAD_MIRROR, 'int'): linear_3d_index_int,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'int'): linear_3d_index_int,
+    (3, MODE_LINEAR, PAD_WRAP, 'int'): linear_3d_index_int,
     (2, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_2d_zeros,
     (2, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_2d_zeros_f16,
     (2, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_2d_zeros_bf16,
+    (2, MODE_NEAREST, PAD_ZEROS, 'int'): nearest_2d_zeros_int,
     (2, MODE_NEAREST, PAD_BORDER, 'native'): nearest_2d_border,
     (2, MODE_NEAREST, PAD_BORDER, 'f16'): nearest_2d_border_f16,
     (2, MODE_NEAREST, PAD_BORDER, 'bf16'): nearest_2d_border_bf16,
+    (2, MODE_NEAREST, PAD_BORDER, 'int'): nearest_2d_border_int,
     (2, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_2d_reflection,
     (2, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_2d_reflection_f16,
     (2, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_2d_reflection_bf16,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'int'): nearest_2d_reflection_int,
     (2, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_2d_index,
     (2, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_2d_index,
     (2, MODE_NEAREST, PAD_WRAP, 'native'): nearest_2d_index,
@@ -1286,15 +1693,21 @@ ENTRIES = {
     (2, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_2d_index_bf16,
     (2, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_2d_index_bf16,
     (2, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_2d_index_bf16,
+    (2, MODE_NEAREST, PAD_MIRROR, 'int'): nearest_2d_index_int,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'int'): nearest_2d_index_int,
+    (2, MODE_NEAREST, PAD_WRAP, 'int'): nearest_2d_index_int,
     (3, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_3d_zeros,
     (3, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_3d_zeros_f16,
     (3, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_3d_zeros_bf16,
+    (3, MODE_NEAREST, PAD_ZEROS, 'int'): nearest_3d_zeros_int,
     (3, MODE_NEAREST, PAD_BORDER, 'native'): nearest_3d_border,
     (3, MODE_NEAREST, PAD_BORDER, 'f16'): nearest_3d_border_f16,
     (3, MODE_NEAREST, PAD_BORDER, 'bf16'): nearest_3d_border_bf16,
+    (3, MODE_NEAREST, PAD_BORDER, 'int'): nearest_3d_border_int,
     (3, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_3d_reflection,
     (3, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_3d_reflection_f16,
     (3, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_3d_reflection_bf16,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'int'): nearest_3d_reflection_int,
     (3, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_3d_index,
     (3, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_3d_index,
     (3, MODE_NEAREST, PAD_WRAP, 'native'): nearest_3d_index,
@@ -1304,15 +1717,21 @@ ENTRIES = {
     (3, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_3d_index_bf16,
     (3, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_3d_index_bf16,
     (3, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_3d_index_bf16,
+    (3, MODE_NEAREST, PAD_MIRROR, 'int'): nearest_3d_index_int,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'int'): nearest_3d_index_int,
+    (3, MODE_NEAREST, PAD_WRAP, 'int'): nearest_3d_index_int,
     (2, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_2d_zeros,
     (2, MODE_CUBIC, PAD_ZEROS, 'f16'): cubic_2d_zeros_f16,
     (2, MODE_CUBIC, PAD_ZEROS, 'bf16'): cubic_2d_zeros_bf16,
+    (2, MODE_CUBIC, PAD_ZEROS, 'int'): cubic_2d_zeros_int,
     (2, MODE_CUBIC, PAD_BORDER, 'native'): cubic_2d_border,
     (2, MODE_CUBIC, PAD_BORDER, 'f16'): cubic_2d_border_f16,
     (2, MODE_CUBIC, PAD_BORDER, 'bf16'): cubic_2d_border_bf16,
+    (2, MODE_CUBIC, PAD_BORDER, 'int'): cubic_2d_border_int,
     (2, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_2d_reflection,
     (2, MODE_CUBIC, PAD_REFLECTION, 'f16'): cubic_2d_reflection_f16,
     (2, MODE_CUBIC, PAD_REFLECTION, 'bf16'): cubic_2d_reflection_bf16,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'int'): cubic_2d_reflection_int,
     (2, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_2d_index,
     (2, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_2d_index,
     (2, MODE_CUBIC, PAD_WRAP, 'native'): cubic_2d_index,
@@ -1322,15 +1741,21 @@ ENTRIES = {
     (2, MODE_CUBIC, PAD_MIRROR, 'bf16'): cubic_2d_index_bf16,
     (2, MODE_CUBIC, PAD_SYMMETRIC, 'bf16'): cubic_2d_index_bf16,
     (2, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_2d_index_bf16,
+    (2, MODE_CUBIC, PAD_MIRROR, 'int'): cubic_2d_index_int,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'int'): cubic_2d_index_int,
+    (2, MODE_CUBIC, PAD_WRAP, 'int'): cubic_2d_index_int,
     (3, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_3d_zeros,
     (3, MODE_CUBIC, PAD_ZEROS, 'f16'): cubic_3d_zeros_f16,
     (3, MODE_CUBIC, PAD_ZEROS, 'bf16'): cubic_3d_zeros_bf16,
+    (3, MODE_CUBIC, PAD_ZEROS, 'int'): cubic_3d_zeros_int,
     (3, MODE_CUBIC, PAD_BORDER, 'native'): cubic_3d_border,
     (3, MODE_CUBIC, PAD_BORDER, 'f16'): cubic_3d_border_f16,
     (3, MODE_CUBIC, PAD_BORDER, 'bf16'): cubic_3d_border_bf16,
+    (3, MODE_CUBIC, PAD_BORDER, 'int'): cubic_3d_border_int,
     (3, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_3d_reflection,
     (3, MODE_CUBIC, PAD_REFLECTION, 'f16'): cubic_3d_reflection_f16,
     (3, MODE_CUBIC, PAD_REFLECTION, 'bf16'): cubic_3d_reflection_bf16,
+    (3, MODE_CUBIC, PAD_REFLECTION, 'int'): cubic_3d_reflection_int,
     (3, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_3d_index,
     (3, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_3d_index,
     (3, MODE_CUBIC, PAD_WRAP, 'native'): cubic_3d_index,
@@ -1340,6 +1765,9 @@ ENTRIES = {
     (3, MODE_CUBIC, PAD_MIRROR, 'bf16'): cubic_3d_index_bf16,
     (3, MODE_CUBIC, PAD_SYMMETRIC, 'bf16'): cubic_3d_index_bf16,
     (3, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_3d_index_bf16,
+    (3, MODE_CUBIC, PAD_MIRROR, 'int'): cubic_3d_index_int,
+    (3, MODE_CUBIC, PAD_SYMMETRIC, 'int'): cubic_3d_index_int,
+    (3, MODE_CUBIC, PAD_WRAP, 'int'): cubic_3d_index_int,
 }
 
 #: The same for output with strided points (channel-last).
@@ -1347,12 +1775,15 @@ CHANNEL_LAST_ENTRIES = {
     (2, MODE_LINEAR, PAD_ZEROS, 'native'): linear_2d_zeros_cl,
     (2, MODE_LINEAR, PAD_ZEROS, 'f16'): linear_2d_zeros_f16_cl,
     (2, MODE_LINEAR, PAD_ZEROS, 'bf16'): linear_2d_zeros_bf16_cl,
+    (2, MODE_LINEAR, PAD_ZEROS, 'int'): linear_2d_zeros_int_cl,
     (2, MODE_LINEAR, PAD_BORDER, 'native'): linear_2d_border_cl,
     (2, MODE_LINEAR, PAD_BORDER, 'f16'): linear_2d_border_f16_cl,
     (2, MODE_LINEAR, PAD_BORDER, 'bf16'): linear_2d_border_bf16_cl,
+    (2, MODE_LINEAR, PAD_BORDER, 'int'): linear_2d_border_int_cl,
     (2, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_2d_reflection_cl,
     (2, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_2d_reflection_f16_cl,
     (2, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_2d_reflection_bf16_cl,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'int'): linear_2d_reflection_int_cl,
     (2, MODE_LINEAR, PAD_MIRROR, 'native'): linear_2d_index_cl,
     (2, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_2d_index_cl,
     (2, MODE_LINEAR, PAD_WRAP, 'native'): linear_2d_index_cl,
@@ -1362,15 +1793,21 @@ CHANNEL_LAST_ENTRIES = {
     (2, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_2d_index_bf16_cl,
     (2, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_2d_index_bf16_cl,
     (2, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_2d_index_bf16_cl,
+    (2, MODE_LINEAR, PAD_MIRROR, 'int'): linear_2d_index_int_cl,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'int'): linear_2d_index_int_cl,
+    (2, MODE_LINEAR, PAD_WRAP, 'int'): linear_2d_index_int_cl,
     (3, MODE_LINEAR, PAD_ZEROS, 'native'): linear_3d_zeros_cl,
     (3, MODE_LINEAR, PAD_ZEROS, 'f16'): linear_3d_zeros_f16_cl,
     (3, MODE_LINEAR, PAD_ZEROS, 'bf16'): linear_3d_zeros_bf16_cl,
+    (3, MODE_LINEAR, PAD_ZEROS, 'int'): linear_3d_zeros_int_cl,
     (3, MODE_LINEAR, PAD_BORDER, 'native'): linear_3d_border_cl,
     (3, MODE_LINEAR, PAD_BORDER, 'f16'): linear_3d_border_f16_cl,
     (3, MODE_LINEAR, PAD_BORDER, 'bf16'): linear_3d_border_bf16_cl,
+    (3, MODE_LINEAR, PAD_BORDER, 'int'): linear_3d_border_int_cl,
     (3, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_3d_reflection_cl,
     (3, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_3d_reflection_f16_cl,
     (3, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_3d_reflection_bf16_cl,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'int'): linear_3d_reflection_int_cl,
     (3, MODE_LINEAR, PAD_MIRROR, 'native'): linear_3d_index_cl,
     (3, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_3d_index_cl,
     (3, MODE_LINEAR, PAD_WRAP, 'native'): linear_3d_index_cl,
@@ -1380,15 +1817,21 @@ CHANNEL_LAST_ENTRIES = {
     (3, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_3d_index_bf16_cl,
     (3, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_3d_index_bf16_cl,
     (3, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_3d_index_bf16_cl,
+    (3, MODE_LINEAR, PAD_MIRROR, 'int'): linear_3d_index_int_cl,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'int'): linear_3d_index_int_cl,
+    (3, MODE_LINEAR, PAD_WRAP, 'int'): linear_3d_index_int_cl,
     (2, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_2d_zeros_cl,
     (2, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_2d_zeros_f16_cl,
     (2, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_2d_zeros_bf16_cl,
+    (2, MODE_NEAREST, PAD_ZEROS, 'int'): nearest_2d_zeros_int_cl,
     (2, MODE_NEAREST, PAD_BORDER, 'native'): nearest_2d_border_cl,
     (2, MODE_NEAREST, PAD_BORDER, 'f16'): nearest_2d_border_f16_cl,
     (2, MODE_NEAREST, PAD_BORDER, 'bf16'): nearest_2d_border_bf16_cl,
+    (2, MODE_NEAREST, PAD_BORDER, 'int'): nearest_2d_border_int_cl,
     (2, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_2d_reflection_cl,
     (2, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_2d_reflection_f16_cl,
     (2, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_2d_reflection_bf16_cl,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'int'): nearest_2d_reflection_int_cl,
     (2, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_2d_index_cl,
     (2, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_2d_index_cl,
     (2, MODE_NEAREST, PAD_WRAP, 'native'): nearest_2d_index_cl,
@@ -1398,15 +1841,21 @@ CHANNEL_LAST_ENTRIES = {
     (2, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_2d_index_bf16_cl,
     (2, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_2d_index_bf16_cl,
     (2, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_2d_index_bf16_cl,
+    (2, MODE_NEAREST, PAD_MIRROR, 'int'): nearest_2d_index_int_cl,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'int'): nearest_2d_index_int_cl,
+    (2, MODE_NEAREST, PAD_WRAP, 'int'): nearest_2d_index_int_cl,
     (3, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_3d_zeros_cl,
     (3, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_3d_zeros_f16_cl,
     (3, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_3d_zeros_bf16_cl,
+    (3, MODE_NEAREST, PAD_ZEROS, 'int'): nearest_3d_zeros_int_cl,
     (3, MODE_NEAREST, PAD_BORDER, 'native'): nearest_3d_border_cl,
     (3, MODE_NEAREST, PAD_BORDER, 'f16'): nearest_3d_border_f16_cl,
     (3, MODE_NEAREST, PAD_BORDER, 'bf16'): nearest_3d_border_bf16_cl,
+    (3, MODE_NEAREST, PAD_BORDER, 'int'): nearest_3d_border_int_cl,
     (3, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_3d_reflection_cl,
     (3, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_3d_reflection_f16_cl,
     (3, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_3d_reflection_bf16_cl,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'int'): nearest_3d_reflection_int_cl,
     (3, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_3d_index_cl,
     (3, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_3d_index_cl,
     (3, MODE_NEAREST, PAD_WRAP, 'native'): nearest_3d_index_cl,
@@ -1416,15 +1865,21 @@ CHANNEL_LAST_ENTRIES = {
     (3, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_3d_index_bf16_cl,
     (3, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_3d_index_bf16_cl,
     (3, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_3d_index_bf16_cl,
+    (3, MODE_NEAREST, PAD_MIRROR, 'int'): nearest_3d_index_int_cl,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'int'): nearest_3d_index_int_cl,
+    (3, MODE_NEAREST, PAD_WRAP, 'int'): nearest_3d_index_int_cl,
     (2, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_2d_zeros_cl,
     (2, MODE_CUBIC, PAD_ZEROS, 'f16'): cubic_2d_zeros_f16_cl,
     (2, MODE_CUBIC, PAD_ZEROS, 'bf16'): cubic_2d_zeros_bf16_cl,
+    (2, MODE_CUBIC, PAD_ZEROS, 'int'): cubic_2d_zeros_int_cl,
     (2, MODE_CUBIC, PAD_BORDER, 'native'): cubic_2d_border_cl,
     (2, MODE_CUBIC, PAD_BORDER, 'f16'): cubic_2d_border_f16_cl,
     (2, MODE_CUBIC, PAD_BORDER, 'bf16'): cubic_2d_border_bf16_cl,
+    (2, MODE_CUBIC, PAD_BORDER, 'int'): cubic_2d_border_int_cl,
     (2, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_2d_reflection_cl,
     (2, MODE_CUBIC, PAD_REFLECTION, 'f16'): cubic_2d_reflection_f16_cl,
     (2, MODE_CUBIC, PAD_REFLECTION, 'bf16'): cubic_2d_reflection_bf16_cl,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'int'): cubic_2d_reflection_int_cl,
     (2, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_2d_index_cl,
     (2, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_2d_index_cl,
     (2, MODE_CUBIC, PAD_WRAP, 'native'): cubic_2d_index_cl,
@@ -1434,15 +1889,21 @@ CHANNEL_LAST_ENTRIES = {
     (2, MODE_CUBIC, PAD_MIRROR, 'bf16'): cubic_2d_index_bf16_cl,
     (2, MODE_CUBIC, PAD_SYMMETRIC, 'bf16'): cubic_2d_index_bf16_cl,
     (2, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_2d_index_bf16_cl,
+    (2, MODE_CUBIC, PAD_MIRROR, 'int'): cubic_2d_index_int_cl,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'int'): cubic_2d_index_int_cl,
+    (2, MODE_CUBIC, PAD_WRAP, 'int'): cubic_2d_index_int_cl,
     (3, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_3d_zeros_cl,
     (3, MODE_CUBIC, PAD_ZEROS, 'f16'): cubic_3d_zeros_f16_cl,
     (3, MODE_CUBIC, PAD_ZEROS, 'bf16'): cubic_3d_zeros_bf16_cl,
+    (3, MODE_CUBIC, PAD_ZEROS, 'int'): cubic_3d_zeros_int_cl,
     (3, MODE_CUBIC, PAD_BORDER, 'native'): cubic_3d_border_cl,
     (3, MODE_CUBIC, PAD_BORDER, 'f16'): cubic_3d_border_f16_cl,
     (3, MODE_CUBIC, PAD_BORDER, 'bf16'): cubic_3d_border_bf16_cl,
+    (3, MODE_CUBIC, PAD_BORDER, 'int'): cubic_3d_border_int_cl,
     (3, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_3d_reflection_cl,
     (3, MODE_CUBIC, PAD_REFLECTION, 'f16'): cubic_3d_reflection_f16_cl,
     (3, MODE_CUBIC, PAD_REFLECTION, 'bf16'): cubic_3d_reflection_bf16_cl,
+    (3, MODE_CUBIC, PAD_REFLECTION, 'int'): cubic_3d_reflection_int_cl,
     (3, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_3d_index_cl,
     (3, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_3d_index_cl,
     (3, MODE_CUBIC, PAD_WRAP, 'native'): cubic_3d_index_cl,
@@ -1452,6 +1913,9 @@ CHANNEL_LAST_ENTRIES = {
     (3, MODE_CUBIC, PAD_MIRROR, 'bf16'): cubic_3d_index_bf16_cl,
     (3, MODE_CUBIC, PAD_SYMMETRIC, 'bf16'): cubic_3d_index_bf16_cl,
     (3, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_3d_index_bf16_cl,
+    (3, MODE_CUBIC, PAD_MIRROR, 'int'): cubic_3d_index_int_cl,
+    (3, MODE_CUBIC, PAD_SYMMETRIC, 'int'): cubic_3d_index_int_cl,
+    (3, MODE_CUBIC, PAD_WRAP, 'int'): cubic_3d_index_int_cl,
 }
 
 #: Rows of the plan tables (``off``, ``wts``) of each (rank, mode code).
