@@ -194,7 +194,7 @@ def plan_grad_linear_3d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dw
     planar_points(grid, nb, 3, coords)
     for a in range(3):  # one copy of the loop body
         ax = axis_row(axc, a)
-        _plan_linear_axis(coords[a * nb:], 1, nb, pad, a, ax, ax[AXIS_ONE], sizes[a],
+        _plan_linear_axis(coords[a * nb:], nb, pad, a, ax, ax[AXIS_ONE], sizes[a],
                           strides[a], off, wts)
     for a in range(3):
         ax = axis_row(axc, a)
@@ -289,7 +289,7 @@ def _plan_cubic_grad_axis(coords, nb, pad, axis, ax, kt, dk, size, stride, off, 
     gets slopes and chain 0 (a NaN point's weights are NaN; the caller marks it).
     ``coords``: the axis's coordinates, contiguous.
     """
-    _plan_cubic_axis(coords, 1, nb, pad, axis, ax, kt, size, stride, off, wts)
+    _plan_cubic_axis(coords, nb, pad, axis, ax, kt, size, stride, off, wts)
     zero, one = ax[AXIS_HIGH] - ax[AXIS_HIGH], ax[AXIS_ONE]
     scale = ax[AXIS_MUL] * ax[AXIS_SCALE]
     r = 4 * axis

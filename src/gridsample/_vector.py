@@ -645,11 +645,11 @@ def _store_cubic_axis(off, wts, r, j, st, out, i0, i1, i2, i3, w0, w1, w2, w3, o
 
 
 @skeleton
-def _plan_cubic_axis(coords, step, nb, pad, axis, ax, kt, size, stride, off, wts):
+def _plan_cubic_axis(coords, nb, pad, axis, ax, kt, size, stride, off, wts):
     """One axis of a cubic block: rows ``4 axis … 4 axis + 3`` of ``off`` and ``wts``.
 
-    Point ``j``'s coordinate on the axis is ``coords[step * j]`` (``step`` a
-    literal: 1 for planar coordinates, whose loads are contiguous).
+    ``coords`` holds the axis's coordinates, contiguous (a planar copy:
+    :func:`planar_points`).
 
     A tap outside gets offset ``-2**31`` (int32's minimum); the sweep forms
     the ``4**rank`` taps as sums of one offset per axis and knows a tap is
@@ -663,7 +663,7 @@ def _plan_cubic_axis(coords, step, nb, pad, axis, ax, kt, size, stride, off, wts
     r = 4 * axis
     distant = False
     for j in range(nb):
-        g = coords[step * j]
+        g = coords[j]
         (i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2,
          ok3) = _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, False)
         _store_cubic_axis(off, wts, r, j, st, out, i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1,
@@ -672,7 +672,7 @@ def _plan_cubic_axis(coords, step, nb, pad, axis, ax, kt, size, stride, off, wts
             distant = distant | needs_exact_pass(g, pad, ax, zero)
     if has_exact_pass(pad) and distant:  # the exact pass for points far outside
         for j in range(nb):
-            g = coords[step * j]
+            g = coords[j]
             if needs_exact_pass(g, pad, ax, zero):
                 (i0, i1, i2, i3, w0, w1, w2, w3, ok0, ok1, ok2,
                  ok3) = _cubic_taps(g, pad, ax, kt, size, zero, far, cnan, True)
@@ -692,7 +692,7 @@ def plan_cubic_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts, c
     kt = cubic_row(kc)
     planar_points(grid, nb, 2, coords)
     for a in range(2):  # one copy of the loop body: half the code to compile
-        _plan_cubic_axis(coords[a * nb:], 1, nb, pad, a, axis_row(axc, a), kt, sizes[a],
+        _plan_cubic_axis(coords[a * nb:], nb, pad, a, axis_row(axc, a), kt, sizes[a],
                          strides[a], off, wts)
 
 
@@ -703,7 +703,7 @@ def plan_cubic_3d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts, c
     kt = cubic_row(kc)
     planar_points(grid, nb, 3, coords)
     for a in range(3):
-        _plan_cubic_axis(coords[a * nb:], 1, nb, pad, a, axis_row(axc, a), kt, sizes[a],
+        _plan_cubic_axis(coords[a * nb:], nb, pad, a, axis_row(axc, a), kt, sizes[a],
                          strides[a], off, wts)
 
 
@@ -722,7 +722,7 @@ def _linear_axis_taps(g, pad, ax, st, lo, far, hi, cnan, out, exact):
 
 
 @skeleton
-def _linear_axis_pass(coords, step, nb, pad, axis, ax, one, size, stride, off, wts):
+def _linear_axis_pass(coords, nb, pad, axis, ax, one, size, stride, off, wts):
     """Plan one axis of a linear block with an ONNX padding (reflection: points far
     outside planned again, exactly); coordinates as in :func:`_plan_linear_axis`."""
     st = np.int32(stride)
@@ -734,7 +734,7 @@ def _linear_axis_pass(coords, step, nb, pad, axis, ax, one, size, stride, off, w
     r = 2 * axis
     distant = False
     for j in range(nb):
-        o0, o1, d, f = _linear_axis_taps(coords[step * j], pad, ax, st, lo, far, hi,
+        o0, o1, d, f = _linear_axis_taps(coords[j], pad, ax, st, lo, far, hi,
                                          cnan, out, False)
         off[r, j] = o0
         off[r + 1, j] = o1
@@ -743,7 +743,7 @@ def _linear_axis_pass(coords, step, nb, pad, axis, ax, one, size, stride, off, w
         distant = distant | f
     if pad == PAD_REFLECTION and distant:  # the exact pass for points far outside
         for j in range(nb):
-            o0, o1, d, f = _linear_axis_taps(coords[step * j], pad, ax, st, lo, far,
+            o0, o1, d, f = _linear_axis_taps(coords[j], pad, ax, st, lo, far,
                                              hi, cnan, out, True)
             if f:
                 off[r, j] = o0
@@ -753,9 +753,9 @@ def _linear_axis_pass(coords, step, nb, pad, axis, ax, one, size, stride, off, w
 
 
 @skeleton
-def _plan_linear_axis(coords, step, nb, pad, axis, ax, one, size, stride, off, wts):
-    """One axis of a linear block: its two taps in rows ``2 axis``, ``2 axis + 1``; point
-    ``j``'s coordinate is ``coords[step * j]`` (as in :func:`_plan_cubic_axis`).
+def _plan_linear_axis(coords, nb, pad, axis, ax, one, size, stride, off, wts):
+    """One axis of a linear block: its two taps in rows ``2 axis``, ``2 axis + 1``; its
+    coordinates contiguous in ``coords`` (as in :func:`_plan_cubic_axis`).
 
     A tap outside gets offset ``-2**31``; the sweep adds the axes' offsets
     and knows a tap is inside when no part is negative (the sign bit of
@@ -769,7 +769,7 @@ def _plan_linear_axis(coords, step, nb, pad, axis, ax, one, size, stride, off, w
         r = 2 * axis
         distant = False
         for j in range(nb):
-            x, nan = _index_coordinate(coords[step * j], ax, zero)
+            x, nan = _index_coordinate(coords[j], ax, zero)
             i0, i1, f = _index_pair(x, ax, False)
             d = cnan if nan else x - f
             off[r, j] = mul32(i0, st)
@@ -779,13 +779,13 @@ def _plan_linear_axis(coords, step, nb, pad, axis, ax, one, size, stride, off, w
             distant = distant | _distant(x, ax)
         if distant:  # the exact pass for points far outside (their weights stand)
             for j in range(nb):
-                x, nan = _index_coordinate(coords[step * j], ax, zero)
+                x, nan = _index_coordinate(coords[j], ax, zero)
                 if _distant(x, ax):
                     i0, i1, f = _index_pair(x, ax, True)
                     off[r, j] = mul32(i0, st)
                     off[r + 1, j] = mul32(i1, st)
         return
-    _linear_axis_pass(coords, step, nb, pad, axis, ax, one, size, stride, off, wts)
+    _linear_axis_pass(coords, nb, pad, axis, ax, one, size, stride, off, wts)
 
 
 @skeleton
@@ -794,7 +794,7 @@ def plan_linear_3d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts, 
     (see :func:`plan_cubic_2d`)."""
     planar_points(grid, nb, 3, coords)
     for a in range(3):  # one copy of the loop body
-        _plan_linear_axis(coords[a * nb:], 1, nb, pad, a, axis_row(axc, a), one, sizes[a],
+        _plan_linear_axis(coords[a * nb:], nb, pad, a, axis_row(axc, a), one, sizes[a],
                           strides[a], off, wts)
 
 
