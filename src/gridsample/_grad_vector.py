@@ -428,42 +428,68 @@ def scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
 
 @skeleton
 def scatter_cubic_2d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
-    """Scatter a 2-D cubic block (per-axis rows): ``y`` outer, ``x`` inner, ``w = w_x w_y``."""
+    """Scatter a 2-D cubic block (per-axis rows): ``y`` outer, ``x`` inner, ``w = w_x w_y``.
+
+    A point whose four ``x`` taps all lie inside ``X`` with finite weights (most
+    points) tests each row once instead of each tap: ``w_x w_y`` is then NaN
+    exactly where ``w_y`` is (cubic weights are bounded, never infinite), so the
+    same taps are added, in the same order.
+    """
     for c in range(c0, c1):
         gxc = gxflat[c * xs_c:]
         gc = gflat[c * gs_c:]
         for j in range(nb):
             gv = gc[j * gs_p]
+            ox0, ox1, ox2, ox3 = off[0, j], off[1, j], off[2, j], off[3, j]
+            wx0, wx1, wx2, wx3 = wts[0, j], wts[1, j], wts[2, j], wts[3, j]
+            inside = (((ox0 | ox1 | ox2 | ox3) >= 0)
+                      & (wx0 == wx0) & (wx1 == wx1) & (wx2 == wx2) & (wx3 == wx3))
             for ky in range(4):
                 oy = off[4 + ky, j]
                 wy = wts[4 + ky, j]
+                if inside:
+                    if (oy >= 0) & (wy == wy):
+                        gxc[np.uint64(oy + ox0)] += gv * (wx0 * wy)  # unsigned: no
+                        gxc[np.uint64(oy + ox1)] += gv * (wx1 * wy)  # wraparound test
+                        gxc[np.uint64(oy + ox2)] += gv * (wx2 * wy)
+                        gxc[np.uint64(oy + ox3)] += gv * (wx3 * wy)
+                    continue
                 for kx in range(4):
                     ox = off[kx, j]
                     w = wts[kx, j] * wy
                     if ((oy | ox) >= 0) & (w == w):
-                        gxc[np.uint64(oy + ox)] += gv * w  # unsigned: no wraparound test
+                        gxc[np.uint64(oy + ox)] += gv * w
 
 
 @skeleton
 def _scatter_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, T):
     """Scatter a 3-D block planned per axis (``T`` rows each): ``z`` outer, ``x`` inner,
-    ``w = (w_x w_y) w_z``."""
+    ``w = (w_x w_y) w_z``; rows of a point whose ``x`` taps are all inside tested once."""
     for c in range(c0, c1):
         gxc = gxflat[c * xs_c:]
         gc = gflat[c * gs_c:]
         for j in range(nb):
             gv = gc[j * gs_p]
+            inside = True  # every x tap inside X with a finite weight (as in 2-D cubic)
+            for kx in range(T):
+                inside &= (off[kx, j] >= 0) & (wts[kx, j] == wts[kx, j])
             for kz in range(T):
                 oz = off[2 * T + kz, j]
                 wz = wts[2 * T + kz, j]
                 for ky in range(T):
                     oy = off[T + ky, j]
                     wy = wts[T + ky, j]
+                    if inside:
+                        if ((oz | oy) >= 0) & (wy == wy) & (wz == wz):
+                            for kx in range(T):
+                                gxc[np.uint64(oz + oy + off[kx, j])] += gv * (
+                                    (wts[kx, j] * wy) * wz)  # unsigned: no wraparound test
+                        continue
                     for kx in range(T):
                         ox = off[kx, j]
                         w = (wts[kx, j] * wy) * wz
                         if ((oz | oy | ox) >= 0) & (w == w):
-                            gxc[np.uint64(oz + oy + ox)] += gv * w  # unsigned: no wraparound
+                            gxc[np.uint64(oz + oy + ox)] += gv * w
 
 
 @skeleton
