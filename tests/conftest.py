@@ -18,6 +18,9 @@ import numpy as np
 import pytest
 
 os.environ.setdefault("GRIDSAMPLE_KERNELS", "general")
+# Split every call over the threads as large inputs are (the tests' inputs are small), so
+# that thread-count independence is tested; test_threads.py tests the default threshold.
+os.environ.setdefault("GRIDSAMPLE_THREAD_MIN_WORK", "1")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's hook, which reads the groups

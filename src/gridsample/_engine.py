@@ -38,7 +38,7 @@ from ._options import MODE_CUBIC, MODE_LINEAR
 from ._plan import ForwardPlan, common_padding
 from ._registry import MODES, PAD_CONSTANT, PAD_ZEROS, kernel_name, padding_of, taps_per_point
 from ._taps import axis_constants, weight_constants
-from ._threads import num_threads, run_shared
+from ._threads import run_shared, threads_for
 from ._vector import fits_int32
 from ._vector_entries import CHANNEL_LAST_ENTRIES, PLAN_ROWS
 from ._vector_entries import ENTRIES as VECTOR_ENTRIES
@@ -360,7 +360,7 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
     # Sweep channels innermost when they are many and the closest in memory.
     interleaved = plan.channels > PLANAR_MAX_CHANNELS and xs_c <= min(strides)
     K = taps_per_point(plan.kernel_mode, r)
-    threads = num_threads()
+    threads = threads_for(plan.batch * plan.out_points, plan.channels * K, r)
     family = kernel_family()
     vector = None
     # The vector planners of zeros serve constant: their sweeps read ``outside[c]`` (the

@@ -1,10 +1,17 @@
 """Run a compiled entry on several threads, each on its own contiguous range of blocks.
 
 The entries release the GIL (``nogil``), so plain Python threads run them
-in parallel.  The caller's thread takes the first share itself and a
-shared pool runs the others; pool threads only ever run entries, never wait
+in parallel.  The caller's thread takes the first share itself and the
+pool's worker threads the others; workers only ever run entries, never wait
 on other tasks, so concurrent calls from several Python threads (Dask's
 threaded scheduler) just queue behind each other and cannot deadlock.
+
+Handing a share to a sleeping thread costs the wake-up of an idle core
+(tens of µs on a VM, twice per call: the worker's start and the caller's
+return), so both sides spin briefly in compiled code first
+(:mod:`gridsample._spin`): measured on a 1x3x256² linear warp, 2 threads,
+Intel Xeon VM, 285 -> 175 µs per call.  Work too small to pay even that
+runs on the caller's thread alone (:func:`threads_for`).
 
 The thread count is Numba's setting: ``NUMBA_NUM_THREADS`` or
 ``numba.set_num_threads`` (per calling thread), so one knob controls every
@@ -14,17 +21,24 @@ parallel part of gridsample.
 from __future__ import annotations
 
 import os
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
 
-__all__ = ["num_threads", "run_shared"]
+__all__ = ["num_threads", "threads_for", "run_shared", "MIN_TAPS_PER_THREAD",
+           "PLAN_TAPS_PER_AXIS"]
 
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
-_pool_lock = threading.Lock()
+#: Work below which a second thread does not pay for its hand-over, in tap reads (one
+#: value of X read and weighted): a thread gets at least this much.  Planning a point
+#: costs about ``PLAN_TAPS_PER_AXIS`` tap reads per axis.  Measured on an Intel Xeon VM
+#: (docs/kernels.md, "Threads"): 1 thread ~0.25 ns per tap read; two threads break even
+#: at ~170 µs of one thread's work.
+#: ``GRIDSAMPLE_THREAD_MIN_WORK`` overrides it (the tests set 1: every call that can split
+#: does, as on large inputs).
+MIN_TAPS_PER_THREAD = max(1, int(os.environ.get("GRIDSAMPLE_THREAD_MIN_WORK") or 400_000))
+PLAN_TAPS_PER_AXIS = 5
 
 
 def num_threads() -> int:
@@ -32,19 +46,75 @@ def num_threads() -> int:
     return numba.get_num_threads()
 
 
-def _get_pool(workers: int) -> ThreadPoolExecutor:
-    global _pool, _pool_size
-    with _pool_lock:
-        if _pool is None or _pool_size < workers:
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gridsample")
-            _pool_size = workers
-        return _pool
+def threads_for(points: int, taps: int, rank: int, cost: int = 1,
+                threads: int | None = None) -> int:
+    """Threads worth using for ``points`` output points of ``rank`` axes that read ``taps``
+    values each (channels x taps per channel), each read costing ``cost`` forward tap
+    reads (a backward's: ~3, measured): at most ``threads`` (default :func:`num_threads`),
+    each with ``MIN_TAPS_PER_THREAD`` of the work."""
+    threads = num_threads() if threads is None else threads
+    work = cost * points * (taps + PLAN_TAPS_PER_AXIS * rank)
+    return max(1, min(threads, work // MIN_TAPS_PER_THREAD))
+
+
+class _Pool:
+    """Worker threads fed by one queue; ``counts`` = (jobs posted, jobs taken), the
+    spinning workers' hint that a job waits."""
+
+    def __init__(self):
+        self.jobs = queue.SimpleQueue()
+        self.counts = np.zeros(2, np.int64)
+        self.lock = threading.Lock()  # thread start-up and the two counters
+        self.workers = 0
+        self.idle = self.grace = self.wait = 0
+
+    def ensure(self, workers: int) -> None:
+        if self.workers >= workers:
+            return
+        from . import _spin
+
+        with self.lock:
+            if not self.idle:
+                self.idle = _spin.iterations(_spin.IDLE_SECONDS)
+                self.grace = _spin.iterations(_spin.GRACE_SECONDS)
+                self.wait = _spin.iterations(_spin.WAIT_SECONDS)
+            while self.workers < workers:
+                threading.Thread(target=self._work, name=f"gridsample-{self.workers}",
+                                 daemon=True).start()
+                self.workers += 1
+
+    def post(self, jobs: list) -> None:
+        for job in jobs:
+            self.jobs.put(job)
+        with self.lock:
+            self.counts[0] += len(jobs)
+
+    def _work(self) -> None:
+        from ._spin import spin_while_equal
+
+        counts = self.counts
+        while True:
+            spin_while_equal(counts, 0, 1, self.idle, self.grace)
+            entry, args, flags, slot, done, errors = self.jobs.get()
+            with self.lock:
+                counts[1] += 1
+            try:
+                entry(*args)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+                errors.append(exc)
+            finally:
+                done.release()  # the caller's memory fence, before the flag it spins on
+                flags[slot] = 1
+            del entry, args, flags, done, errors
+
+
+_pool = _Pool()
 
 
 def _forget_pool() -> None:
     # A forked child has none of the parent's threads: start a new pool there.
-    global _pool, _pool_size
-    _pool, _pool_size = None, 0
+    global _pool
+    _pool = _Pool()
 
 
 if hasattr(os, "register_at_fork"):
@@ -65,16 +135,30 @@ def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()
     shares = max(1, min(threads, tasks))
     bounds = [tasks * w // shares for w in range(shares + 1)]
 
-    def share(first, stop):
-        entry(first, stop, *args, *(np.empty(shape, dtype) for shape, dtype in scratch))
+    def share_args(w):
+        return (bounds[w], bounds[w + 1], *args,
+                *(np.empty(shape, dtype) for shape, dtype in scratch))
 
     if shares == 1:
-        share(0, tasks)
+        entry(*share_args(0))
         return
-    pool = _get_pool(shares - 1)
-    futures = [pool.submit(share, bounds[w], bounds[w + 1]) for w in range(1, shares)]
+    pool = _pool
+    pool.ensure(shares - 1)
+    flags = np.zeros(shares, np.int64)
+    errors = []
+    dones = [threading.Lock() for _ in range(1, shares)]
+    for done in dones:
+        done.acquire()
+    mine = share_args(0)
+    pool.post([(entry, share_args(w), flags, w, dones[w - 1], errors)
+               for w in range(1, shares)])
     try:
-        share(bounds[0], bounds[1])
+        entry(*mine)
     finally:
-        for f in futures:
-            f.result()
+        from ._spin import spin_until_set
+
+        spin_until_set(flags, 1, pool.wait)
+        for done in dones:
+            done.acquire()
+    if errors:
+        raise errors[0]

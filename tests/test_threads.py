@@ -1,0 +1,160 @@
+"""The thread pool (gridsample._threads) and its spin-waits (gridsample._spin).
+
+Results across thread counts are tested where the kernels are
+(test_vs_reference.py, test_backward.py); here: how work is split, that every
+share runs once, errors reach the caller, sleeping workers still take jobs,
+concurrent callers, the work threshold, and the spin primitives' contracts.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+import numpy as np
+import pytest
+
+import gridsample
+from gridsample import _engine, _spin, _threads
+
+
+def _recorder():
+    calls = []
+    lock = threading.Lock()
+
+    def entry(first, stop, tag, *buffers):
+        with lock:
+            calls.append((first, stop, tag, threading.get_ident(),
+                          tuple((b.shape, b.dtype) for b in buffers)))
+
+    return entry, calls
+
+
+@pytest.mark.parametrize("tasks,threads", [(1, 2), (2, 2), (7, 2), (10, 3), (5, 8)])
+def test_shares_are_contiguous_and_cover_every_task_once(tasks, threads):
+    entry, calls = _recorder()
+    _threads.run_shared(entry, tasks, ("t",), threads, scratch=(((2, 3), np.int32),))
+    ranges = sorted((first, stop) for first, stop, *_ in calls)
+    assert len(ranges) == min(tasks, threads)
+    assert ranges[0][0] == 0 and ranges[-1][1] == tasks
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    assert all(stop > first for first, stop in ranges)
+    # Each share gets its own scratch of the asked shape and type.
+    assert all(c[4] == (((2, 3), np.dtype(np.int32)),) for c in calls)
+    # The caller runs the first share itself.
+    first_share = [c for c in calls if c[0] == 0][0]
+    assert first_share[3] == threading.get_ident()
+
+
+def test_a_worker_error_reaches_the_caller_after_every_share_ended():
+    ended = []
+
+    def entry(first, stop):
+        if first > 0:
+            raise ZeroDivisionError(f"share {first}")
+        time.sleep(0.01)
+        ended.append(first)
+
+    with pytest.raises(ZeroDivisionError, match="share"):
+        _threads.run_shared(entry, 4, (), 4)
+    assert ended == [0]
+    # The pool still works afterwards.
+    entry2, calls = _recorder()
+    _threads.run_shared(entry2, 4, ("after",), 4)
+    assert len(calls) == 4
+
+
+def test_workers_that_went_to_sleep_still_take_jobs():
+    entry, calls = _recorder()
+    for _ in range(3):
+        _threads.run_shared(entry, 2, ("x",), 2)
+        time.sleep(20 * _spin.IDLE_SECONDS)  # past the spin: the workers block on the queue
+    assert len(calls) == 6
+
+
+def test_concurrent_callers_each_get_all_their_shares():
+    def one_call(i):
+        entry, calls = _recorder()
+        _threads.run_shared(entry, 6, (i,), 3)
+        return sorted((c[0], c[1], c[2]) for c in calls)
+
+    with ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(one_call, range(60)))
+    for i, got in enumerate(results):
+        assert got == [(0, 2, i), (2, 4, i), (4, 6, i)]
+
+
+def test_threads_for_leaves_small_work_on_one_thread(monkeypatch):
+    monkeypatch.setattr(_threads, "MIN_TAPS_PER_THREAD", 400_000)
+    # 1x3x32² linear: 1024 points x (3 channels x 4 taps + planning) -- far below.
+    assert _threads.threads_for(1024, 12, 2, threads=8) == 1
+    # 1x3x1024² linear: every thread has plenty.
+    assert _threads.threads_for(1 << 20, 12, 2, threads=8) == 8
+    # In between: as many threads as have the minimum each.
+    points = 3 * 400_000 // (12 + 2 * _threads.PLAN_TAPS_PER_AXIS)
+    assert _threads.threads_for(points, 12, 2, threads=8) == 2
+    # A backward tap costs more: it splits sooner.
+    assert _threads.threads_for(points, 12, 2, cost=3, threads=8) == 8
+    assert _threads.threads_for(0, 12, 2, threads=8) == 1
+
+
+def test_grid_sample_splits_only_work_worth_a_thread(monkeypatch, rng):
+    """With the default threshold a small call stays on the calling thread; a large one
+    uses the threads Numba allows."""
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs 2 Numba threads")
+    monkeypatch.setattr(_threads, "MIN_TAPS_PER_THREAD", 400_000)
+    seen = []
+    real = _engine.run_shared
+
+    def spy(entry, tasks, args, threads, scratch=()):
+        seen.append(threads)
+        real(entry, tasks, args, threads, scratch)
+
+    monkeypatch.setattr(_engine, "run_shared", spy)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(2)
+        x = rng.standard_normal((1, 3, 32, 32)).astype(np.float32)
+        gridsample.grid_sample(x, rng.uniform(-1, 1, (1, 16, 16, 2)).astype(np.float32))
+        gridsample.grid_sample(x, rng.uniform(-1, 1, (1, 512, 512, 2)).astype(np.float32))
+    finally:
+        numba.set_num_threads(before)
+    assert seen == [1, 2]
+
+
+def test_spin_while_equal():
+    counts = np.zeros(2, np.int64)
+    assert not _spin.spin_while_equal(counts, 0, 1, 1000, 10)
+    counts[0] = 1
+    assert _spin.spin_while_equal(counts, 0, 1, 1000, 10)
+    assert _spin.spin_while_equal(counts, 0, 1, 0, 0) is False  # no rounds: never looks
+
+
+def test_spin_until_set_sees_a_flag_set_by_another_thread():
+    flags = np.zeros(3, np.int64)
+    flags[0] = 0  # slot 0 (the caller's own share) is never waited for
+    assert not _spin.spin_until_set(flags, 1, 1000)
+    flags[1] = 1
+    assert not _spin.spin_until_set(flags, 1, 1000)
+
+    def later():
+        time.sleep(0.002)
+        flags[2] = 1
+
+    t = threading.Thread(target=later)
+    t.start()
+    # Up to ~1 s of spinning: ends as soon as the other thread's store is seen.
+    assert _spin.spin_until_set(flags, 1, _spin.iterations(1.0))
+    t.join()
+
+
+def test_iterations_scale_with_seconds():
+    short, long = _spin.iterations(1e-6), _spin.iterations(1e-3)
+    assert 1 <= short < long
+    t0 = time.perf_counter()
+    _spin.spin_while_equal(np.zeros(2, np.int64), 0, 1, _spin.iterations(0.01), 0)
+    took = time.perf_counter() - t0
+    assert 0.002 < took < 1.0  # ~10 ms; loose: a shared machine may preempt the spin
