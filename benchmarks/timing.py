@@ -29,6 +29,11 @@ SETTLE_SECONDS = 0.05
 # a value the user set is kept.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+#: Untimed pause after every timed call.  gridsample's pool threads spin for ~50 µs after
+#: a job, waiting for the next (gridsample._spin.IDLE_SECONDS); the pause lets that end
+#: before the next runner starts, so no runner is timed against another's spinning threads.
+QUIET_SECONDS = 2e-4
+
 
 def interleaved_medians(runners: dict, repeats: int, settle: float = 0.0) -> dict:
     """Median seconds of each zero-argument callable in ``runners``.
@@ -68,6 +73,7 @@ def interleaved_medians(runners: dict, repeats: int, settle: float = 0.0) -> dic
             t0 = time.perf_counter()
             run()
             samples[name].append(time.perf_counter() - t0)
+            time.sleep(QUIET_SECONDS)
     return {name: statistics.median(s) for name, s in samples.items()}
 
 

@@ -66,6 +66,39 @@ def test_a_worker_error_reaches_the_caller_after_every_share_ended():
     assert len(calls) == 4
 
 
+def test_the_caller_runs_a_share_no_worker_has_started():
+    """With every worker busy, a call does not wait for one: its caller runs the share."""
+    pool = _threads._pool
+    pool.ensure(2)
+    workers = pool.workers
+    blocked, release = [], threading.Event()
+
+    def hold(first, stop):
+        if threading.current_thread().name.startswith("gridsample-"):
+            blocked.append(first)
+            release.wait(10)
+        else:  # the background caller's own share: long enough for the workers to take theirs
+            time.sleep(0.2)
+
+    background = threading.Thread(target=_threads.run_shared,
+                                  args=(hold, workers + 1, (), workers + 1))
+    background.start()
+    try:
+        deadline = time.monotonic() + 5
+        while len(blocked) < workers and time.monotonic() < deadline:
+            time.sleep(0.001)
+        if len(blocked) < workers:
+            pytest.skip("the workers did not all take the blocking shares")
+        entry, calls = _recorder()
+        _threads.run_shared(entry, 4, ("mine",), 2)
+        assert release.is_set() is False  # returned while every worker was still busy
+        assert sorted(c[:2] for c in calls) == [(0, 2), (2, 4)]
+        assert {c[3] for c in calls} == {threading.get_ident()}
+    finally:
+        release.set()
+        background.join()
+
+
 def test_workers_that_went_to_sleep_still_take_jobs():
     entry, calls = _recorder()
     for _ in range(3):
@@ -125,12 +158,15 @@ def test_grid_sample_splits_only_work_worth_a_thread(monkeypatch, rng):
     assert seen == [1, 2]
 
 
-def test_spin_while_equal():
+def test_spin_while_equal_reports_done_then_waits_for_a_job():
     counts = np.zeros(2, np.int64)
-    assert not _spin.spin_while_equal(counts, 0, 1, 1000, 10)
+    done = np.zeros(3, np.int64)
+    assert not _spin.spin_while_equal(counts, 0, 1, 1000, 10, done, 2)
+    assert done.tolist() == [0, 0, 1]  # the flag is set before the wait, even a fruitless one
     counts[0] = 1
-    assert _spin.spin_while_equal(counts, 0, 1, 1000, 10)
-    assert _spin.spin_while_equal(counts, 0, 1, 0, 0) is False  # no rounds: never looks
+    assert _spin.spin_while_equal(counts, 0, 1, 1000, 10, done, 0)
+    assert _spin.spin_while_equal(counts, 0, 1, 0, 0, done, 1) is False  # no rounds: no look
+    assert done.tolist() == [1, 1, 1]
 
 
 def test_spin_until_set_sees_a_flag_set_by_another_thread():
@@ -155,6 +191,7 @@ def test_iterations_scale_with_seconds():
     short, long = _spin.iterations(1e-6), _spin.iterations(1e-3)
     assert 1 <= short < long
     t0 = time.perf_counter()
-    _spin.spin_while_equal(np.zeros(2, np.int64), 0, 1, _spin.iterations(0.01), 0)
+    _spin.spin_while_equal(np.zeros(2, np.int64), 0, 1, _spin.iterations(0.01), 0,
+                           np.zeros(1, np.int64), 0)
     took = time.perf_counter() - t0
     assert 0.002 < took < 1.0  # ~10 ms; loose: a shared machine may preempt the spin

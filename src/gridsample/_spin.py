@@ -8,14 +8,16 @@ threads therefore wait a little while *spinning* first, in compiled code
 that has released the GIL, before they fall back to sleeping:
 
 * a worker, after its job, watches the count of posted jobs for about
-  :data:`IDLE_SECONDS` (calls that follow each other, as in a training loop,
-  find it awake);
+  :data:`IDLE_SECONDS` (the next part of the same call -- another channel
+  group, the backward's second pass -- finds it awake; kept short, since a
+  spinning worker takes a core from whatever the program runs next);
 * the calling thread, after its own share, watches its workers' done flags
   for up to :data:`WAIT_SECONDS`.
 
-The counters and flags are plain int64 arrays written by Python under the
-GIL and read here with atomic acquire loads (a plain load could be hoisted
-out of the loop).  They are hints only: the queue and locks of
+The counters and flags are int64 arrays: the job counters written by Python
+under the GIL, a worker's done flag by its next spin (a release store, made
+once the worker no longer needs the GIL), all read here with atomic acquire
+loads (a plain load could be hoisted out of the loop).  They are hints only: the queue and locks of
 :mod:`gridsample._threads` carry the jobs and the memory ordering, so a
 missed or stale hint costs a sleep, never a wrong result.
 
@@ -41,13 +43,13 @@ __all__ = ["spin_while_equal", "spin_until_set", "iterations", "IDLE_SECONDS",
            "WAIT_SECONDS", "GRACE_SECONDS"]
 
 #: How long a worker stays awake for the next job after one.
-IDLE_SECONDS = 200e-6
+IDLE_SECONDS = 50e-6
 #: How long the calling thread spins for its workers before it sleeps on their locks.
 WAIT_SECONDS = 500e-6
 #: A worker that sees a job spins this much longer before it takes the GIL: the caller
 #: holds the GIL until it enters its own share (a few µs), and a thread that finds the
 #: GIL taken sleeps (and then needs waking).
-GRACE_SECONDS = 3e-6
+GRACE_SECONDS = 5e-6
 
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
 
@@ -62,6 +64,22 @@ def _load_acquire(typingctx, array, index):
         ary = context.make_array(aryty)(context, builder, args[0])
         ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
         return builder.load_atomic(ptr, "acquire", 8)
+
+    return sig, codegen
+
+
+@intrinsic
+def _store_release(typingctx, array, index, value):
+    """``array[index] = value`` (int64) as an atomic release store."""
+    sig = types.none(array, index, value)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
+        val = context.cast(builder, args[2], signature.args[2], types.int64)
+        builder.store_atomic(val, ptr, "release", 8)
+        return context.get_dummy_value()
 
     return sig, codegen
 
@@ -82,14 +100,17 @@ def _relax(typingctx):
 
 
 @function
-def spin_while_equal(counts, a, b, limit, grace):
-    """Spin until ``counts[a] != counts[b]``, then ``grace`` rounds more (True), or for
-    ``limit`` rounds (False).
+def spin_while_equal(counts, a, b, limit, grace, done, slot):
+    """Set ``done[slot]`` to 1, then spin until ``counts[a] != counts[b]`` and ``grace``
+    rounds more (True), or for ``limit`` rounds (False).
 
-    The grace is spent here, with the GIL released: the thread that posted the job
-    holds the GIL until it starts its own share, and returning to Python sooner
-    would put this thread to sleep on the GIL.
+    Both ends happen here, with the GIL released.  The flag: the thread waiting
+    for it can take the GIL at once (set from Python, the waiter could find the
+    GIL still held and sleep).  The grace: the thread that posted the job holds
+    the GIL until it starts its own share, and returning to Python sooner would
+    put this thread to sleep on the GIL.
     """
+    _store_release(done, slot, 1)
     for _ in range(limit):
         if _load_acquire(counts, a) != _load_acquire(counts, b):
             _rounds(counts, grace)
@@ -123,7 +144,8 @@ def _rounds(counts, limit):
 
 
 if numba.config.DISABLE_JIT:  # interpreted kernels (the tests' twins): look once, never spin
-    def spin_while_equal(counts, a, b, limit, grace):  # noqa: F811
+    def spin_while_equal(counts, a, b, limit, grace, done, slot):  # noqa: F811
+        done[slot] = 1
         return bool(counts[a] != counts[b])
 
     def spin_until_set(flags, first, limit):  # noqa: F811

@@ -93,19 +93,22 @@ class _Pool:
         from ._spin import spin_while_equal
 
         counts = self.counts
+        flags, slot = np.zeros(1, np.int64), 0  # nothing to report before the first job
         while True:
-            spin_while_equal(counts, 0, 1, self.idle, self.grace)
-            entry, args, flags, slot, done, errors = self.jobs.get()
+            # Report the last job done (the caller may be spinning for it), then wait for
+            # the next one, spinning a while before sleeping in the queue.
+            spin_while_equal(counts, 0, 1, self.idle, self.grace, flags, slot)
+            entry, args, flags, slot, claim, done, errors = self.jobs.get()
             with self.lock:
                 counts[1] += 1
-            try:
-                entry(*args)
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
-                errors.append(exc)
-            finally:
-                done.release()  # the caller's memory fence, before the flag it spins on
-                flags[slot] = 1
-            del entry, args, flags, done, errors
+            if claim.acquire(blocking=False):  # else the caller ran it (or dropped it)
+                try:
+                    entry(*args)
+                except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+                    errors.append(exc)
+                finally:
+                    done.release()  # the caller's memory fence, before the flag it spins on
+            del entry, args, claim, done, errors
 
 
 _pool = _Pool()
@@ -144,21 +147,35 @@ def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()
         return
     pool = _pool
     pool.ensure(shares - 1)
+    # Share w > 0 goes to the pool; whoever takes its claim lock first runs it: a worker,
+    # or the caller once its own share is done (a core idle for a while can take a
+    # millisecond to wake on a VM: the caller then runs the share itself).
     flags = np.zeros(shares, np.int64)
     errors = []
-    dones = [threading.Lock() for _ in range(1, shares)]
-    for done in dones:
+    claims = [threading.Lock() for _ in range(shares)]
+    dones = [threading.Lock() for _ in range(shares)]
+    for done in dones[1:]:
         done.acquire()
+    jobs = [(entry, share_args(w), flags, w, claims[w], dones[w], errors)
+            for w in range(1, shares)]
     mine = share_args(0)
-    pool.post([(entry, share_args(w), flags, w, dones[w - 1], errors)
-               for w in range(1, shares)])
+    pool.post(jobs)
+    mine_only = True
     try:
         entry(*mine)
+        mine_only = False
     finally:
         from ._spin import spin_until_set
 
+        for job in jobs:
+            w = job[3]
+            if job[4].acquire(blocking=False):  # not started: run it here (or drop it)
+                if not mine_only:
+                    entry(*job[1])
+                flags[w] = 1
+                dones[w].release()
         spin_until_set(flags, 1, pool.wait)
-        for done in dones:
+        for done in dones[1:]:
             done.acquire()
     if errors:
         raise errors[0]
