@@ -32,7 +32,7 @@ from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._jit import function, read_only, skeleton
 from ._options import parse_align_corners
 from ._plan import as_array
-from ._threads import num_threads, run_shared
+from ._threads import run_shared, threads_for
 
 __all__ = ["affine_grid", "THETA_DTYPE_NAMES", "base_coordinates", "parse_affine_args"]
 
@@ -271,14 +271,16 @@ def affine_window(theta_c, out_dtype, spatial, start, stop, align) -> np.ndarray
     width = int(sizes[0])
     rows = out.size // (width * r)
     flat = out.reshape(rows, width, r)
+    # A point costs r dot products of r + 1 terms: planning-like work, no taps.
+    threads = threads_for(rows * width, 0, r)
     if out.dtype == ct:
-        run_shared(_affine_rows, rows, (theta_c, bases, sizes, 0, flat), num_threads())
+        run_shared(_affine_rows, rows, (theta_c, bases, sizes, 0, flat), threads)
         return out
     # float16 / bfloat16: compute blocks of rows in float32, cast each back.
     step = max(1, _CAST_BLOCK_POINTS // width)
     scratch = np.empty((min(step, rows), width, r), ct)
     for row in range(0, rows, step):
         end = min(rows, row + step)
-        run_shared(_affine_rows, end - row, (theta_c, bases, sizes, row, scratch), num_threads())
+        run_shared(_affine_rows, end - row, (theta_c, bases, sizes, row, scratch), threads)
         flat[row:end] = scratch[: end - row]
     return out
