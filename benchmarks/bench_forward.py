@@ -79,6 +79,11 @@ def default_cases():
              grid="random"),
         Case("batch 4x8x192x160→200x180 cubic border", (4, 8, 192, 160), (200, 180), "cubic",
              padding="border"),
+        # Small calls, where the time is mostly the call's own overhead (validation, planning
+        # in Python, the thread hand-over): an image tile, and a spatial transformer's batch
+        # (MNIST-sized).
+        Case("small 1x3x64²→64² linear", (1, 3, 64, 64), (64, 64)),
+        Case("small batch 64x1x28²→28² linear", (64, 1, 28, 28), (28, 28)),
     ]
     return cases
 
