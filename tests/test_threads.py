@@ -120,7 +120,8 @@ def test_concurrent_callers_each_get_all_their_shares():
 
 
 def test_threads_for_leaves_small_work_on_one_thread(monkeypatch):
-    monkeypatch.setattr(_threads, "MIN_TAPS_PER_THREAD", 400_000)
+    monkeypatch.delenv("GRIDSAMPLE_THREAD_MIN_WORK")  # the default, 400,000
+    assert _threads.min_work() == 400_000
     # 1x3x32² linear: 1024 points x (3 channels x 4 taps + planning) -- far below.
     assert _threads.threads_for(1024, 12, 2, threads=8) == 1
     # 1x3x1024² linear: every thread has plenty.
@@ -138,7 +139,7 @@ def test_grid_sample_splits_only_work_worth_a_thread(monkeypatch, rng):
     uses the threads Numba allows."""
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs 2 Numba threads")
-    monkeypatch.setattr(_threads, "MIN_TAPS_PER_THREAD", 400_000)
+    monkeypatch.delenv("GRIDSAMPLE_THREAD_MIN_WORK")
     seen = []
     real = _engine.run_shared
 
@@ -156,6 +157,13 @@ def test_grid_sample_splits_only_work_worth_a_thread(monkeypatch, rng):
     finally:
         numba.set_num_threads(before)
     assert seen == [1, 2]
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "many", "1.5"])
+def test_a_bad_thread_min_work_names_the_variable(monkeypatch, value):
+    monkeypatch.setenv("GRIDSAMPLE_THREAD_MIN_WORK", value)
+    with pytest.raises(gridsample.GridSampleError, match="GRIDSAMPLE_THREAD_MIN_WORK=.*positive"):
+        gridsample.grid_sample(np.zeros((1, 1, 4, 4)), np.zeros((1, 2, 2, 2)))
 
 
 def test_spin_while_equal_reports_done_then_waits_for_a_job():

@@ -27,18 +27,36 @@ import threading
 import numba
 import numpy as np
 
-__all__ = ["num_threads", "threads_for", "run_shared", "MIN_TAPS_PER_THREAD",
+from ._errors import GridSampleError
+
+__all__ = ["num_threads", "threads_for", "min_work", "run_shared", "MIN_TAPS_PER_THREAD",
            "PLAN_TAPS_PER_AXIS"]
 
 #: Work below which a second thread does not pay for its hand-over, in tap reads (one
 #: value of X read and weighted): a thread gets at least this much.  Planning a point
 #: costs about ``PLAN_TAPS_PER_AXIS`` tap reads per axis.  Measured on an Intel Xeon VM
 #: (docs/kernels.md, "Threads"): 1 thread ~0.25 ns per tap read; two threads break even
-#: at ~170 µs of one thread's work.
-#: ``GRIDSAMPLE_THREAD_MIN_WORK`` overrides it (the tests set 1: every call that can split
-#: does, as on large inputs).
-MIN_TAPS_PER_THREAD = max(1, int(os.environ.get("GRIDSAMPLE_THREAD_MIN_WORK") or 400_000))
+#: at ~170 µs of one thread's work.  ``GRIDSAMPLE_THREAD_MIN_WORK`` overrides it (the
+#: tests set 1: every call that can split does, as on large inputs).
+MIN_TAPS_PER_THREAD = 400_000
 PLAN_TAPS_PER_AXIS = 5
+
+
+def min_work() -> int:
+    """Tap reads each thread must get: ``GRIDSAMPLE_THREAD_MIN_WORK`` (a positive integer)
+    if set, else :data:`MIN_TAPS_PER_THREAD`."""
+    raw = os.environ.get("GRIDSAMPLE_THREAD_MIN_WORK", "").strip()
+    if not raw:
+        return MIN_TAPS_PER_THREAD
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise GridSampleError(f"GRIDSAMPLE_THREAD_MIN_WORK={raw!r} is not allowed: use a "
+                              f"positive integer (tap reads per thread; default "
+                              f"{MIN_TAPS_PER_THREAD})")
+    return value
 
 
 def num_threads() -> int:
@@ -51,10 +69,10 @@ def threads_for(points: int, taps: int, rank: int, cost: int = 1,
     """Threads worth using for ``points`` output points of ``rank`` axes that read ``taps``
     values each (channels x taps per channel), each read costing ``cost`` forward tap
     reads (a backward's: ~3, measured): at most ``threads`` (default :func:`num_threads`),
-    each with ``MIN_TAPS_PER_THREAD`` of the work."""
+    each with :func:`min_work` of the work."""
     threads = num_threads() if threads is None else threads
     work = cost * points * (taps + PLAN_TAPS_PER_AXIS * rank)
-    return max(1, min(threads, work // MIN_TAPS_PER_THREAD))
+    return max(1, min(threads, work // min_work()))
 
 
 class _Pool:
