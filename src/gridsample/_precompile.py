@@ -185,5 +185,8 @@ def compile_many(todo, jobs: int = 1, done=None) -> None:
     """Compile every combination of ``todo``, in ``jobs`` processes at once (this one and
     ``jobs - 1`` :class:`Workers`; see :func:`share`).  ``done()`` is called after each
     combination."""
+    from ._threads import compile_pool
+
+    compile_pool()  # the thread pool's own compiled functions, used by every call that splits
     mine, theirs = share(todo, jobs)
     finish(mine, Workers(theirs, jobs - 1) if theirs else None, done)

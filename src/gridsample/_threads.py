@@ -29,8 +29,8 @@ import numpy as np
 
 from ._errors import GridSampleError
 
-__all__ = ["num_threads", "threads_for", "min_work", "run_shared", "MIN_TAPS_PER_THREAD",
-           "PLAN_TAPS_PER_AXIS"]
+__all__ = ["num_threads", "threads_for", "min_work", "run_shared", "compile_pool",
+           "MIN_TAPS_PER_THREAD", "PLAN_TAPS_PER_AXIS"]
 
 #: Work below which a second thread does not pay for its hand-over, in tap reads (one
 #: value of X read and weighted): a thread gets at least this much.  Planning a point
@@ -140,6 +140,16 @@ def _forget_pool() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
+
+
+def compile_pool() -> None:
+    """Compile (or load from the cache) the pool's spin functions, as the first call that
+    splits over threads would (``gridsample compile`` calls it)."""
+    from . import _spin
+
+    _spin.spin_while_equal(np.zeros(2, np.int64), 0, 1, 1, 0, np.zeros(1, np.int64), 0)
+    _spin.spin_until_set(np.ones(2, np.int64), 1, 1)
+    _spin.iterations(1e-6)
 
 
 def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()) -> None:
