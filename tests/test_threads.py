@@ -66,8 +66,10 @@ def test_a_worker_error_reaches_the_caller_after_every_share_ended():
     assert len(calls) == 4
 
 
-def test_the_caller_runs_a_share_no_worker_has_started():
-    """With every worker busy, a call does not wait for one: its caller runs the share."""
+@pytest.mark.parametrize("fail", [False, True])
+def test_the_caller_runs_a_share_no_worker_has_started(fail):
+    """With every worker busy, a call does not wait for one: its caller runs the share (an
+    error there reaches the caller like a worker's)."""
     pool = _threads._pool
     pool.ensure(2)
     workers = pool.workers
@@ -90,7 +92,17 @@ def test_the_caller_runs_a_share_no_worker_has_started():
         if len(blocked) < workers:
             pytest.skip("the workers did not all take the blocking shares")
         entry, calls = _recorder()
-        _threads.run_shared(entry, 4, ("mine",), 2)
+
+        def maybe_failing(first, stop, tag):
+            entry(first, stop, tag)
+            if fail and first > 0:
+                raise ZeroDivisionError("stolen share")
+
+        if fail:
+            with pytest.raises(ZeroDivisionError, match="stolen share"):
+                _threads.run_shared(maybe_failing, 4, ("mine",), 2)
+        else:
+            _threads.run_shared(maybe_failing, 4, ("mine",), 2)
         assert release.is_set() is False  # returned while every worker was still busy
         assert sorted(c[:2] for c in calls) == [(0, 2), (2, 4)]
         assert {c[3] for c in calls} == {threading.get_ident()}

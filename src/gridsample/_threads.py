@@ -188,20 +188,24 @@ def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()
             for w in range(1, shares)]
     mine = share_args(0)
     pool.post(jobs)
-    mine_only = True
+    failed = True
     try:
         entry(*mine)
-        mine_only = False
+        failed = False
     finally:
         from ._spin import spin_until_set
 
         for job in jobs:
             w = job[3]
-            if job[4].acquire(blocking=False):  # not started: run it here (or drop it)
-                if not mine_only:
-                    entry(*job[1])
-                flags[w] = 1
-                dones[w].release()
+            if job[4].acquire(blocking=False):  # not started: run it here (dropped on failure)
+                try:
+                    if not failed:
+                        entry(*job[1])
+                except BaseException as exc:  # noqa: BLE001 - raised below, once all ended
+                    errors.append(exc)
+                finally:
+                    flags[w] = 1
+                    dones[w].release()
         spin_until_set(flags, 1, pool.wait)
         for done in dones[1:]:
             done.acquire()
