@@ -103,7 +103,7 @@ def test_the_caller_runs_a_share_no_worker_has_started(fail):
                 _threads.run_shared(maybe_failing, 4, ("mine",), 2)
         else:
             _threads.run_shared(maybe_failing, 4, ("mine",), 2)
-        assert release.is_set() is False  # returned while every worker was still busy
+        assert len(blocked) == workers  # returned while every worker was still busy
         assert sorted(c[:2] for c in calls) == [(0, 2), (2, 4)]
         assert {c[3] for c in calls} == {threading.get_ident()}
     finally:
@@ -112,11 +112,34 @@ def test_the_caller_runs_a_share_no_worker_has_started(fail):
 
 
 def test_workers_that_went_to_sleep_still_take_jobs():
-    entry, calls = _recorder()
+    names = []
+
+    def entry(first, stop):
+        names.append((first, threading.current_thread().name))
+        if first == 0:
+            time.sleep(0.02)  # the caller's share: time for a sleeping worker to wake
+
     for _ in range(3):
-        _threads.run_shared(entry, 2, ("x",), 2)
+        _threads.run_shared(entry, 2, (), 2)
         time.sleep(20 * _spin.IDLE_SECONDS)  # past the spin: the workers block on the queue
-    assert len(calls) == 6
+    assert sorted(first for first, _ in names) == [0, 0, 0, 1, 1, 1]
+    assert all(name.startswith("gridsample-") for first, name in names if first == 1)
+
+
+def test_a_share_the_caller_ran_leaves_no_references_in_the_queue():
+    """A job the caller took over stays queued until a worker pops it; it must not keep the
+    call's arrays alive meanwhile."""
+    import weakref
+
+    class Big:
+        pass
+
+    held = Big()
+    ref = weakref.ref(held)
+    share = _threads._Share(lambda *a: None, (held,))
+    del held
+    assert share.claim() is not None and share.claim() is None
+    assert ref() is None
 
 
 def test_concurrent_callers_each_get_all_their_shares():
@@ -178,17 +201,25 @@ def test_a_bad_thread_min_work_names_the_variable(monkeypatch, value):
         gridsample.grid_sample(np.zeros((1, 1, 4, 4)), np.zeros((1, 2, 2, 2)))
 
 
-def test_spin_while_equal_reports_done_then_waits_for_a_job():
+needs_jit = pytest.mark.skipif(numba.config.DISABLE_JIT,
+                               reason="interpreted: the spin functions look once, never spin")
+
+
+@needs_jit
+def test_spin_until_greater_reports_done_then_waits_for_a_job():
     counts = np.zeros(2, np.int64)
     done = np.zeros(3, np.int64)
-    assert not _spin.spin_while_equal(counts, 0, 1, 1000, 10, done, 2)
+    assert not _spin.spin_until_greater(counts, 0, 1, 1000, 10, done, 2)
     assert done.tolist() == [0, 0, 1]  # the flag is set before the wait, even a fruitless one
     counts[0] = 1
-    assert _spin.spin_while_equal(counts, 0, 1, 1000, 10, done, 0)
-    assert _spin.spin_while_equal(counts, 0, 1, 0, 0, done, 1) is False  # no rounds: no look
+    assert _spin.spin_until_greater(counts, 0, 1, 1000, 10, done, 0)
+    assert _spin.spin_until_greater(counts, 0, 1, 0, 0, done, 1) is False  # no rounds: no look
     assert done.tolist() == [1, 1, 1]
+    # A worker may count a job taken before its caller counts it posted: no job for others.
+    assert not _spin.spin_until_greater(np.array([3, 4], np.int64), 0, 1, 1000, 10, done, 0)
 
 
+@needs_jit
 def test_spin_until_set_sees_a_flag_set_by_another_thread():
     flags = np.zeros(3, np.int64)
     flags[0] = 0  # slot 0 (the caller's own share) is never waited for
@@ -207,11 +238,12 @@ def test_spin_until_set_sees_a_flag_set_by_another_thread():
     t.join()
 
 
+@needs_jit
 def test_iterations_scale_with_seconds():
     short, long = _spin.iterations(1e-6), _spin.iterations(1e-3)
     assert 1 <= short < long
     t0 = time.perf_counter()
-    _spin.spin_while_equal(np.zeros(2, np.int64), 0, 1, _spin.iterations(0.01), 0,
+    _spin.spin_until_greater(np.zeros(2, np.int64), 0, 1, _spin.iterations(0.01), 0,
                            np.zeros(1, np.int64), 0)
     took = time.perf_counter() - t0
     assert 0.002 < took < 1.0  # ~10 ms; loose: a shared machine may preempt the spin

@@ -23,6 +23,8 @@ missed or stale hint costs a sleep, never a wrong result.
 
 Spins are bounded by iteration counts, made from seconds by timing a spin
 once per process (:func:`iterations`), so no clock is read in the loop.
+They are compiled as helpers, not ``noalias`` functions: other threads write
+their arrays while they run.
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._jit import function
+from ._jit import helper
 
-__all__ = ["spin_while_equal", "spin_until_set", "iterations", "IDLE_SECONDS",
+__all__ = ["spin_until_greater", "spin_until_set", "iterations", "IDLE_SECONDS",
            "WAIT_SECONDS", "GRACE_SECONDS"]
 
 #: How long a worker stays awake for the next job after one.
@@ -54,9 +56,16 @@ GRACE_SECONDS = 5e-6
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
 
 
+def _int64_array(array) -> bool:
+    # The intrinsics' loads and stores are 8-byte atomics: aligned int64 elements only.
+    return isinstance(array, types.Array) and array.dtype == types.int64 and array.aligned
+
+
 @intrinsic
 def _load_acquire(typingctx, array, index):
     """``array[index]`` (int64) as an atomic acquire load: read anew on every call."""
+    if not _int64_array(array):
+        return None
     sig = types.int64(array, index)
 
     def codegen(context, builder, signature, args):
@@ -71,6 +80,8 @@ def _load_acquire(typingctx, array, index):
 @intrinsic
 def _store_release(typingctx, array, index, value):
     """``array[index] = value`` (int64) as an atomic release store."""
+    if not _int64_array(array):
+        return None
     sig = types.none(array, index, value)
 
     def codegen(context, builder, signature, args):
@@ -99,9 +110,9 @@ def _relax(typingctx):
     return sig, codegen
 
 
-@function
-def spin_while_equal(counts, a, b, limit, grace, done, slot):
-    """Set ``done[slot]`` to 1, then spin until ``counts[a] != counts[b]`` and ``grace``
+@helper
+def spin_until_greater(counts, a, b, limit, grace, done, slot):
+    """Set ``done[slot]`` to 1, then spin until ``counts[a] > counts[b]`` and ``grace``
     rounds more (True), or for ``limit`` rounds (False).
 
     Both ends happen here, with the GIL released.  The flag: the thread waiting
@@ -112,14 +123,14 @@ def spin_while_equal(counts, a, b, limit, grace, done, slot):
     """
     _store_release(done, slot, 1)
     for _ in range(limit):
-        if _load_acquire(counts, a) != _load_acquire(counts, b):
+        if _load_acquire(counts, a) > _load_acquire(counts, b):
             _rounds(counts, grace)
             return True
         _relax()
     return False
 
 
-@function
+@helper
 def spin_until_set(flags, first, limit):
     """Spin until ``flags[first:]`` are all non-zero (True) or for ``limit`` rounds (False)."""
     i = first
@@ -133,9 +144,9 @@ def spin_until_set(flags, first, limit):
     return False
 
 
-@function
+@helper
 def _rounds(counts, limit):
-    """``limit`` rounds of a spin, each as long as one of :func:`spin_while_equal`'s."""
+    """``limit`` rounds of a spin, each as long as one of :func:`spin_until_greater`'s."""
     n = 0
     for _ in range(limit):
         n += _load_acquire(counts, 0) == _load_acquire(counts, 1)
@@ -144,12 +155,12 @@ def _rounds(counts, limit):
 
 
 if numba.config.DISABLE_JIT:  # interpreted kernels (the tests' twins): look once, never spin
-    def spin_while_equal(counts, a, b, limit, grace, done, slot):  # noqa: F811
+    def spin_until_greater(counts, a, b, limit, grace, done, slot):  # noqa: F811
         done[slot] = 1
-        return bool(counts[a] != counts[b])
+        return limit > 0 and bool(counts[a] > counts[b])
 
     def spin_until_set(flags, first, limit):  # noqa: F811
-        return bool(np.all(flags[first:] != 0))
+        return limit > 0 and bool(np.all(flags[first:] != 0))
 
     def _rounds(counts, limit):  # noqa: F811
         return 0
@@ -159,16 +170,22 @@ _seconds_per_round: float | None = None
 
 
 def iterations(seconds: float) -> int:
-    """Spin rounds lasting about ``seconds`` on this CPU (one timed spin per process)."""
+    """Spin rounds lasting about ``seconds`` on this CPU (one timed spin per process:
+    rounds doubled until a spin lasts 1 ms, so a coarse clock cannot make it read 0)."""
     global _seconds_per_round
     if _seconds_per_round is None:
         probe = np.zeros(2, np.int64)
         _rounds(probe, 1)  # compile or load before timing
-        rounds = 1 << 14
-        best = float("inf")
-        for _ in range(3):
-            t0 = time.perf_counter()
-            _rounds(probe, rounds)
-            best = min(best, time.perf_counter() - t0)
-        _seconds_per_round = max(best / rounds, 1e-10)
+        rounds, took = 1 << 12, 0.0
+        while rounds < 1 << 26:
+            took = float("inf")
+            for _ in range(3):  # the fastest of three: a preempted spin reads long
+                t0 = time.perf_counter()
+                _rounds(probe, rounds)
+                took = min(took, time.perf_counter() - t0)
+            if took >= 1e-3:
+                break
+            rounds *= 2
+        # Interpreted (no spin) or a clock that never moved: about a ns a round.
+        _seconds_per_round = max(took / rounds, 1e-9)
     return max(1, int(seconds / _seconds_per_round))

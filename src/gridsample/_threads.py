@@ -104,29 +104,54 @@ class _Pool:
     def post(self, jobs: list) -> None:
         for job in jobs:
             self.jobs.put(job)
+        # Counted last, just before the caller starts its own share: a worker that sees the
+        # count and returns to Python then rarely finds the GIL held (measured: counted
+        # first, the worker started 66 µs after the split instead of 14-18).  A worker
+        # blocked in the queue may count a job taken first; the spinners wait for posted
+        # to exceed taken, so that does not wake them.
         with self.lock:
             self.counts[0] += len(jobs)
 
     def _work(self) -> None:
-        from ._spin import spin_while_equal
+        from ._spin import spin_until_greater
 
         counts = self.counts
         flags, slot = np.zeros(1, np.int64), 0  # nothing to report before the first job
         while True:
             # Report the last job done (the caller may be spinning for it), then wait for
             # the next one, spinning a while before sleeping in the queue.
-            spin_while_equal(counts, 0, 1, self.idle, self.grace, flags, slot)
-            entry, args, flags, slot, claim, done, errors = self.jobs.get()
+            spin_until_greater(counts, 0, 1, self.idle, self.grace, flags, slot)
+            share, flags, slot, done, errors = self.jobs.get()
             with self.lock:
                 counts[1] += 1
-            if claim.acquire(blocking=False):  # else the caller ran it (or dropped it)
+            work = share.claim()  # None: the caller ran it (or dropped it)
+            if work is not None:
                 try:
-                    entry(*args)
+                    work[0](*work[1])
                 except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
                     errors.append(exc)
                 finally:
                     done.release()  # the caller's memory fence, before the flag it spins on
-            del entry, args, claim, done, errors
+            del share, done, errors, work
+
+
+class _Share:
+    """One share's entry and arguments, run by whoever claims it first (a worker, or the
+    caller once its own share is done).  Claiming drops the references, so a job left in
+    the queue after the caller ran it holds none of the call's arrays."""
+
+    __slots__ = ("_lock", "_work")
+
+    def __init__(self, entry, args):
+        self._lock = threading.Lock()
+        self._work = (entry, args)
+
+    def claim(self):
+        """``(entry, args)`` for the first caller, None for every later one."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        work, self._work = self._work, None
+        return work
 
 
 _pool = _Pool()
@@ -147,7 +172,7 @@ def compile_pool() -> None:
     splits over threads would (``gridsample compile`` calls it)."""
     from . import _spin
 
-    _spin.spin_while_equal(np.zeros(2, np.int64), 0, 1, 1, 0, np.zeros(1, np.int64), 0)
+    _spin.spin_until_greater(np.zeros(2, np.int64), 0, 1, 1, 0, np.zeros(1, np.int64), 0)
     _spin.spin_until_set(np.ones(2, np.int64), 1, 1)
     _spin.iterations(1e-6)
 
@@ -175,39 +200,45 @@ def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()
         return
     pool = _pool
     pool.ensure(shares - 1)
-    # Share w > 0 goes to the pool; whoever takes its claim lock first runs it: a worker,
-    # or the caller once its own share is done (a core idle for a while can take a
-    # millisecond to wake on a VM: the caller then runs the share itself).
+    # Share w > 0 goes to the pool; whoever claims it first runs it: a worker, or the
+    # caller once its own share is done (a core idle for a while can take a millisecond
+    # to wake on a VM: the caller then runs the share itself).
     flags = np.zeros(shares, np.int64)
     errors = []
-    claims = [threading.Lock() for _ in range(shares)]
     dones = [threading.Lock() for _ in range(shares)]
     for done in dones[1:]:
         done.acquire()
-    jobs = [(entry, share_args(w), flags, w, claims[w], dones[w], errors)
+    jobs = [(_Share(entry, share_args(w)), flags, w, dones[w], errors)
             for w in range(1, shares)]
     mine = share_args(0)
-    pool.post(jobs)
     failed = True
     try:
+        pool.post(jobs)
         entry(*mine)
         failed = False
     finally:
         from ._spin import spin_until_set
 
-        for job in jobs:
-            w = job[3]
-            if job[4].acquire(blocking=False):  # not started: run it here (dropped on failure)
-                try:
-                    if not failed:
-                        entry(*job[1])
-                except BaseException as exc:  # noqa: BLE001 - raised below, once all ended
-                    errors.append(exc)
-                finally:
-                    flags[w] = 1
-                    dones[w].release()
+        del mine
+        for share, _, w, done, _ in jobs:
+            work = share.claim()  # not started: run it here (dropped once anything failed)
+            if work is None:
+                continue
+            try:
+                if not failed:
+                    work[0](*work[1])
+            except BaseException as exc:  # noqa: BLE001 - raised below, once all ended
+                errors.append(exc)
+                failed = True
+            finally:
+                del work
+                flags[w] = 1
+                done.release()
         spin_until_set(flags, 1, pool.wait)
         for done in dones[1:]:
             done.acquire()
     if errors:
-        raise errors[0]
+        try:
+            raise errors[0]
+        finally:
+            errors.clear()  # the exception's traceback holds this frame: no cycle
