@@ -35,7 +35,8 @@ VECTOR_SELECTION = "vector or general or guard or nan_on or layouts"
 @pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="already interpreted")
 @pytest.mark.parametrize("module,selection", [("test_vs_reference.py", SELECTION),
                                               ("test_dtypes.py", DTYPE_SELECTION),
-                                              ("test_vector_kernels.py", VECTOR_SELECTION)])
+                                              ("test_vector_kernels.py", VECTOR_SELECTION),
+                                              ("test_row_loads.py", "rows or lowest")])
 def test_reference_twins_pass_with_jit_disabled(module, selection):
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
     proc = subprocess.run(

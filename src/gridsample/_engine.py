@@ -37,6 +37,7 @@ from ._jit import read_only
 from ._options import MODE_CUBIC, MODE_LINEAR
 from ._plan import ForwardPlan, common_padding
 from ._registry import MODES, PAD_CONSTANT, PAD_ZEROS, kernel_name, padding_of, taps_per_point
+from ._row_loads import ROW_LOAD_ROWS, cubic_loads
 from ._taps import axis_constants, weight_constants
 from ._threads import run_shared, threads_for
 from ._vector import fits_int32
@@ -374,6 +375,12 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
                               sizes, strides, conv.kind, strided=os_p != 1)
     general = kern.task_nd if family == "nd" else GENERAL_KERNELS.get((r, plan.kernel_mode),
                                                                     kern.task_nd)
+    # 2-D cubic float32 from rows of 4 contiguous taps (gridsample._row_loads): the plan gets
+    # the rows that strategy needs; X's rows must be contiguous and at least 4 wide.
+    row_loads = (vector is not None and r == 2 and plan.kernel_mode == MODE_CUBIC
+                 and plan.out_dtype == np.float32 and os_p == 1 and strides[0] == 1
+                 and sizes[0] >= 4 and cubic_loads() == "rows")
+    table_rows = PLAN_ROWS.get((r, plan.kernel_mode), 0) + (ROW_LOAD_ROWS if row_loads else 0)
 
     # Bytes of one channel of one batch item: its input plane, and with its output what a
     # sweep streams.
@@ -387,7 +394,7 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
         block = block_size(points, batch, rows, threads, PLAN_ENTRIES_PER_BLOCK)
         # The plan tables and the planners' copy of a block's coordinates; affine maps make
         # each block's points as well.
-        scratch = (((rows, block), np.int32), ((rows, block), plan.weight_dtype),
+        scratch = (((table_rows, block), np.int32), ((rows, block), plan.weight_dtype),
                    ((r * block,), source[0].dtype))
         if len(source) > 1:
             scratch += (((r * block,), source[0].dtype),)
