@@ -51,13 +51,18 @@ def assert_same_bits(a, b):
 
 
 def table_rows(monkeypatch) -> list:
-    """The plan tables' row counts of the vector launches that follow (13 with row loads)."""
+    """The plan tables' row counts of the vector launches that follow (13 with row loads),
+    checking that those are the row-load entries."""
     rows = []
     launch = _engine.run_shared
+    from gridsample._affine_entries import AFFINE_ROW_LOAD_ENTRIES
+
+    by_rows = {*_engine.ROW_LOAD_ENTRIES.values(), *AFFINE_ROW_LOAD_ENTRIES.values()}
 
     def spy(entry, tasks, args, threads, scratch=()):
         if scratch:
             rows.append(scratch[0][0][0])
+            assert (rows[-1] == 8 + _row_loads.ROW_LOAD_ROWS) == (entry in by_rows)
         return launch(entry, tasks, args, threads, scratch)
 
     monkeypatch.setattr(_engine, "run_shared", spy)
@@ -121,7 +126,9 @@ def test_rows_through_affine_warp(rng, monkeypatch):
                       [[1.2, 0.0, 0.3], [0.1, 0.8, 0.0]]], np.float32)
     for loads in ("rows", "gather"):
         monkeypatch.setenv("GRIDSAMPLE_CUBIC_LOADS", loads)
+        rows = table_rows(monkeypatch)
         got = gridsample.affine_warp(x, theta, (21, 17), "cubic", "border")
+        assert rows and set(rows) == ({13} if loads == "rows" else {8})
         grid = gridsample.affine_grid(theta, (2, 3, 21, 17))
         assert_same_bits(got, gridsample.grid_sample(x, grid, "cubic", "border"))
 

@@ -42,8 +42,11 @@ VECTOR_MODES = ("linear", "nearest", "cubic")
 
 @pytest.fixture(autouse=True)
 def _user_kernels(monkeypatch):
-    """Calls without a ``use_kernels`` block get the kernels users get (conftest picks general)."""
+    """Calls without a ``use_kernels`` block get the kernels users get (conftest picks
+    general), the 2-D cubic ones gathering their taps (test_row_loads.py tests the other
+    form, against these)."""
     monkeypatch.setenv("GRIDSAMPLE_KERNELS", "auto")
+    monkeypatch.setenv("GRIDSAMPLE_CUBIC_LOADS", "gather")
 
 
 def general(monkeypatch, *args, **kwargs):

@@ -32,6 +32,7 @@ from ._vector import (
     run_affine_blocks,
     sweep_cubic_2d,
     sweep_cubic_2d_cl,
+    sweep_cubic_2d_rows,
     sweep_cubic_3d,
     sweep_cubic_3d_cl,
     sweep_linear_2d,
@@ -44,7 +45,7 @@ from ._vector import (
     sweep_nearest_3d_cl,
 )
 
-__all__ = ["AFFINE_ENTRIES", "AFFINE_CHANNEL_LAST_ENTRIES"]
+__all__ = ["AFFINE_ENTRIES", "AFFINE_CHANNEL_LAST_ENTRIES", "AFFINE_ROW_LOAD_ENTRIES"]
 
 
 # linear_2d
@@ -1228,6 +1229,15 @@ def cubic_2d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
 
 
 @function
+def cubic_2d_zeros_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_rows)
+
+
+@function
 def cubic_2d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                               bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                               wts, coords, points):
@@ -1297,6 +1307,15 @@ def cubic_2d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl)
+
+
+@function
+def cubic_2d_border_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_rows)
 
 
 @function
@@ -1372,6 +1391,15 @@ def cubic_2d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
 
 
 @function
+def cubic_2d_reflection_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_rows)
+
+
+@function
 def cubic_2d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
@@ -1441,6 +1469,15 @@ def cubic_2d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl)
+
+
+@function
+def cubic_2d_index_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_rows)
 
 
 @function
@@ -2081,4 +2118,15 @@ AFFINE_CHANNEL_LAST_ENTRIES = {
     (3, MODE_CUBIC, PAD_MIRROR, 'int'): cubic_3d_index_int_cl_affine,
     (3, MODE_CUBIC, PAD_SYMMETRIC, 'int'): cubic_3d_index_int_cl_affine,
     (3, MODE_CUBIC, PAD_WRAP, 'int'): cubic_3d_index_int_cl_affine,
+}
+
+#: The same for contiguous points from float32 rows of taps, one load a row
+#: (gridsample._row_loads).
+AFFINE_ROW_LOAD_ENTRIES = {
+    (2, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_2d_zeros_rows_affine,
+    (2, MODE_CUBIC, PAD_BORDER, 'native'): cubic_2d_border_rows_affine,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_2d_reflection_rows_affine,
+    (2, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_2d_index_rows_affine,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_2d_index_rows_affine,
+    (2, MODE_CUBIC, PAD_WRAP, 'native'): cubic_2d_index_rows_affine,
 }

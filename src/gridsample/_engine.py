@@ -41,7 +41,7 @@ from ._row_loads import ROW_LOAD_ROWS, cubic_loads
 from ._taps import axis_constants, weight_constants
 from ._threads import run_shared, threads_for
 from ._vector import fits_int32
-from ._vector_entries import CHANNEL_LAST_ENTRIES, PLAN_ROWS
+from ._vector_entries import CHANNEL_LAST_ENTRIES, PLAN_ROWS, ROW_LOAD_ENTRIES
 from ._vector_entries import ENTRIES as VECTOR_ENTRIES
 
 __all__ = ["run_forward", "flat_view", "GENERAL_KERNELS", "KERNEL_FAMILIES", "use_kernels",
@@ -98,12 +98,15 @@ def use_kernels(family: str):
 
 
 def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kind, tables=None,
-                 strided=False):
-    """The vector entry for these arguments from ``tables`` (default: :data:`VECTOR_ENTRIES`
-    and :data:`CHANNEL_LAST_ENTRIES`), or None where the general kernels must run.
+                 strided=False, rows=False):
+    """The vector entry for these arguments from ``tables`` (default: :data:`VECTOR_ENTRIES`,
+    :data:`CHANNEL_LAST_ENTRIES` and :data:`ROW_LOAD_ENTRIES`), or None where the general
+    kernels must run.
 
     ``strided``: the output's points are not contiguous (channel-last): the second table
     serves (each sweep has a form per layout, gridsample._vector.sweep_linear_2d).
+    ``rows``: contiguous points from float32 rows of taps (:func:`row_loads_apply`): the
+    third.
 
     Cubic and 3-D linear keep per-axis weights in the weight dtype and
     multiply them in the sweep, which matches the general kernels' rounding
@@ -115,9 +118,10 @@ def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kin
     # with it a run-time argument, every uint16 load and store chose at run time between
     # plain integers and float16/bfloat16 bits, which share uint16 storage.
     family = {KIND_F16: "f16", KIND_BF16: "bf16", KIND_INT: "int"}.get(kind, "native")
-    first, other = (VECTOR_ENTRIES, CHANNEL_LAST_ENTRIES) if tables is None else tables
+    first, other, by_rows = ((VECTOR_ENTRIES, CHANNEL_LAST_ENTRIES, ROW_LOAD_ENTRIES)
+                             if tables is None else tables)
     key = (rank, mode, pad, family)
-    entry = (other if strided else first).get(key)
+    entry = (by_rows if rows else other if strided else first).get(key)
     if entry is None or not fits_int32(sizes, strides):
         return None
     if padding_of(pad).index and max(sizes) > _MAX_INDEX_PAD_SIZE:
@@ -319,6 +323,15 @@ def identity_axis(length: int, align_corners: bool, pixels: bool, dtype) -> np.n
     return base_coordinates(length, align_corners).astype(dtype)
 
 
+def row_loads_apply(plan: ForwardPlan, sizes: np.ndarray, strides: np.ndarray, os_p: int) -> bool:
+    """Whether the 2-D cubic vector sweep reads rows of taps with one load
+    (:mod:`gridsample._row_loads`): float32 X whose rows are contiguous and at least 4
+    wide, into contiguous output points, where :func:`~gridsample._row_loads.cubic_loads`
+    says so.  ``sizes``, ``strides``: X's spatial axes, innermost first."""
+    return (plan.rank == 2 and plan.kernel_mode == MODE_CUBIC and plan.out_dtype == np.float32
+            and os_p == 1 and strides[0] == 1 and sizes[0] >= 4 and cubic_loads() == "rows")
+
+
 def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
                 affine=None) -> np.ndarray:
     """Compute the forward operator for a validated plan.
@@ -370,16 +383,13 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
     outside = np.zeros(plan.channels, conv.accumulator) if fillv is None else fillv
     vector_ok = (dtype_name(plan.out_dtype) in VECTOR_DTYPES and not interleaved
                  and vector_pad >= 0 and padding_of(vector_pad).vector)
+    row_loads = vector_ok and row_loads_apply(plan, sizes, strides, os_p)
     if vector_ok and family in ("auto", "vector"):
         vector = vector_entry(r, plan.kernel_mode, vector_pad, plan.coord_dtype, plan.weight_dtype,
-                              sizes, strides, conv.kind, strided=os_p != 1)
+                              sizes, strides, conv.kind, strided=os_p != 1, rows=row_loads)
     general = kern.task_nd if family == "nd" else GENERAL_KERNELS.get((r, plan.kernel_mode),
                                                                     kern.task_nd)
-    # 2-D cubic float32 from rows of 4 contiguous taps (gridsample._row_loads): the plan gets
-    # the rows that strategy needs; X's rows must be contiguous and at least 4 wide.
-    row_loads = (vector is not None and r == 2 and plan.kernel_mode == MODE_CUBIC
-                 and plan.out_dtype == np.float32 and os_p == 1 and strides[0] == 1
-                 and sizes[0] >= 4 and cubic_loads() == "rows")
+    # The row-load sweeps' plan tables have rows of their own.
     table_rows = PLAN_ROWS.get((r, plan.kernel_mode), 0) + (ROW_LOAD_ROWS if row_loads else 0)
 
     # Bytes of one channel of one batch item: its input plane, and with its output what a
@@ -421,11 +431,16 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
                 run_shared(kern.task_fill, tasks, (args, fillv), threads)
 
     if affine is not None and vector is not None:
-        from ._affine_entries import AFFINE_CHANNEL_LAST_ENTRIES, AFFINE_ENTRIES  # affine_warp's
+        from ._affine_entries import (  # affine_warp's
+            AFFINE_CHANNEL_LAST_ENTRIES,
+            AFFINE_ENTRIES,
+            AFFINE_ROW_LOAD_ENTRIES,
+        )
 
         entry = vector_entry(r, plan.kernel_mode, vector_pad, plan.coord_dtype,
                              plan.weight_dtype, sizes, strides, conv.kind,
-                             (AFFINE_ENTRIES, AFFINE_CHANNEL_LAST_ENTRIES), strided=os_p != 1)
+                             (AFFINE_ENTRIES, AFFINE_CHANNEL_LAST_ENTRIES,
+                              AFFINE_ROW_LOAD_ENTRIES), strided=os_p != 1, rows=row_loads)
         run_vector(entry, affine, xflat, outflat, plan.out_points, plan.batch, threads)
         return out
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 import os
 import platform
 
-import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
@@ -46,20 +45,20 @@ from numba.extending import intrinsic, overload
 from ._errors import GridSampleError
 from ._target import vector_width
 
-__all__ = ["ROW_LOAD_ROWS", "ROW_MISSES", "LANES", "TAP_ROWS", "CUBIC_LOADS",
+__all__ = ["ROW_LOAD_ROWS", "ROW_MISSES", "LANES", "CUBIC_LOADS",
            "cubic_loads", "row_plan", "row_group", "row_group_pair", "lowest_bit"]
 
 #: What ``GRIDSAMPLE_CUBIC_LOADS`` may say.
 CUBIC_LOADS = ("auto", "rows", "gather")
 
 #: Rows of the 2-D cubic plan itself: x offsets, y offsets (weights alike).
-TAP_ROWS = 8
+_TAP_ROWS = 8
 #: int32 rows this sweep adds to the plan table: 4 row starts and the groups' masks.
 ROW_LOAD_ROWS = 5
-_BASE = TAP_ROWS
+_BASE = _TAP_ROWS
 #: The plan row holding, at each group's first point, its mask of points that do not
 #: qualify (module docstring).
-ROW_MISSES = TAP_ROWS + 4
+ROW_MISSES = _TAP_ROWS + 4
 
 #: Points per group: float32 lanes of the vector width gridsample compiles for.
 LANES = 16 if vector_width() == 512 else 8
@@ -240,36 +239,27 @@ def _sum_row_group_interpreted(xc, off, wts, j0, oc):
 
 def row_group(xc, off, wts, j0, oc):
     """``oc[j0 : j0 + LANES]``: the 2-D cubic sums of those points read a row at a time
-    (float32 planes; for other element types nothing, as those never get the rows)."""
-    if xc.dtype == np.float32 and oc.dtype == np.float32:
-        _sum_row_group_interpreted(xc, off, wts, j0, oc)
+    (float32 planes)."""
+    _sum_row_group_interpreted(xc, off, wts, j0, oc)
 
 
 def row_group_pair(xa, xb, off, wts, j0, oa, ob):
     """:func:`row_group` of two channels."""
-    row_group(xa, off, wts, j0, oa)
-    row_group(xb, off, wts, j0, ob)
+    _sum_row_group_interpreted(xa, off, wts, j0, oa)
+    _sum_row_group_interpreted(xb, off, wts, j0, ob)
 
 
 @overload(row_group, inline="always")
 def _row_group_compiled(xc, off, wts, j0, oc):
-    if xc.dtype == types.float32 and oc.dtype == types.float32:
-        def group(xc, off, wts, j0, oc):
-            _sum_row_group(xc, off, wts, j0, oc)
-    else:
-        def group(xc, off, wts, j0, oc):
-            pass
+    def group(xc, off, wts, j0, oc):
+        _sum_row_group(xc, off, wts, j0, oc)
     return group
 
 
 @overload(row_group_pair, inline="always")
 def _row_group_pair_compiled(xa, xb, off, wts, j0, oa, ob):
-    if xa.dtype == types.float32 and oa.dtype == types.float32:
-        def pair(xa, xb, off, wts, j0, oa, ob):
-            _sum_row_group_pair(xa, xb, off, wts, j0, oa, ob)
-    else:
-        def pair(xa, xb, off, wts, j0, oa, ob):
-            pass
+    def pair(xa, xb, off, wts, j0, oa, ob):
+        _sum_row_group_pair(xa, xb, off, wts, j0, oa, ob)
     return pair
 
 

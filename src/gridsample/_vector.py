@@ -57,7 +57,7 @@ from ._registry import (
     PAD_WRAP,
     PAD_ZEROS,
 )
-from ._row_loads import LANES, ROW_MISSES, TAP_ROWS, lowest_bit, row_group, row_group_pair, row_plan
+from ._row_loads import LANES, ROW_MISSES, lowest_bit, row_group, row_group_pair, row_plan
 from ._taps import (
     AXIS_HIGH,
     AXIS_MUL,
@@ -924,16 +924,11 @@ def _cubic_sum_pair(xa, xb, kind, off, wts, j, za, zb):
 def sweep_cubic_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """All channels of a planned cubic block into channel-first output (``os_p == 1``):
     the 16 taps summed in plan order, two channels per pass (:func:`_cubic_sum_pair`),
-    each tap gathered; or, where the engine gave the plan the rows of
-    :mod:`gridsample._row_loads` (float32 X with contiguous rows), each row of 4 taps
-    read with one load (:func:`_sweep_cubic_2d_rows`; the same bits).
+    each tap gathered (float32 X with contiguous rows has :func:`sweep_cubic_2d_rows`).
 
     Channel-last output has a sweep, and so an entry, of its own
     (:func:`sweep_cubic_2d_cl`): a call compiles only the loops its layout runs.
     """
-    if off.shape[0] > TAP_ROWS:  # the engine gave the plan the row loads' rows
-        _sweep_cubic_2d_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero)
-        return
     for c0 in range(0, C - 1, 2):
         xa = xflat[c0 * xs_c:]
         xb = xflat[(c0 + 1) * xs_c:]
@@ -954,11 +949,12 @@ def sweep_cubic_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azer
 
 
 @skeleton
-def _sweep_cubic_2d_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero):
-    """:func:`sweep_cubic_2d` reading each point's rows of taps with one load
-    (:mod:`gridsample._row_loads`), two channels per pass: groups of ``LANES`` points,
-    then those that do not qualify and the last points by :func:`_cubic_sum` (the same
-    bits)."""
+def sweep_cubic_2d_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    """:func:`sweep_cubic_2d` for float32 X whose rows are contiguous, reading each point's
+    rows of taps with one load (:mod:`gridsample._row_loads`; the plan table has its rows),
+    two channels per pass: groups of ``LANES`` points, then, in one loop for every channel,
+    the points that do not qualify and the last ``nb % LANES`` by :func:`_cubic_sum` (the
+    same bits).  Entries of its own (``*_rows``): no other element type compiles it."""
     grouped = nb - nb % LANES
     for j0 in range(0, grouped, LANES):
         off[ROW_MISSES, j0] = row_plan(off, j0)
@@ -967,30 +963,21 @@ def _sweep_cubic_2d_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azer
         oa, ob = outflat[c0 * os_c:], outflat[(c0 + 1) * os_c:]
         for j0 in range(0, grouped, LANES):
             row_group_pair(xa, xb, off, wts, j0, oa, ob)
-        _row_leftovers(xa, kind, off, wts, nb, oa, azero[c0])
-        _row_leftovers(xb, kind, off, wts, nb, ob, azero[c0 + 1])
     if C % 2:
-        c = C - 1
-        xc, oc = xflat[c * xs_c:], outflat[c * os_c:]
+        xc, oc = xflat[(C - 1) * xs_c:], outflat[(C - 1) * os_c:]
         for j0 in range(0, grouped, LANES):
             row_group(xc, off, wts, j0, oc)
-        _row_leftovers(xc, kind, off, wts, nb, oc, azero[c])
-
-
-@skeleton
-def _row_leftovers(xc, kind, off, wts, nb, oc, zero):
-    """One channel's points that the row groups did not sum right: those of each group
-    that do not qualify (found bit by bit: a test per point would be if-converted into a
-    masked gather of every point), then the last ``nb % LANES``."""
-    grouped = nb - nb % LANES
-    for j0 in range(0, grouped, LANES):
-        misses = off[ROW_MISSES, j0]
-        while misses != 0:
-            j = j0 + lowest_bit(misses)
-            store(oc, j, _cubic_sum(xc, kind, off, wts, j, zero), kind)
-            misses &= misses - 1
-    for j in range(grouped, nb):
-        store(oc, j, _cubic_sum(xc, kind, off, wts, j, zero), kind)
+    # The leftovers, found bit by bit (a test per point would be if-converted into a
+    # masked gather of every point); the last points as one more group, all of it missed.
+    for c in range(C):
+        zero = azero[c]
+        xc, oc = xflat[c * xs_c:], outflat[c * os_c:]
+        for j0 in range(0, nb, LANES):
+            misses = off[ROW_MISSES, j0] if j0 < grouped else (1 << (nb - j0)) - 1
+            while misses != 0:
+                j = j0 + lowest_bit(misses)
+                store(oc, j, _cubic_sum(xc, kind, off, wts, j, zero), kind)
+                misses &= misses - 1
 
 
 @skeleton

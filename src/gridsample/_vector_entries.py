@@ -31,6 +31,7 @@ from ._vector import (
     run_blocks,
     sweep_cubic_2d,
     sweep_cubic_2d_cl,
+    sweep_cubic_2d_rows,
     sweep_cubic_3d,
     sweep_cubic_3d_cl,
     sweep_linear_2d,
@@ -43,7 +44,7 @@ from ._vector import (
     sweep_nearest_3d_cl,
 )
 
-__all__ = ["ENTRIES", "CHANNEL_LAST_ENTRIES", "PLAN_ROWS"]
+__all__ = ["ENTRIES", "CHANNEL_LAST_ENTRIES", "ROW_LOAD_ENTRIES", "PLAN_ROWS"]
 
 
 # linear_2d
@@ -1119,6 +1120,14 @@ def cubic_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, g
 
 
 @function
+def cubic_2d_zeros_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_ZEROS,
+               sweep_cubic_2d_rows)
+
+
+@function
 def cubic_2d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                        os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1180,6 +1189,14 @@ def cubic_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_BORDER,
                sweep_cubic_2d_cl)
+
+
+@function
+def cubic_2d_border_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_BORDER,
+               sweep_cubic_2d_rows)
 
 
 @function
@@ -1247,6 +1264,14 @@ def cubic_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
 
 
 @function
+def cubic_2d_reflection_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_REFLECTION, sweep_cubic_2d_rows)
+
+
+@function
 def cubic_2d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1311,6 +1336,14 @@ def cubic_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, g
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_MIRROR,
                sweep_cubic_2d_cl)
+
+
+@function
+def cubic_2d_index_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_MIRROR,
+               sweep_cubic_2d_rows)
 
 
 @function
@@ -1916,6 +1949,17 @@ CHANNEL_LAST_ENTRIES = {
     (3, MODE_CUBIC, PAD_MIRROR, 'int'): cubic_3d_index_int_cl,
     (3, MODE_CUBIC, PAD_SYMMETRIC, 'int'): cubic_3d_index_int_cl,
     (3, MODE_CUBIC, PAD_WRAP, 'int'): cubic_3d_index_int_cl,
+}
+
+#: The same for contiguous points from float32 rows of taps, one load a row
+#: (gridsample._row_loads).
+ROW_LOAD_ENTRIES = {
+    (2, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_2d_zeros_rows,
+    (2, MODE_CUBIC, PAD_BORDER, 'native'): cubic_2d_border_rows,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_2d_reflection_rows,
+    (2, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_2d_index_rows,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_2d_index_rows,
+    (2, MODE_CUBIC, PAD_WRAP, 'native'): cubic_2d_index_rows,
 }
 
 #: Rows of the plan tables (``off``, ``wts``) of each (rank, mode code).
