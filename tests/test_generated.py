@@ -31,8 +31,10 @@ def test_every_registered_vector_kernel_has_entries():
             for p in PADDINGS if p.vector for family in ("native", "f16", "bf16", "int")}
     assert set(_engine.VECTOR_ENTRIES) == want
     assert set(_engine.CHANNEL_LAST_ENTRIES) == want  # a form per layout
-    # 2-D cubic, float32 (the native family), from rows of taps
-    assert set(_engine.ROW_LOAD_ENTRIES) == {key for key in want if key[:2] == (2, 2)
+    # 2-D cubic and linear, 3-D linear, float32 (the native family), from rows of taps
+    from gridsample._row_loads import ROW_LOAD_ROWS
+
+    assert set(_engine.ROW_LOAD_ENTRIES) == {key for key in want if key[:2] in ROW_LOAD_ROWS
                                              and key[3] == "native"}
 
 

@@ -43,10 +43,10 @@ VECTOR_MODES = ("linear", "nearest", "cubic")
 @pytest.fixture(autouse=True)
 def _user_kernels(monkeypatch):
     """Calls without a ``use_kernels`` block get the kernels users get (conftest picks
-    general), the 2-D cubic ones gathering their taps (test_row_loads.py tests the other
-    form, against these)."""
+    general), gathering their taps (test_row_loads.py tests the sweeps that read rows of
+    taps, against these)."""
     monkeypatch.setenv("GRIDSAMPLE_KERNELS", "auto")
-    monkeypatch.setenv("GRIDSAMPLE_CUBIC_LOADS", "gather")
+    monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "gather")
 
 
 def general(monkeypatch, *args, **kwargs):

@@ -44,7 +44,7 @@ LAYOUTS = ("", "_cl")
 #: load (``sweep_<mode>_<rank>d_rows``, ``gridsample._row_loads``; tables
 #: ``*ROW_LOAD_ENTRIES``, native element family only): entries of their own, so that no
 #: other element type or layout compiles its loops.
-ROW_LOAD_KERNELS = (("cubic", 2),)
+ROW_LOAD_KERNELS = (("cubic", 2), ("linear", 2), ("linear", 3))
 
 #: Element families: name suffix, family key, the element kind the sweep
 #: fixes (None: the caller's ``kind``).  float16 and bfloat16 sweeps fix

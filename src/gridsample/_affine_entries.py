@@ -37,8 +37,10 @@ from ._vector import (
     sweep_cubic_3d_cl,
     sweep_linear_2d,
     sweep_linear_2d_cl,
+    sweep_linear_2d_rows,
     sweep_linear_3d,
     sweep_linear_3d_cl,
+    sweep_linear_3d_rows,
     sweep_nearest_2d,
     sweep_nearest_2d_cl,
     sweep_nearest_3d,
@@ -66,6 +68,15 @@ def linear_2d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl)
+
+
+@function
+def linear_2d_zeros_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_rows)
 
 
 @function
@@ -141,6 +152,15 @@ def linear_2d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
 
 
 @function
+def linear_2d_border_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_rows)
+
+
+@function
 def linear_2d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
@@ -213,6 +233,15 @@ def linear_2d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
 
 
 @function
+def linear_2d_reflection_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                     kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_rows)
+
+
+@function
 def linear_2d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
                                     kind, azero, off, wts, coords, points):
@@ -282,6 +311,15 @@ def linear_2d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl)
+
+
+@function
+def linear_2d_index_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_rows)
 
 
 @function
@@ -359,6 +397,15 @@ def linear_3d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
 
 
 @function
+def linear_3d_zeros_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_rows)
+
+
+@function
 def linear_3d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
@@ -428,6 +475,15 @@ def linear_3d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl)
+
+
+@function
+def linear_3d_border_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_rows)
 
 
 @function
@@ -503,6 +559,15 @@ def linear_3d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
 
 
 @function
+def linear_3d_reflection_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                     kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_rows)
+
+
+@function
 def linear_3d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
                                     kind, azero, off, wts, coords, points):
@@ -572,6 +637,15 @@ def linear_3d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl)
+
+
+@function
+def linear_3d_index_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_rows)
 
 
 @function
@@ -2123,6 +2197,18 @@ AFFINE_CHANNEL_LAST_ENTRIES = {
 #: The same for contiguous points from float32 rows of taps, one load a row
 #: (gridsample._row_loads).
 AFFINE_ROW_LOAD_ENTRIES = {
+    (2, MODE_LINEAR, PAD_ZEROS, 'native'): linear_2d_zeros_rows_affine,
+    (2, MODE_LINEAR, PAD_BORDER, 'native'): linear_2d_border_rows_affine,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_2d_reflection_rows_affine,
+    (2, MODE_LINEAR, PAD_MIRROR, 'native'): linear_2d_index_rows_affine,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_2d_index_rows_affine,
+    (2, MODE_LINEAR, PAD_WRAP, 'native'): linear_2d_index_rows_affine,
+    (3, MODE_LINEAR, PAD_ZEROS, 'native'): linear_3d_zeros_rows_affine,
+    (3, MODE_LINEAR, PAD_BORDER, 'native'): linear_3d_border_rows_affine,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_3d_reflection_rows_affine,
+    (3, MODE_LINEAR, PAD_MIRROR, 'native'): linear_3d_index_rows_affine,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_3d_index_rows_affine,
+    (3, MODE_LINEAR, PAD_WRAP, 'native'): linear_3d_index_rows_affine,
     (2, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_2d_zeros_rows_affine,
     (2, MODE_CUBIC, PAD_BORDER, 'native'): cubic_2d_border_rows_affine,
     (2, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_2d_reflection_rows_affine,

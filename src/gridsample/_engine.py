@@ -37,7 +37,7 @@ from ._jit import read_only
 from ._options import MODE_CUBIC, MODE_LINEAR
 from ._plan import ForwardPlan, common_padding
 from ._registry import MODES, PAD_CONSTANT, PAD_ZEROS, kernel_name, padding_of, taps_per_point
-from ._row_loads import ROW_LOAD_ROWS, cubic_loads
+from ._row_loads import ROW_LOAD_ROWS, ROW_TAPS, row_loads
 from ._taps import axis_constants, weight_constants
 from ._threads import run_shared, threads_for
 from ._vector import fits_int32
@@ -324,12 +324,15 @@ def identity_axis(length: int, align_corners: bool, pixels: bool, dtype) -> np.n
 
 
 def row_loads_apply(plan: ForwardPlan, sizes: np.ndarray, strides: np.ndarray, os_p: int) -> bool:
-    """Whether the 2-D cubic vector sweep reads rows of taps with one load
-    (:mod:`gridsample._row_loads`): float32 X whose rows are contiguous and at least 4
-    wide, into contiguous output points, where :func:`~gridsample._row_loads.cubic_loads`
-    says so.  ``sizes``, ``strides``: X's spatial axes, innermost first."""
-    return (plan.rank == 2 and plan.kernel_mode == MODE_CUBIC and plan.out_dtype == np.float32
-            and os_p == 1 and strides[0] == 1 and sizes[0] >= 4 and cubic_loads() == "rows")
+    """Whether the vector sweep reads each row of taps with one load
+    (:mod:`gridsample._row_loads`: 2-D cubic and linear, 3-D linear): float32 X whose rows
+    are contiguous and at least a row of taps wide, into contiguous output points, where
+    :func:`~gridsample._row_loads.row_loads` says so.  ``sizes``, ``strides``: X's spatial
+    axes, innermost first."""
+    taps = ROW_TAPS.get((plan.rank, plan.kernel_mode))
+    return (taps is not None and plan.out_dtype == np.float32 and os_p == 1
+            and strides[0] == 1 and sizes[0] >= taps
+            and row_loads(plan.rank, plan.kernel_mode) == "rows")
 
 
 def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
@@ -383,14 +386,15 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
     outside = np.zeros(plan.channels, conv.accumulator) if fillv is None else fillv
     vector_ok = (dtype_name(plan.out_dtype) in VECTOR_DTYPES and not interleaved
                  and vector_pad >= 0 and padding_of(vector_pad).vector)
-    row_loads = vector_ok and row_loads_apply(plan, sizes, strides, os_p)
+    by_rows = vector_ok and row_loads_apply(plan, sizes, strides, os_p)
     if vector_ok and family in ("auto", "vector"):
         vector = vector_entry(r, plan.kernel_mode, vector_pad, plan.coord_dtype, plan.weight_dtype,
-                              sizes, strides, conv.kind, strided=os_p != 1, rows=row_loads)
+                              sizes, strides, conv.kind, strided=os_p != 1, rows=by_rows)
     general = kern.task_nd if family == "nd" else GENERAL_KERNELS.get((r, plan.kernel_mode),
                                                                     kern.task_nd)
     # The row-load sweeps' plan tables have rows of their own.
-    table_rows = PLAN_ROWS.get((r, plan.kernel_mode), 0) + (ROW_LOAD_ROWS if row_loads else 0)
+    table_rows = PLAN_ROWS.get((r, plan.kernel_mode), 0) + (
+        ROW_LOAD_ROWS[(r, plan.kernel_mode)] if by_rows else 0)
 
     # Bytes of one channel of one batch item: its input plane, and with its output what a
     # sweep streams.
@@ -440,7 +444,7 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
         entry = vector_entry(r, plan.kernel_mode, vector_pad, plan.coord_dtype,
                              plan.weight_dtype, sizes, strides, conv.kind,
                              (AFFINE_ENTRIES, AFFINE_CHANNEL_LAST_ENTRIES,
-                              AFFINE_ROW_LOAD_ENTRIES), strided=os_p != 1, rows=row_loads)
+                              AFFINE_ROW_LOAD_ENTRIES), strided=os_p != 1, rows=by_rows)
         run_vector(entry, affine, xflat, outflat, plan.out_points, plan.batch, threads)
         return out
 

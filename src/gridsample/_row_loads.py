@@ -1,104 +1,121 @@
-"""The 2-D cubic sweep's taps read a row at a time: one 4-element load per point and row.
+"""Vector sweeps that read a point's taps a row at a time: one load per row, not a gather
+per tap.
 
-A 2-D cubic point reads 16 values of X, 4 rows of 4 neighbours.  The vector
-sweep (:func:`gridsample._vector.sweep_cubic_2d`) computes a group of ``L``
-points per vector (``L`` = 16 float32 lanes at 512 bits, 8 at 256) and gathers
-each of the 16 taps: 16 gathers of ``L`` elements, every element a load.  Where a
-point's 4 taps of a row are 4 contiguous elements of X, one 128-bit load reads
-them all; here, for each row, ``L`` such loads are assembled into 4 vectors and
-transposed in registers (the 4x4 transpose of ``unpcklps``/``unpckhps`` and
-``unpcklpd``/``unpckhpd`` within each 128-bit lane) so that vector ``t`` holds
-tap ``t`` of the ``L`` points, in point order -- the vectors the gathers would
-have made.  Per group and row that is ``L`` loads and about ``L`` shuffles
-instead of ``4 L`` gathered loads.  The sums are the same operations in the same
-order as the gathering sweep's (``(w_x w_y) v`` added tap after tap, ``y``
-outer, ``x`` inner; no ``fastmath``), so the results are bit-identical
-(measured: 0.72-0.77x the gathering sweep's time on an Intel Xeon with
-AVX-512, docs/kernels.md, "Row loads").
+A 2-D cubic point reads 4 rows of 4 neighbouring elements of X, a 2-D linear point 2 rows
+of 2, a 3-D linear point 4 rows of 2.  The vector sweeps (:mod:`gridsample._vector`)
+compute a group of ``L`` points per vector (``L`` = 16 float32 lanes at 512 bits, 8 at
+256) and gather each tap: a gather of ``L`` elements per tap, every element a load.  Where
+a point's taps of a row are contiguous elements of X, one load (128 bits for 4 taps, 64
+for 2) reads them all; here the ``L`` row loads of a group are assembled into vectors and
+rearranged in registers so that vector ``t`` holds tap ``t`` of the ``L`` points, in point
+order -- the vectors the gathers would have made: for 4 taps the 4x4 transpose within each
+128-bit lane (``unpcklps``/``unpckhps``, ``unpcklpd``/``unpckhpd``), for 2 the even and
+odd elements of the concatenated loads.  The weights, their products and the sums are the
+gathering sweep's operations in its order (no ``fastmath``), so the results are the same
+bits (docs/kernels.md, "Row loads", has what was measured).
 
-A point qualifies when its 4 x taps are the contiguous elements ``ox0 ...
-ox0 + 3`` (x stride 1, no padding applied) and its 4 y taps are inside.  The
-others -- near an edge, NaN coordinates moved outside, a padded tap -- are
-summed again afterwards, one by one, by the gathering sweep's per-point sum,
-which gives them the bits it always did; their group's loads read element 0 of
-the plane meanwhile (in bounds: X's width is at least 4 where this sweep runs).
-They are found from a bit mask per group, not by testing every point: a loop
-over the points with a test was if-converted by LLVM into a masked gathering
+A point qualifies when, on every row, its taps are contiguous unpadded elements (x stride
+1) and every part of their offsets is inside.  The others -- near an edge, NaN coordinates
+moved outside, a padded tap -- are summed again afterwards, one by one, by the gathering
+sweep's per-point sum, which gives them the bits it always did; their group's loads read
+element 0 of the plane meanwhile (in bounds: X's rows are at least as wide as a row of taps
+where these sweeps run).  They are found from a bit mask per group, not by testing every
+point: a loop over the points with a test was if-converted by LLVM into a masked gathering
 sweep of every point (measured: 1.4x the gathering sweep alone).
 
-Layout of the extra plan rows (``ROW_LOAD_ROWS`` int32 rows after the 8 of the
-2-D cubic plan): rows 8-11 the flat offset of each row's first tap,
-``oy_k + ox0`` (0 for a point that does not qualify); row 12, at the first
-point of each group, the mask of the group's points that do not (bit ``p`` for
-point ``j0 + p``).
+The plan table of a row-load sweep has :data:`ROW_LOAD_ROWS` int32 rows after its
+kernel's own: one per row of taps, the flat offset of the row's first tap (0 for a point
+that does not qualify), then, at the first point of each group, the mask of the group's
+points that do not qualify (bit ``p`` for point ``j0 + p``; the table's last row).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 
+import numba
 from llvmlite import ir
 from numba import types
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
 from ._errors import GridSampleError
+from ._options import MODE_CUBIC, MODE_LINEAR
 from ._target import vector_width
 
-__all__ = ["ROW_LOAD_ROWS", "ROW_MISSES", "LANES", "CUBIC_LOADS",
-           "cubic_loads", "row_plan", "row_group", "row_group_pair", "lowest_bit"]
+__all__ = ["ROW_LOAD_ROWS", "ROW_TAPS", "LANES", "ROW_LOADS", "row_loads", "lowest_bit",
+           "plan_rows_cubic_2d", "group_cubic_2d", "pair_cubic_2d",
+           "plan_rows_linear_2d", "group_linear_2d", "pair_linear_2d",
+           "plan_rows_linear_3d", "group_linear_3d", "pair_linear_3d"]
 
-#: What ``GRIDSAMPLE_CUBIC_LOADS`` may say.
-CUBIC_LOADS = ("auto", "rows", "gather")
-
-#: Rows of the 2-D cubic plan itself: x offsets, y offsets (weights alike).
-_TAP_ROWS = 8
-#: int32 rows this sweep adds to the plan table: 4 row starts and the groups' masks.
-ROW_LOAD_ROWS = 5
-_BASE = _TAP_ROWS
-#: The plan row holding, at each group's first point, its mask of points that do not
-#: qualify (module docstring).
-ROW_MISSES = _TAP_ROWS + 4
+#: What ``GRIDSAMPLE_ROW_LOADS`` may say.
+ROW_LOADS = ("auto", "rows", "gather")
 
 #: Points per group: float32 lanes of the vector width gridsample compiles for.
 LANES = 16 if vector_width() == 512 else 8
 
-_auto: str | None = None
 
+@dataclasses.dataclass(frozen=True)
+class _Kernel:
+    """A vector plan read a row of taps at a time.
 
-def cubic_loads() -> str:
-    """How the 2-D cubic vector sweep reads float32 taps: ``"rows"`` (this module) or
-    ``"gather"`` (a gather per tap).
-
-    ``GRIDSAMPLE_CUBIC_LOADS`` forces one (``rows``, ``gather``; read at each call, for
-    tests and benchmarks); ``auto`` (the default, also when unset or empty) gives rows on
-    x86-64, where 128-bit loads and in-lane shuffles are cheap and a gather costs a load
-    per element (measured faster with AVX-512 and with AVX2 code, docs/kernels.md, "Row
-    loads"), else gathers (not measured elsewhere).  Either gives the same bits.
+    ``rows[r] = (x_rows, parts)``: tap ``t`` of row ``r`` has the offset
+    ``off[x_rows[t]] + sum(off[parts])`` and the weight ``wts[x_rows[t]]`` times each
+    ``wts[parts]`` in turn (the gathering sweep's products and order), rows in the
+    gathering sweep's order.  ``plan_rows``: rows of the kernel's own plan.
     """
-    global _auto
-    raw = os.environ.get("GRIDSAMPLE_CUBIC_LOADS", "")
+
+    plan_rows: int
+    rows: tuple
+
+    @property
+    def taps(self) -> int:
+        return len(self.rows[0][0])
+
+    @property
+    def misses_row(self) -> int:
+        return self.plan_rows + len(self.rows)
+
+
+# 2-D cubic: x offsets and weights in rows 0-3, y in 4-7; y outer, x inner (_cubic_sum).
+_CUBIC_2D = _Kernel(8, tuple(((0, 1, 2, 3), (4 + ky,)) for ky in range(4)))
+# 2-D linear: the 4 taps' full offsets and weights, (y0 x0, y0 x1, y1 x0, y1 x1).
+_LINEAR_2D = _Kernel(4, (((0, 1), ()), ((2, 3), ())))
+# 3-D linear: x in rows 0-1, y in 2-3, z in 4-5; z outer, x inner, ((w_x w_y) w_z) (_sum_3d).
+_LINEAR_3D = _Kernel(6, tuple(((0, 1), (2 + ky, 4 + kz)) for kz in range(2) for ky in range(2)))
+
+_KERNELS = {(2, MODE_CUBIC): _CUBIC_2D, (2, MODE_LINEAR): _LINEAR_2D, (3, MODE_LINEAR): _LINEAR_3D}
+#: int32 rows a row-load sweep adds to its kernel's plan table, by (rank, mode code).
+ROW_LOAD_ROWS = {key: len(kernel.rows) + 1 for key, kernel in _KERNELS.items()}
+#: Taps of a row, by (rank, mode code): X's rows must be at least this wide.
+ROW_TAPS = {key: kernel.taps for key, kernel in _KERNELS.items()}
+
+def row_loads(rank: int, mode: int) -> str:
+    """How the vector sweep of ``(rank, mode)`` reads float32 taps: ``"rows"`` (this
+    module; 2-D cubic and linear, 3-D linear) or ``"gather"`` (a gather per tap).
+
+    ``GRIDSAMPLE_ROW_LOADS`` forces one (``rows``, ``gather``; read at each call, for
+    tests and benchmarks).  ``auto`` (the default, also when unset or empty): on x86-64,
+    rows for 2-D cubic (4 taps a load: measured faster with AVX-512 and with AVX2 code) and,
+    with 256-bit code (AVX2), for linear (2 taps a load: 0.55-0.94x the gathering sweeps
+    there, but 0.9-1.3x with AVX-512, whose 16-lane gathers cost less per element);
+    elsewhere gathers (not measured).  Either gives the same bits (docs/kernels.md, "Row
+    loads").
+    """
+    raw = os.environ.get("GRIDSAMPLE_ROW_LOADS", "")
     value = raw.strip().lower() or "auto"
-    if value not in CUBIC_LOADS:
-        raise GridSampleError(f"GRIDSAMPLE_CUBIC_LOADS={raw!r} is not allowed: use one of "
-                              f"{', '.join(CUBIC_LOADS)}")
+    if value not in ROW_LOADS:
+        raise GridSampleError(f"GRIDSAMPLE_ROW_LOADS={raw!r} is not allowed: use one of "
+                              f"{', '.join(ROW_LOADS)}")
     if value != "auto":
         return value
-    if _auto is None:
-        _auto = "rows" if platform.machine().lower() in ("x86_64", "amd64") else "gather"
-    return _auto
+    if not _X86_64 or (mode == MODE_LINEAR and LANES > 8):
+        return "gather"
+    return "rows"
 
 
-def _lane_masks(lanes: int):
-    """Shuffle masks of the in-lane 4x4 transpose over ``lanes`` float32 lanes."""
-    groups = range(lanes // 4)
-    lo_ps = [i for g in groups for i in (4 * g, lanes + 4 * g, 4 * g + 1, lanes + 4 * g + 1)]
-    hi_ps = [i for g in groups for i in (4 * g + 2, lanes + 4 * g + 2, 4 * g + 3,
-                                         lanes + 4 * g + 3)]
-    lo_pd = [i for g in groups for i in (4 * g, 4 * g + 1, lanes + 4 * g, lanes + 4 * g + 1)]
-    hi_pd = [i for g in groups for i in (4 * g + 2, 4 * g + 3, lanes + 4 * g + 2,
-                                         lanes + 4 * g + 3)]
-    return lo_ps, hi_ps, lo_pd, hi_pd
+_X86_64 = platform.machine().lower() in ("x86_64", "amd64")
 
 
 def _flat(ty, dtype) -> bool:
@@ -111,234 +128,251 @@ def _contiguous_2d(ty, dtype) -> bool:
             and ty.dtype == dtype)
 
 
-def _emit_row_group(context, builder, oa, wa, first, planes, outs):
-    """The code of :func:`_sum_row_group` for one or more channels: ``planes`` and ``outs``
-    the channels' input and output arrays (LLVM structs), ``oa``/``wa`` the plan and
-    weights, ``first`` the group's first point (i64).  The row starts, weights and their
-    products are formed once for every channel."""
-    i32, i64, fl = ir.IntType(32), ir.IntType(64), ir.FloatType()
-    lanes = LANES
-    row_length = builder.extract_value(oa.shape, 1)  # off and wts: (rows, block)
+class _Emitter:
+    """LLVM IR for a group of :data:`LANES` points of a plan table (``oa``, ``wa``: the
+    plan's offsets and weights as array structs; ``first``: the group's first point)."""
 
-    def row(ary, k):  # pointer to ary[k, first]
-        index = builder.add(builder.mul(ir.Constant(i64, k), row_length), first)
-        return builder.gep(ary.data, [index])
+    def __init__(self, context, builder, oa, wa, first):
+        self.builder, self.oa, self.wa, self.first = builder, oa, wa, first
+        self.i32, self.i64, self.fl = ir.IntType(32), ir.IntType(64), ir.FloatType()
+        self.row_length = builder.extract_value(oa.shape, 1)  # off and wts: (rows, block)
 
-    def load_vector(ptr, count):
-        vec = builder.bitcast(ptr, ir.PointerType(ir.VectorType(fl, count)))
-        value = builder.load(vec)
+    def row(self, ary, k):
+        """Pointer to ``ary[k, first]``."""
+        b = self.builder
+        index = b.add(b.mul(ir.Constant(self.i64, k), self.row_length), self.first)
+        return b.gep(ary.data, [index])
+
+    def load(self, ptr, ty, count):
+        value = self.builder.load(self.builder.bitcast(ptr, ir.PointerType(ir.VectorType(ty,
+                                                                                      count))))
         value.align = 4
         return value
 
-    def shuffle(a, b, mask):
-        return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(i32, len(mask)), mask))
+    def shuffle(self, a, b, mask):
+        mask_type = ir.VectorType(self.i32, len(mask))
+        return self.builder.shuffle_vector(a, b, ir.Constant(mask_type, mask))
 
-    def concat(a, b):
-        n = a.type.count
-        return shuffle(a, b, list(range(2 * n)))
+    def concat(self, parts):
+        while len(parts) > 1:
+            parts = [self.shuffle(parts[i], parts[i + 1], list(range(2 * parts[i].type.count)))
+                     for i in range(0, len(parts), 2)]
+        return parts[0]
 
-    def taps_of(chunks):
+    def taps(self, chunks, width):
+        """Vectors of tap ``t`` of every point from each point's ``width`` contiguous taps."""
+        lanes = len(chunks)
+        if width == 2:  # the even and the odd elements of all the loads in a row
+            joined = self.concat(chunks)
+            return [self.shuffle(joined, joined, [2 * p + t for p in range(lanes)])
+                    for t in range(2)]
         # Vector k holds, in 128-bit lane g, the 4 taps of point 4 g + k; the in-lane
-        # transpose then gives vector t = tap t of points 0 ... lanes - 1 in order.
-        z = []
-        for k in range(4):
-            parts = [chunks[4 * g + k] for g in range(lanes // 4)]
-            while len(parts) > 1:
-                parts = [concat(parts[i], parts[i + 1]) for i in range(0, len(parts), 2)]
-            z.append(parts[0])
-        t0, t1 = shuffle(z[0], z[1], lo_ps), shuffle(z[2], z[3], lo_ps)
-        t2, t3 = shuffle(z[0], z[1], hi_ps), shuffle(z[2], z[3], hi_ps)
-        return (shuffle(t0, t1, lo_pd), shuffle(t0, t1, hi_pd),
-                shuffle(t2, t3, lo_pd), shuffle(t2, t3, hi_pd))
+        # transpose then leaves tap t of points 0 ... lanes - 1, in order, in vector t.
+        z = [self.concat([chunks[4 * g + k] for g in range(lanes // 4)]) for k in range(4)]
+        groups = range(lanes // 4)
+        lo_ps = [i for g in groups for i in (4 * g, lanes + 4 * g, 4 * g + 1, lanes + 4 * g + 1)]
+        hi_ps = [i + 2 for i in lo_ps]
+        lo_pd = [i for g in groups for i in (4 * g, 4 * g + 1, lanes + 4 * g, lanes + 4 * g + 1)]
+        hi_pd = [i + 2 for i in lo_pd]
+        t0, t1 = self.shuffle(z[0], z[1], lo_ps), self.shuffle(z[2], z[3], lo_ps)
+        t2, t3 = self.shuffle(z[0], z[1], hi_ps), self.shuffle(z[2], z[3], hi_ps)
+        return [self.shuffle(t0, t1, lo_pd), self.shuffle(t0, t1, hi_pd),
+                self.shuffle(t2, t3, lo_pd), self.shuffle(t2, t3, hi_pd)]
 
-    lo_ps, hi_ps, lo_pd, hi_pd = _lane_masks(lanes)
-    wx = [load_vector(row(wa, k), lanes) for k in range(4)]
-    sums = [None] * len(planes)
-    for ky in range(4):
-        wy = load_vector(row(wa, 4 + ky), lanes)
-        starts = row(oa, _BASE + ky)
-        starts = [builder.sext(builder.load(builder.gep(starts, [ir.Constant(i64, p)])), i64)
-                  for p in range(lanes)]
-        weights = [builder.fmul(wx[kx], wy) for kx in range(4)]
-        for c, plane in enumerate(planes):
-            taps = taps_of([load_vector(builder.gep(plane.data, [start]), 4) for start in starts])
-            for kx in range(4):
-                term = builder.fmul(weights[kx], taps[kx])
-                sums[c] = term if sums[c] is None else builder.fadd(sums[c], term)
-    for total, out in zip(sums, outs):
-        ptr = builder.bitcast(builder.gep(out.data, [first]),
-                              ir.PointerType(ir.VectorType(fl, lanes)))
-        builder.store(total, ptr).align = 4
+    def sums(self, kernel: _Kernel, planes, outs):
+        """``outs[c][first : first + LANES]`` = the sums of plane ``planes[c]``: row starts,
+        weights and their products formed once for every channel."""
+        b, lanes = self.builder, LANES
+        weights = {}
+
+        def weight(k):
+            if k not in weights:
+                weights[k] = self.load(self.row(self.wa, k), self.fl, lanes)
+            return weights[k]
+
+        totals = [None] * len(planes)
+        for r, (x_rows, parts) in enumerate(kernel.rows):
+            starts_row = self.row(self.oa, kernel.plan_rows + r)
+            starts = [b.sext(b.load(b.gep(starts_row, [ir.Constant(self.i64, p)])), self.i64)
+                      for p in range(lanes)]
+            products = []
+            for x in x_rows:
+                w = weight(x)
+                for part in parts:
+                    w = b.fmul(w, weight(part))
+                products.append(w)
+            for c, plane in enumerate(planes):
+                chunks = [self.load(b.gep(plane.data, [s]), self.fl, kernel.taps) for s in starts]
+                for w, tap in zip(products, self.taps(chunks, kernel.taps)):
+                    term = b.fmul(w, tap)
+                    totals[c] = term if totals[c] is None else b.fadd(totals[c], term)
+        for total, out in zip(totals, outs):
+            ptr = b.bitcast(b.gep(out.data, [self.first]),
+                            ir.PointerType(ir.VectorType(self.fl, lanes)))
+            b.store(total, ptr).align = 4
+
+    def plan(self, kernel: _Kernel):
+        """The row starts of the group's points; returns the mask of those that do not
+        qualify (i64)."""
+        b, lanes = self.builder, LANES
+        vec = ir.VectorType(self.i32, lanes)
+        rows = {}
+
+        def off(k):
+            if k not in rows:
+                ptr = b.bitcast(self.row(self.oa, k), ir.PointerType(vec))
+                rows[k] = b.load(ptr)
+                rows[k].align = 4
+            return rows[k]
+
+        def splat(value):
+            return ir.Constant(vec, [value] * lanes)
+
+        clean, starts = None, []
+        for x_rows, parts in kernel.rows:
+            x0 = off(x_rows[0])
+            ok = b.icmp_signed(">=", x0, splat(0))
+            for t in range(1, len(x_rows)):  # contiguous, unpadded: x0 + t
+                ok = b.and_(ok, b.icmp_signed("==", off(x_rows[t]), b.add(x0, splat(t))))
+            start = x0
+            for part in parts:
+                ok = b.and_(ok, b.icmp_signed(">=", off(part), splat(0)))
+                start = b.add(start, off(part))
+            clean = ok if clean is None else b.and_(clean, ok)
+            starts.append(start)
+        for r, start in enumerate(starts):
+            ptr = b.bitcast(self.row(self.oa, kernel.plan_rows + r), ir.PointerType(vec))
+            b.store(b.select(clean, start, splat(0)), ptr).align = 4
+        ones = ir.Constant(ir.VectorType(ir.IntType(1), lanes), [1] * lanes)
+        misses = b.bitcast(b.xor(clean, ones), ir.IntType(lanes))
+        return b.zext(misses, self.i64)
 
 
-def _row_group_types(planes, outs, off, wts, j0) -> bool:
+def _group_types(planes, outs, off, wts, j0) -> bool:
     f32 = types.float32
     return (all(_flat(a, f32) for a in planes + outs) and _contiguous_2d(off, types.int32)
             and _contiguous_2d(wts, f32) and isinstance(j0, types.Integer))
 
 
-@intrinsic
-def _sum_row_group(typingctx, xc, off, wts, j0, oc):
-    """``oc[j0 : j0 + LANES]`` = the 2-D cubic sums of those points, read a row at a time
-    (every point must qualify, or have row starts 0 and be summed again after).
-
-    ``xc``: one channel's plane (float32, unit stride from its first element), ``off``
-    the plan with its row-load rows, ``wts`` its weights (float32), ``oc`` that channel's
-    output points.
-    """
-    if not _row_group_types((xc,), (oc,), off, wts, j0):
-        return None
-    sig = types.none(xc, off, wts, j0, oc)
-
-    def codegen(context, builder, signature, args):
-        (xt, offt, wt, jt, ot), arrays = signature.args, context.make_array
-        _emit_row_group(context, builder, arrays(offt)(context, builder, args[1]),
-                        arrays(wt)(context, builder, args[2]),
-                        context.cast(builder, args[3], jt, types.int64),
-                        [arrays(xt)(context, builder, args[0])],
-                        [arrays(ot)(context, builder, args[4])])
-        return context.get_dummy_value()
-
-    return sig, codegen
+def _arrays(context, builder, signature, args, indices):
+    return [context.make_array(signature.args[i])(context, builder, args[i]) for i in indices]
 
 
-@intrinsic
-def _sum_row_group_pair(typingctx, xa, xb, off, wts, j0, oa, ob):
-    """:func:`_sum_row_group` of two channels at once (planes ``xa``, ``xb``; outputs
-    ``oa``, ``ob``)."""
-    if not _row_group_types((xa, xb), (oa, ob), off, wts, j0):
-        return None
-    sig = types.none(xa, xb, off, wts, j0, oa, ob)
-
-    def codegen(context, builder, signature, args):
-        (at, bt, offt, wt, jt, oat, obt), arrays = signature.args, context.make_array
-        _emit_row_group(context, builder, arrays(offt)(context, builder, args[2]),
-                        arrays(wt)(context, builder, args[3]),
-                        context.cast(builder, args[4], jt, types.int64),
-                        [arrays(at)(context, builder, args[0]),
-                         arrays(bt)(context, builder, args[1])],
-                        [arrays(oat)(context, builder, args[5]),
-                         arrays(obt)(context, builder, args[6])])
-        return context.get_dummy_value()
-
-    return sig, codegen
+def _first(context, builder, signature, args, i):
+    return context.cast(builder, args[i], signature.args[i], types.int64)
 
 
-def _sum_row_group_interpreted(xc, off, wts, j0, oc):
-    """:func:`_sum_row_group` as plain Python (``NUMBA_DISABLE_JIT=1``): the same float32
+def _intrinsics(kernel: _Kernel):
+    """The compiled group sums (one channel, two) and group plan of ``kernel``."""
+
+    @intrinsic
+    def group(typingctx, xc, off, wts, j0, oc):
+        if not _group_types((xc,), (oc,), off, wts, j0):
+            return None
+
+        def codegen(context, builder, signature, args):
+            xa, oa, wa, outa = _arrays(context, builder, signature, args, (0, 1, 2, 4))
+            first = _first(context, builder, signature, args, 3)
+            _Emitter(context, builder, oa, wa, first).sums(kernel, [xa], [outa])
+            return context.get_dummy_value()
+
+        return types.none(xc, off, wts, j0, oc), codegen
+
+    @intrinsic
+    def pair(typingctx, xa, xb, off, wts, j0, oa, ob):
+        if not _group_types((xa, xb), (oa, ob), off, wts, j0):
+            return None
+
+        def codegen(context, builder, signature, args):
+            a, bb, offa, wa, outa, outb = _arrays(context, builder, signature, args,
+                                                  (0, 1, 2, 3, 5, 6))
+            first = _first(context, builder, signature, args, 4)
+            _Emitter(context, builder, offa, wa, first).sums(kernel, [a, bb], [outa, outb])
+            return context.get_dummy_value()
+
+        return types.none(xa, xb, off, wts, j0, oa, ob), codegen
+
+    @intrinsic
+    def plan(typingctx, off, j0):
+        if not (_contiguous_2d(off, types.int32) and isinstance(j0, types.Integer)):
+            return None
+
+        def codegen(context, builder, signature, args):
+            (oa,) = _arrays(context, builder, signature, args, (0,))
+            first = _first(context, builder, signature, args, 1)
+            return _Emitter(context, builder, oa, None, first).plan(kernel)
+
+        return types.int64(off, j0), codegen
+
+    return group, pair, plan
+
+
+def _tap_offset(kernel, off, r, t, j) -> int:
+    x_rows, parts = kernel.rows[r]
+    return int(off[x_rows[t], j]) + sum(int(off[p, j]) for p in parts)
+
+
+def _group_interpreted(kernel, xc, off, wts, j0, oc):
+    """The group sum as plain Python (``NUMBA_DISABLE_JIT=1``): the same float32
     operations in the same order."""
-    for p in range(j0, j0 + LANES):
+    for j in range(j0, j0 + LANES):
         acc = None
-        for ky in range(4):
-            start = int(off[_BASE + ky, p])
-            for kx in range(4):
-                term = (wts[kx, p] * wts[4 + ky, p]) * xc[start + kx]
+        for r, (x_rows, parts) in enumerate(kernel.rows):
+            start = int(off[kernel.plan_rows + r, j])
+            for t, x in enumerate(x_rows):
+                w = wts[x, j]
+                for part in parts:
+                    w = w * wts[part, j]
+                term = w * xc[start + t]
                 acc = term if acc is None else acc + term
-        oc[p] = acc
+        oc[j] = acc
 
 
-def row_group(xc, off, wts, j0, oc):
-    """``oc[j0 : j0 + LANES]``: the 2-D cubic sums of those points read a row at a time
-    (float32 planes)."""
-    _sum_row_group_interpreted(xc, off, wts, j0, oc)
-
-
-def row_group_pair(xa, xb, off, wts, j0, oa, ob):
-    """:func:`row_group` of two channels."""
-    _sum_row_group_interpreted(xa, off, wts, j0, oa)
-    _sum_row_group_interpreted(xb, off, wts, j0, ob)
-
-
-@overload(row_group, inline="always")
-def _row_group_compiled(xc, off, wts, j0, oc):
-    def group(xc, off, wts, j0, oc):
-        _sum_row_group(xc, off, wts, j0, oc)
-    return group
-
-
-@overload(row_group_pair, inline="always")
-def _row_group_pair_compiled(xa, xb, off, wts, j0, oa, ob):
-    def pair(xa, xb, off, wts, j0, oa, ob):
-        _sum_row_group_pair(xa, xb, off, wts, j0, oa, ob)
-    return pair
-
-
-@intrinsic
-def _plan_row_group(typingctx, off, j0):
-    """Rows 8-11 of points ``j0 … j0 + LANES - 1`` of a planned 2-D cubic block (module
-    docstring), in vectors; returns the mask of those that do not qualify.
-
-    Vectors made by hand: as a loop, the stores into rows 8-11 of the table whose rows
-    0-7 it reads kept LLVM from vectorizing (it cannot tell the rows apart), 2.4 ns a
-    point against 0.23.
-    """
-    if not (_contiguous_2d(off, types.int32) and isinstance(j0, types.Integer)):
-        return None
-    sig = types.int64(off, j0)
-    lanes = LANES
-
-    def codegen(context, builder, signature, args):
-        offt, jt = signature.args
-        oa = context.make_array(offt)(context, builder, args[0])
-        first = context.cast(builder, args[1], jt, types.int64)
-        i32, i64 = ir.IntType(32), ir.IntType(64)
-        vec = ir.VectorType(i32, lanes)
-        row_length = builder.extract_value(oa.shape, 1)
-
-        def row(k):  # pointer to off[k, first] as a vector of lanes
-            index = builder.add(builder.mul(ir.Constant(i64, k), row_length), first)
-            return builder.bitcast(builder.gep(oa.data, [index]), ir.PointerType(vec))
-
-        def splat(value):
-            return ir.Constant(vec, [value] * lanes)
-
-        o = []
-        for k in range(8):
-            value = builder.load(row(k))
-            value.align = 4
-            o.append(value)
-        ox0 = o[0]
-        clean = builder.icmp_signed(">=", ox0, splat(0))
-        for k in (1, 2, 3):  # x taps ox0 + k: contiguous, unpadded
-            clean = builder.and_(clean, builder.icmp_signed("==", o[k], builder.add(ox0, splat(k))))
-        rows = builder.or_(builder.or_(o[4], o[5]), builder.or_(o[6], o[7]))
-        clean = builder.and_(clean, builder.icmp_signed(">=", rows, splat(0)))
-        for k in range(4):
-            start = builder.select(clean, builder.add(o[4 + k], ox0), splat(0))
-            builder.store(start, row(_BASE + k)).align = 4
-        ones = ir.Constant(ir.VectorType(ir.IntType(1), lanes), [1] * lanes)
-        misses = builder.bitcast(builder.xor(clean, ones), ir.IntType(lanes))
-        return builder.zext(misses, i64)
-
-    return sig, codegen
-
-
-def _plan_row_group_interpreted(off, j0):
-    """:func:`_plan_row_group` as plain Python (``NUMBA_DISABLE_JIT=1``)."""
+def _plan_interpreted(kernel, off, j0):
+    """The group plan as plain Python (``NUMBA_DISABLE_JIT=1``)."""
     misses = 0
     for p in range(LANES):
         j = j0 + p
-        ox0 = int(off[0, j])
-        clean = (ox0 >= 0 and all(int(off[k, j]) == ox0 + k for k in (1, 2, 3))
-                 and (int(off[4, j]) | int(off[5, j]) | int(off[6, j]) | int(off[7, j])) >= 0)
-        for k in range(4):
-            off[_BASE + k, j] = int(off[4 + k, j]) + ox0 if clean else 0
+        clean = True
+        for x_rows, parts in kernel.rows:
+            x0 = int(off[x_rows[0], j])
+            clean &= x0 >= 0 and all(int(off[x, j]) == x0 + t for t, x in enumerate(x_rows))
+            clean &= all(int(off[part, j]) >= 0 for part in parts)
+        for r in range(len(kernel.rows)):
+            off[kernel.plan_rows + r, j] = _tap_offset(kernel, off, r, 0, j) if clean else 0
         misses |= 0 if clean else 1 << p
     return misses
 
 
-def row_plan(off, j0):
-    """Rows 8-11 of points ``j0 … j0 + LANES - 1`` of a planned 2-D cubic block (module
-    docstring); returns the mask of those that do not qualify (bit ``p``: point
-    ``j0 + p``)."""
-    return _plan_row_group_interpreted(off, j0)
+def _functions(kernel: _Kernel):
+    """``(plan, group, pair)`` of ``kernel``: the intrinsics, or with ``NUMBA_DISABLE_JIT=1``
+    plain Python twins (chosen once, as :mod:`gridsample._int32` does: an overload
+    dispatching between them cost each entry's first call ~0.3 s of inlining)."""
+    if not numba.config.DISABLE_JIT:
+        group, pair, plan = _intrinsics(kernel)
+        return plan, group, pair
 
-
-@overload(row_plan, inline="always")
-def _row_plan_compiled(off, j0):
     def plan(off, j0):
-        return _plan_row_group(off, j0)
-    return plan
+        """Row starts of points ``j0 … j0 + LANES - 1`` of a planned block (module
+        docstring); returns the mask of those that do not qualify (bit ``p``: ``j0 + p``)."""
+        return _plan_interpreted(kernel, off, j0)
+
+    def group(xc, off, wts, j0, oc):
+        """``oc[j0 : j0 + LANES]``: those points' sums, read a row at a time (every point
+        must qualify, or have row starts 0 and be summed again after)."""
+        _group_interpreted(kernel, xc, off, wts, j0, oc)
+
+    def pair(xa, xb, off, wts, j0, oa, ob):
+        """:func:`group` of two channels, the row starts, weights and products shared."""
+        _group_interpreted(kernel, xa, off, wts, j0, oa)
+        _group_interpreted(kernel, xb, off, wts, j0, ob)
+
+    return plan, group, pair
+
+
+plan_rows_cubic_2d, group_cubic_2d, pair_cubic_2d = _functions(_CUBIC_2D)
+plan_rows_linear_2d, group_linear_2d, pair_linear_2d = _functions(_LINEAR_2D)
+plan_rows_linear_3d, group_linear_3d, pair_linear_3d = _functions(_LINEAR_3D)
 
 
 @intrinsic
@@ -357,13 +391,10 @@ def _count_trailing_zeros(typingctx, bits):
     return sig, codegen
 
 
-def lowest_bit(bits):
+def _lowest_bit(bits):
     """The index of the lowest set bit of ``bits`` (> 0)."""
     return (int(bits) & -int(bits)).bit_length() - 1
 
 
-@overload(lowest_bit, inline="always")
-def _lowest_bit_compiled(bits):
-    def lowest(bits):
-        return _count_trailing_zeros(bits)
-    return lowest
+#: The index of the lowest set bit of an integer > 0 (``llvm.cttz`` compiled).
+lowest_bit = _lowest_bit if numba.config.DISABLE_JIT else _count_trailing_zeros

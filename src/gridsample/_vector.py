@@ -57,7 +57,19 @@ from ._registry import (
     PAD_WRAP,
     PAD_ZEROS,
 )
-from ._row_loads import LANES, ROW_MISSES, lowest_bit, row_group, row_group_pair, row_plan
+from ._row_loads import (
+    LANES,
+    group_cubic_2d,
+    group_linear_2d,
+    group_linear_3d,
+    lowest_bit,
+    pair_cubic_2d,
+    pair_linear_2d,
+    pair_linear_3d,
+    plan_rows_cubic_2d,
+    plan_rows_linear_2d,
+    plan_rows_linear_3d,
+)
 from ._taps import (
     AXIS_HIGH,
     AXIS_MUL,
@@ -827,13 +839,22 @@ def _tap_inlined(xc, kind, q, zero):
     return v if q >= 0 else zero
 
 
-@helper
-def _linear_sum(xc, kind, off, wts, j, zero):
+@skeleton
+def _linear_point_sum(xc, kind, off, wts, j, zero):
+    """A 2-D linear point's sum: ``w0 v0 + w1 v1 + w2 v2 + w3 v3``, left to right."""
     acc = zero
-    for k in range(4):  # w0 v0 + w1 v1 + w2 v2 + w3 v3, left to right
+    for k in range(4):
         term = wts[k, j] * _tap_inlined(xc, kind, off[k, j], zero)
         acc = term if k == 0 else acc + term
     return acc
+
+
+@helper
+def _linear_sum(xc, kind, off, wts, j, zero):
+    """:func:`_linear_point_sum` compiled apart, for the gathering sweeps' loops (inlined
+    by LLVM).  The row-load sweep's leftovers inline the skeleton itself: this helper
+    compiled for them alone cost their entry's first call ~0.3 s."""
+    return _linear_point_sum(xc, kind, off, wts, j, zero)
 
 
 @skeleton
@@ -946,38 +967,6 @@ def sweep_cubic_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azer
         oc = outflat[c * os_c:]
         for j in range(nb):
             store(oc, j, _cubic_sum(xc, kind, off, wts, j, zero), kind)
-
-
-@skeleton
-def sweep_cubic_2d_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    """:func:`sweep_cubic_2d` for float32 X whose rows are contiguous, reading each point's
-    rows of taps with one load (:mod:`gridsample._row_loads`; the plan table has its rows),
-    two channels per pass: groups of ``LANES`` points, then, in one loop for every channel,
-    the points that do not qualify and the last ``nb % LANES`` by :func:`_cubic_sum` (the
-    same bits).  Entries of its own (``*_rows``): no other element type compiles it."""
-    grouped = nb - nb % LANES
-    for j0 in range(0, grouped, LANES):
-        off[ROW_MISSES, j0] = row_plan(off, j0)
-    for c0 in range(0, C - 1, 2):
-        xa, xb = xflat[c0 * xs_c:], xflat[(c0 + 1) * xs_c:]
-        oa, ob = outflat[c0 * os_c:], outflat[(c0 + 1) * os_c:]
-        for j0 in range(0, grouped, LANES):
-            row_group_pair(xa, xb, off, wts, j0, oa, ob)
-    if C % 2:
-        xc, oc = xflat[(C - 1) * xs_c:], outflat[(C - 1) * os_c:]
-        for j0 in range(0, grouped, LANES):
-            row_group(xc, off, wts, j0, oc)
-    # The leftovers, found bit by bit (a test per point would be if-converted into a
-    # masked gather of every point); the last points as one more group, all of it missed.
-    for c in range(C):
-        zero = azero[c]
-        xc, oc = xflat[c * xs_c:], outflat[c * os_c:]
-        for j0 in range(0, nb, LANES):
-            misses = off[ROW_MISSES, j0] if j0 < grouped else (1 << (nb - j0)) - 1
-            while misses != 0:
-                j = j0 + lowest_bit(misses)
-                store(oc, j, _cubic_sum(xc, kind, off, wts, j, zero), kind)
-                misses &= misses - 1
 
 
 @skeleton
@@ -1141,6 +1130,88 @@ def _block_of(task, nblk, block, P):
     n = task // nblk
     p0 = (task - n * nblk) * block
     return n, p0, min(block, P - p0)
+
+
+# Sweeps that read each point's taps a row at a time (gridsample._row_loads), for float32 X
+# whose rows are contiguous: entries of their own (``*_rows``), so that no other element
+# type compiles them.  Each: the groups' row starts, the group sums two channels per pass,
+# then the points that do not qualify and the last ``nb % LANES`` by the gathering sweep's
+# per-point sum (the same bits).
+
+@skeleton
+def sweep_cubic_2d_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    """:func:`sweep_cubic_2d` reading each row of 4 taps with one 128-bit load."""
+    grouped = nb - nb % LANES
+    last = off.shape[0] - 1  # the groups' masks (gridsample._row_loads)
+    for j0 in range(0, grouped, LANES):
+        off[last, j0] = plan_rows_cubic_2d(off, j0)
+    for c0 in range(0, C - 1, 2):
+        for j0 in range(0, grouped, LANES):
+            pair_cubic_2d(xflat[c0 * xs_c:], xflat[(c0 + 1) * xs_c:], off, wts, j0,
+                          outflat[c0 * os_c:], outflat[(c0 + 1) * os_c:])
+    if C % 2:
+        for j0 in range(0, grouped, LANES):
+            group_cubic_2d(xflat[(C - 1) * xs_c:], off, wts, j0, outflat[(C - 1) * os_c:])
+    _row_leftovers(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero, _cubic_sum)
+
+
+@skeleton
+def sweep_linear_2d_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    """:func:`sweep_linear_2d` reading each row of 2 taps with one 64-bit load."""
+    grouped = nb - nb % LANES
+    last = off.shape[0] - 1
+    for j0 in range(0, grouped, LANES):
+        off[last, j0] = plan_rows_linear_2d(off, j0)
+    for c0 in range(0, C - 1, 2):
+        for j0 in range(0, grouped, LANES):
+            pair_linear_2d(xflat[c0 * xs_c:], xflat[(c0 + 1) * xs_c:], off, wts, j0,
+                           outflat[c0 * os_c:], outflat[(c0 + 1) * os_c:])
+    if C % 2:
+        for j0 in range(0, grouped, LANES):
+            group_linear_2d(xflat[(C - 1) * xs_c:], off, wts, j0, outflat[(C - 1) * os_c:])
+    _row_leftovers(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero,
+                   _linear_point_sum)
+
+
+@skeleton
+def sweep_linear_3d_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    """:func:`sweep_linear_3d` reading each row of 2 taps with one 64-bit load."""
+    grouped = nb - nb % LANES
+    last = off.shape[0] - 1
+    for j0 in range(0, grouped, LANES):
+        off[last, j0] = plan_rows_linear_3d(off, j0)
+    for c0 in range(0, C - 1, 2):
+        for j0 in range(0, grouped, LANES):
+            pair_linear_3d(xflat[c0 * xs_c:], xflat[(c0 + 1) * xs_c:], off, wts, j0,
+                           outflat[c0 * os_c:], outflat[(c0 + 1) * os_c:])
+    if C % 2:
+        for j0 in range(0, grouped, LANES):
+            group_linear_3d(xflat[(C - 1) * xs_c:], off, wts, j0, outflat[(C - 1) * os_c:])
+    _row_leftovers(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero, _linear_3d_sum)
+
+
+@skeleton
+def _linear_3d_sum(xc, kind, off, wts, j, zero):
+    return _sum_3d(xc, kind, off, wts, j, zero, 2)
+
+
+@skeleton
+def _row_leftovers(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero, point_sum):
+    """Every channel's points that the row groups did not sum: those of each group that do
+    not qualify, found bit by bit from the group's mask (a test per point would be
+    if-converted into a masked gather of every point), and the last ``nb % LANES`` as one
+    more group, all missed; each by ``point_sum``, the gathering sweep's."""
+    grouped = nb - nb % LANES
+    last = off.shape[0] - 1
+    for c in range(C):
+        zero = azero[c]
+        xc, oc = xflat[c * xs_c:], outflat[c * os_c:]
+        for j0 in range(0, nb, LANES):
+            misses = off[last, j0] if j0 < grouped else (1 << (nb - j0)) - 1
+            while misses != 0:
+                j = j0 + lowest_bit(misses)
+                store(oc, j, point_sum(xc, kind, off, wts, j, zero), kind)
+                misses &= misses - 1
 
 
 @skeleton

@@ -36,8 +36,10 @@ from ._vector import (
     sweep_cubic_3d_cl,
     sweep_linear_2d,
     sweep_linear_2d_cl,
+    sweep_linear_2d_rows,
     sweep_linear_3d,
     sweep_linear_3d_cl,
+    sweep_linear_3d_rows,
     sweep_nearest_2d,
     sweep_nearest_2d_cl,
     sweep_nearest_3d,
@@ -63,6 +65,14 @@ def linear_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_ZEROS,
                sweep_linear_2d_cl)
+
+
+@function
+def linear_2d_zeros_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_ZEROS,
+               sweep_linear_2d_rows)
 
 
 @function
@@ -130,6 +140,14 @@ def linear_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
 
 
 @function
+def linear_2d_border_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_BORDER,
+               sweep_linear_2d_rows)
+
+
+@function
 def linear_2d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -191,6 +209,15 @@ def linear_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d_cl)
+
+
+@function
+def linear_2d_reflection_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                              coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_REFLECTION, sweep_linear_2d_rows)
 
 
 @function
@@ -262,6 +289,14 @@ def linear_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
 
 
 @function
+def linear_2d_index_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_MIRROR,
+               sweep_linear_2d_rows)
+
+
+@function
 def linear_2d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -325,6 +360,14 @@ def linear_3d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_ZEROS,
                sweep_linear_3d_cl)
+
+
+@function
+def linear_3d_zeros_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_ZEROS,
+               sweep_linear_3d_rows)
 
 
 @function
@@ -392,6 +435,14 @@ def linear_3d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
 
 
 @function
+def linear_3d_border_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_BORDER,
+               sweep_linear_3d_rows)
+
+
+@function
 def linear_3d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -453,6 +504,15 @@ def linear_3d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d_cl)
+
+
+@function
+def linear_3d_reflection_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                              coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_REFLECTION, sweep_linear_3d_rows)
 
 
 @function
@@ -521,6 +581,14 @@ def linear_3d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_MIRROR,
                sweep_linear_3d_cl)
+
+
+@function
+def linear_3d_index_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_MIRROR,
+               sweep_linear_3d_rows)
 
 
 @function
@@ -1954,6 +2022,18 @@ CHANNEL_LAST_ENTRIES = {
 #: The same for contiguous points from float32 rows of taps, one load a row
 #: (gridsample._row_loads).
 ROW_LOAD_ENTRIES = {
+    (2, MODE_LINEAR, PAD_ZEROS, 'native'): linear_2d_zeros_rows,
+    (2, MODE_LINEAR, PAD_BORDER, 'native'): linear_2d_border_rows,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_2d_reflection_rows,
+    (2, MODE_LINEAR, PAD_MIRROR, 'native'): linear_2d_index_rows,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_2d_index_rows,
+    (2, MODE_LINEAR, PAD_WRAP, 'native'): linear_2d_index_rows,
+    (3, MODE_LINEAR, PAD_ZEROS, 'native'): linear_3d_zeros_rows,
+    (3, MODE_LINEAR, PAD_BORDER, 'native'): linear_3d_border_rows,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_3d_reflection_rows,
+    (3, MODE_LINEAR, PAD_MIRROR, 'native'): linear_3d_index_rows,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_3d_index_rows,
+    (3, MODE_LINEAR, PAD_WRAP, 'native'): linear_3d_index_rows,
     (2, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_2d_zeros_rows,
     (2, MODE_CUBIC, PAD_BORDER, 'native'): cubic_2d_border_rows,
     (2, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_2d_reflection_rows,
