@@ -1141,53 +1141,45 @@ def _block_of(task, nblk, block, P):
 @skeleton
 def sweep_cubic_2d_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """:func:`sweep_cubic_2d` reading each row of 4 taps with one 128-bit load."""
-    grouped = nb - nb % LANES
-    last = off.shape[0] - 1  # the groups' masks (gridsample._row_loads)
-    for j0 in range(0, grouped, LANES):
-        off[last, j0] = plan_rows_cubic_2d(off, j0)
-    for c0 in range(0, C - 1, 2):
-        for j0 in range(0, grouped, LANES):
-            pair_cubic_2d(xflat[c0 * xs_c:], xflat[(c0 + 1) * xs_c:], off, wts, j0,
-                          outflat[c0 * os_c:], outflat[(c0 + 1) * os_c:])
-    if C % 2:
-        for j0 in range(0, grouped, LANES):
-            group_cubic_2d(xflat[(C - 1) * xs_c:], off, wts, j0, outflat[(C - 1) * os_c:])
-    _row_leftovers(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero, _cubic_sum)
+    _sweep_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero, plan_rows_cubic_2d,
+                group_cubic_2d, pair_cubic_2d, _cubic_sum)
 
 
 @skeleton
 def sweep_linear_2d_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """:func:`sweep_linear_2d` reading each row of 2 taps with one 64-bit load."""
-    grouped = nb - nb % LANES
-    last = off.shape[0] - 1
-    for j0 in range(0, grouped, LANES):
-        off[last, j0] = plan_rows_linear_2d(off, j0)
-    for c0 in range(0, C - 1, 2):
-        for j0 in range(0, grouped, LANES):
-            pair_linear_2d(xflat[c0 * xs_c:], xflat[(c0 + 1) * xs_c:], off, wts, j0,
-                           outflat[c0 * os_c:], outflat[(c0 + 1) * os_c:])
-    if C % 2:
-        for j0 in range(0, grouped, LANES):
-            group_linear_2d(xflat[(C - 1) * xs_c:], off, wts, j0, outflat[(C - 1) * os_c:])
-    _row_leftovers(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero,
-                   _linear_point_sum)
+    _sweep_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero, plan_rows_linear_2d,
+                group_linear_2d, pair_linear_2d, _linear_point_sum)
 
 
 @skeleton
 def sweep_linear_3d_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """:func:`sweep_linear_3d` reading each row of 2 taps with one 64-bit load."""
+    _sweep_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero, plan_rows_linear_3d,
+                group_linear_3d, pair_linear_3d, _linear_3d_sum)
+
+
+@skeleton
+def _sweep_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero, plan_rows, group,
+                pair, point_sum):
+    """A row-load sweep from its kernel's functions (gridsample._row_loads): the groups'
+    row starts and masks (``plan_rows``), the group sums two channels per pass (``pair``,
+    then ``group`` for an odd one), then the leftovers by ``point_sum``."""
     grouped = nb - nb % LANES
-    last = off.shape[0] - 1
+    last = off.shape[0] - 1  # the groups' masks
     for j0 in range(0, grouped, LANES):
-        off[last, j0] = plan_rows_linear_3d(off, j0)
+        off[last, j0] = plan_rows(off, j0)
+    # The views made once per channel, not per group: each costs reference counts.
     for c0 in range(0, C - 1, 2):
+        xa, xb = xflat[c0 * xs_c:], xflat[(c0 + 1) * xs_c:]
+        oa, ob = outflat[c0 * os_c:], outflat[(c0 + 1) * os_c:]
         for j0 in range(0, grouped, LANES):
-            pair_linear_3d(xflat[c0 * xs_c:], xflat[(c0 + 1) * xs_c:], off, wts, j0,
-                           outflat[c0 * os_c:], outflat[(c0 + 1) * os_c:])
+            pair(xa, xb, off, wts, j0, oa, ob)
     if C % 2:
+        xc, oc = xflat[(C - 1) * xs_c:], outflat[(C - 1) * os_c:]
         for j0 in range(0, grouped, LANES):
-            group_linear_3d(xflat[(C - 1) * xs_c:], off, wts, j0, outflat[(C - 1) * os_c:])
-    _row_leftovers(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero, _linear_3d_sum)
+            group(xc, off, wts, j0, oc)
+    _row_leftovers(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero, point_sum)
 
 
 @skeleton
