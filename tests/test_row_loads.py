@@ -143,6 +143,14 @@ def test_rows_with_fill_values_per_axis_paddings_and_strided_views(rng, monkeypa
     got = sample(monkeypatch, "rows", xs, grid, mode, "zeros", True)
     assert set(rows) == {with_rows(mode, rank)}
     assert_same_bits(got, sample(monkeypatch, "gather", xs, grid, mode, "zeros", True))
+    # channel-last with one channel: its rows are contiguous, and so are the output points
+    xl = np.ascontiguousarray(np.moveaxis(x[:, :1], 1, -1))
+    rows.clear()
+    got = sample(monkeypatch, "rows", xl, grid, mode, "border", channel_last=True)
+    assert set(rows) == {with_rows(mode, rank)}
+    assert_same_bits(got, sample(monkeypatch, "gather", xl, grid, mode, "border",
+                                 channel_last=True))
+    np.testing.assert_array_equal(got, general(xl, grid, mode, "border", channel_last=True))
 
 
 @pytest.mark.parametrize("mode, rank", KERNELS)
