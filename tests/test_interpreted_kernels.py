@@ -36,7 +36,7 @@ VECTOR_SELECTION = "vector or general or guard or nan_on or layouts"
 @pytest.mark.parametrize("module,selection", [("test_vs_reference.py", SELECTION),
                                               ("test_dtypes.py", DTYPE_SELECTION),
                                               ("test_vector_kernels.py", VECTOR_SELECTION),
-                                              ("test_row_loads.py", "rows or lowest")])
+                                              ("test_row_loads.py", "rows or lowest or by_hand")])
 def test_reference_twins_pass_with_jit_disabled(module, selection):
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
     proc = subprocess.run(

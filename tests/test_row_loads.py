@@ -13,6 +13,7 @@ test_vector_kernels.py).
 from __future__ import annotations
 
 import itertools
+import platform
 
 import numba
 import numpy as np
@@ -22,7 +23,7 @@ import gridsample
 from conftest import ALIGNS
 from gridsample import _engine, _row_loads
 from gridsample._errors import GridSampleError
-from gridsample._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST
+from gridsample._options import MODE_CUBIC, MODE_LINEAR
 from test_vector_kernels import PADDINGS, nasty_grid
 
 
@@ -104,6 +105,8 @@ def inputs(rng, shape, out_spatial, batch_grid=None):
 
 
 SPATIAL = {2: ((9, 12), (13, 11)), 3: ((5, 6, 7), (4, 5, 7))}
+#: X exactly a row of taps wide: a point that does not qualify loads the whole first row.
+NARROWEST = {("cubic", 2): (6, 4), ("linear", 2): (6, 2), ("linear", 3): (4, 5, 2)}
 
 
 @pytest.mark.parametrize("mode, rank", KERNELS)
@@ -112,7 +115,9 @@ def test_rows_equal_gathers_and_the_general_kernels(rng, monkeypatch, mode, rank
     # 1, 2 and 3 channels: the single sweep, a pair, a pair and one; 143 or 140 points:
     # whole groups and a tail of either lane count.
     in_spatial, out_spatial = SPATIAL[rank]
-    for channels, align in itertools.product((1, 2, 3), ALIGNS):
+    cases = [(channels, align, in_spatial) for channels, align in
+             itertools.product((1, 2, 3), ALIGNS)] + [(3, False, NARROWEST[(mode, rank)])]
+    for channels, align, in_spatial in cases:
         x, grid = inputs(rng, (2, channels) + in_spatial, out_spatial)
         rows = table_rows(monkeypatch)
         got = sample(monkeypatch, "rows", x, grid, mode, pad, align)
@@ -131,15 +136,20 @@ def test_rows_with_fill_values_per_axis_paddings_and_strided_views(rng, monkeypa
         got = sample(monkeypatch, "rows", x, grid, mode, "constant", **kw)
         assert_same_bits(got, sample(monkeypatch, "gather", x, grid, mode, "constant", **kw))
         np.testing.assert_array_equal(got, general(x, grid, mode, "constant", **kw))
-    # per-axis paddings, a grid of batch 1 broadcast over 3 items
+    # per-axis index paddings (one vector variant reads each axis's code), a grid of batch
+    # 1 broadcast over 3 items
     x, grid = inputs(rng, (3, 2) + in_spatial, out_spatial, batch_grid=1)
-    pads = ("wrap", "border", "zeros")[:rank]
-    assert_same_bits(sample(monkeypatch, "rows", x, grid, mode, pads),
-                     sample(monkeypatch, "gather", x, grid, mode, pads))
-    # channels and outer axes of X strided, its rows contiguous: rows apply
-    big = rng.standard_normal((2, 6, 2 * in_spatial[0]) + in_spatial[1:]).astype(np.float32)
-    xs = big[:, ::3, ::-2]
+    pads = ("wrap", "mirror", "symmetric")[:rank]
     rows = table_rows(monkeypatch)
+    got = sample(monkeypatch, "rows", x, grid, mode, pads)
+    assert set(rows) == {with_rows(mode, rank)}
+    assert_same_bits(got, sample(monkeypatch, "gather", x, grid, mode, pads))
+    # channels and an outer axis of X strided (a view with gaps, not copied), its rows
+    # contiguous: rows apply
+    big = rng.standard_normal((2, 6, 2 * in_spatial[0]) + in_spatial[1:]).astype(np.float32)
+    xs = big[:, ::3, ::2]
+    assert not xs.flags.c_contiguous
+    rows.clear()
     got = sample(monkeypatch, "rows", xs, grid, mode, "zeros", True)
     assert set(rows) == {with_rows(mode, rank)}
     assert_same_bits(got, sample(monkeypatch, "gather", xs, grid, mode, "zeros", True))
@@ -167,7 +177,9 @@ def test_rows_through_affine_warp(rng, monkeypatch, mode, rank):
         want = {with_rows(mode, rank)} if loads == "rows" else {PLAN_ROWS[(mode, rank)]}
         assert rows and set(rows) == want
         grid = gridsample.affine_grid(theta, shape[:2] + out)
-        assert_same_bits(got, gridsample.grid_sample(x, grid, mode, "border"))
+        # against the other form through the grid
+        other = "gather" if loads == "rows" else "rows"
+        assert_same_bits(got, sample(monkeypatch, other, x, grid, mode, "border"))
 
 
 @pytest.mark.parametrize("case", ["narrow", "strided-rows", "channel-last", "float64",
@@ -205,15 +217,16 @@ def test_rows_only_where_they_apply(rng, monkeypatch, case):
 
 def test_the_default_and_a_bad_setting(monkeypatch):
     monkeypatch.delenv("GRIDSAMPLE_ROW_LOADS", raising=False)
-    for key in ((2, MODE_CUBIC), (2, MODE_LINEAR), (3, MODE_LINEAR)):
-        assert _row_loads.row_loads(*key) in ("rows", "gather")
+    x86 = platform.machine().lower() in ("x86_64", "amd64")
+    assert _row_loads.row_loads(2, MODE_CUBIC) == ("rows" if x86 else "gather")
+    linear = "rows" if x86 and _row_loads.LANES == 8 else "gather"  # AVX2, not AVX-512
+    assert _row_loads.row_loads(2, MODE_LINEAR) == _row_loads.row_loads(3, MODE_LINEAR) == linear
     monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", " Gather ")
     assert _row_loads.row_loads(2, MODE_CUBIC) == "gather"
     monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "fast")
     x, grid = np.ones((1, 1, 5, 5), np.float32), np.zeros((1, 2, 2, 2), np.float32)
     with pytest.raises(GridSampleError, match="GRIDSAMPLE_ROW_LOADS='fast'.*auto, rows, gather"):
         gridsample.grid_sample(x, grid, "cubic")
-    assert MODE_NEAREST not in {mode for _, mode in _row_loads.ROW_LOAD_ROWS}
 
 
 def test_lowest_bit():
@@ -221,3 +234,85 @@ def test_lowest_bit():
     for bits in (1, 2, 12, 0x8000, 0xFFFF, 0x10100):
         want = (bits & -bits).bit_length() - 1
         assert compiled(np.int32(bits)) == _row_loads._lowest_bit(bits) == want
+
+
+ROW_FUNCTIONS = {("cubic", 2): ("cubic_2d", _row_loads._CUBIC_2D),
+                 ("linear", 2): ("linear_2d", _row_loads._LINEAR_2D),
+                 ("linear", 3): ("linear_3d", _row_loads._LINEAR_3D)}
+
+
+@pytest.mark.parametrize("mode, rank", KERNELS)
+def test_group_plans_and_sums_by_hand(rng, mode, rank):
+    """The compiled group plan marks exactly the points that do not qualify (a mask made
+    here from the plan's rows) and gives the others their rows' first taps; the compiled
+    group sums equal the interpreted ones bit for bit.  (Every point marked would pass
+    the tests above too: the leftovers would sum them all.)"""
+    name, kernel = ROW_FUNCTIONS[(mode, rank)]
+    plan_rows, group_sums, pair_sums = (getattr(_row_loads, f"{what}_{name}")
+                                        for what in ("plan_rows", "group", "pair"))
+    plan = numba.njit(lambda off, j0: plan_rows(off, j0))
+    lanes, groups = _row_loads.LANES, 3
+    nb = lanes * groups
+    width = 40
+    off = np.zeros((kernel.plan_rows + len(kernel.rows) + 1, nb), np.int32)
+    # Offsets as a planner makes them: each row's x taps contiguous from a start, the rows
+    # whole multiples of the width apart (per-axis plans: in rows of their own; the fused
+    # 2-D linear plan: in each tap's offset); then some points spoiled.
+    starts = rng.integers(0, width - kernel.taps, nb)
+    x_rows = sorted({x for xs, _ in kernel.rows for x in xs})
+    parts = sorted({p for _, ps in kernel.rows for p in ps})
+    for p in parts:
+        off[p] = rng.integers(0, 30, nb) * width
+    for xs, ps in kernel.rows:
+        base = starts if ps else starts + rng.integers(0, 30, nb) * width
+        for t, x in enumerate(xs):
+            off[x] = base + t
+    spoil = rng.choice(nb, size=nb // 3, replace=False)
+    outside = -1 if not parts else -2 ** 31
+    for k, j in enumerate(spoil):
+        how = k % 3
+        if how == 0:
+            off[x_rows[-1], j] = outside  # a tap outside
+        elif how == 1:
+            off[x_rows[1], j] = off[x_rows[0], j]  # padded: a repeated tap (border)
+        else:
+            off[(parts or x_rows)[-1], j] = outside  # a row outside
+    expected = np.ones(nb, bool)
+    for xs, ps in kernel.rows:
+        x0 = off[xs[0]].astype(np.int64)
+        expected &= x0 >= 0
+        for t, x in enumerate(xs[1:], 1):
+            expected &= off[x] == x0 + t
+        for p in ps:
+            expected &= off[p] >= 0
+    interpreted = off.copy()
+    for g in range(groups):
+        j0 = g * lanes
+        mask = plan(off, j0)
+        bits = np.array([(mask >> p) & 1 for p in range(lanes)], bool)
+        np.testing.assert_array_equal(bits, ~expected[j0:j0 + lanes])
+        assert mask == _row_loads._plan_interpreted(kernel, interpreted, j0)
+    assert (~expected).any() and expected.any()
+    np.testing.assert_array_equal(off, interpreted)  # the same row starts
+    for r, (xs, ps) in enumerate(kernel.rows):  # a qualifying point's row: its first tap
+        first = off[xs[0]].astype(np.int64) + sum(off[p].astype(np.int64) for p in ps)
+        np.testing.assert_array_equal(off[kernel.plan_rows + r][expected], first[expected])
+        assert (off[kernel.plan_rows + r][~expected] == 0).all()
+    # the sums: compiled against interpreted, one channel and two
+    plane = rng.standard_normal(100 * width).astype(np.float32)  # every row start inside
+    other = rng.standard_normal(plane.size).astype(np.float32)
+    wts = rng.standard_normal((kernel.plan_rows, nb)).astype(np.float32)
+    group = numba.njit(lambda xc, off, wts, j0, oc: group_sums(xc, off, wts, j0, oc))
+    pair = numba.njit(lambda xa, xb, off, wts, j0, oa, ob: pair_sums(xa, xb, off, wts, j0, oa,
+                                                                      ob))
+    got, got_b, want, want_b = (np.zeros(nb, np.float32) for _ in range(4))
+    for g in range(groups):
+        group(plane, off, wts, g * lanes, got)
+        _row_loads._group_interpreted(kernel, plane, off, wts, g * lanes, want)
+    assert_same_bits(got, want)
+    got[:] = 0
+    for g in range(groups):
+        pair(plane, other, off, wts, g * lanes, got, got_b)
+        _row_loads._group_interpreted(kernel, other, off, wts, g * lanes, want_b)
+    assert_same_bits(got, want)
+    assert_same_bits(got_b, want_b)

@@ -37,7 +37,7 @@ from ._jit import read_only
 from ._options import MODE_CUBIC, MODE_LINEAR
 from ._plan import ForwardPlan, common_padding
 from ._registry import MODES, PAD_CONSTANT, PAD_ZEROS, kernel_name, padding_of, taps_per_point
-from ._row_loads import ROW_LOAD_ROWS, ROW_TAPS, row_loads
+from ._row_loads import LITTLE_ENDIAN, ROW_LOAD_ROWS, ROW_TAPS, row_loads
 from ._taps import axis_constants, weight_constants
 from ._threads import run_shared, threads_for
 from ._vector import fits_int32
@@ -330,7 +330,7 @@ def row_loads_apply(plan: ForwardPlan, sizes: np.ndarray, strides: np.ndarray, o
     :func:`~gridsample._row_loads.row_loads` says so.  ``sizes``, ``strides``: X's spatial
     axes, innermost first."""
     taps = ROW_TAPS.get((plan.rank, plan.kernel_mode))
-    return (taps is not None and plan.out_dtype == np.float32 and os_p == 1
+    return (taps is not None and LITTLE_ENDIAN and plan.out_dtype == np.float32 and os_p == 1
             and strides[0] == 1 and sizes[0] >= taps
             and row_loads(plan.rank, plan.kernel_mode) == "rows")
 
@@ -386,7 +386,8 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
     outside = np.zeros(plan.channels, conv.accumulator) if fillv is None else fillv
     vector_ok = (dtype_name(plan.out_dtype) in VECTOR_DTYPES and not interleaved
                  and vector_pad >= 0 and padding_of(vector_pad).vector)
-    by_rows = vector_ok and row_loads_apply(plan, sizes, strides, os_p)
+    by_rows = (vector_ok and family in ("auto", "vector")
+               and row_loads_apply(plan, sizes, strides, os_p))
     if vector_ok and family in ("auto", "vector"):
         vector = vector_entry(r, plan.kernel_mode, vector_pad, plan.coord_dtype, plan.weight_dtype,
                               sizes, strides, conv.kind, strided=os_p != 1, rows=by_rows)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import platform
+import sys
 
 import numba
 from llvmlite import ir
@@ -44,7 +45,8 @@ from ._errors import GridSampleError
 from ._options import MODE_CUBIC, MODE_LINEAR
 from ._target import vector_width
 
-__all__ = ["ROW_LOAD_ROWS", "ROW_TAPS", "LANES", "ROW_LOADS", "row_loads", "lowest_bit",
+__all__ = ["ROW_LOAD_ROWS", "ROW_TAPS", "LANES", "LITTLE_ENDIAN", "ROW_LOADS", "row_loads",
+           "lowest_bit",
            "plan_rows_cubic_2d", "group_cubic_2d", "pair_cubic_2d",
            "plan_rows_linear_2d", "group_linear_2d", "pair_linear_2d",
            "plan_rows_linear_3d", "group_linear_3d", "pair_linear_3d"]
@@ -72,10 +74,6 @@ class _Kernel:
     @property
     def taps(self) -> int:
         return len(self.rows[0][0])
-
-    @property
-    def misses_row(self) -> int:
-        return self.plan_rows + len(self.rows)
 
 
 # 2-D cubic: x offsets and weights in rows 0-3, y in 4-7; y outer, x inner (_cubic_sum).
@@ -116,6 +114,9 @@ def row_loads(rank: int, mode: int) -> str:
 
 
 _X86_64 = platform.machine().lower() in ("x86_64", "amd64")
+#: Whether the group masks can be made here: a vector of booleans read as an integer puts
+#: lane 0 in bit 0 on little-endian machines only (elsewhere the sweeps always gather).
+LITTLE_ENDIAN = sys.byteorder == "little"
 
 
 def _flat(ty, dtype) -> bool:
@@ -135,12 +136,12 @@ class _Emitter:
     def __init__(self, context, builder, oa, wa, first):
         self.builder, self.oa, self.wa, self.first = builder, oa, wa, first
         self.i32, self.i64, self.fl = ir.IntType(32), ir.IntType(64), ir.FloatType()
-        self.row_length = builder.extract_value(oa.shape, 1)  # off and wts: (rows, block)
 
     def row(self, ary, k):
-        """Pointer to ``ary[k, first]``."""
+        """Pointer to ``ary[k, first]`` (a C-contiguous 2-D table)."""
         b = self.builder
-        index = b.add(b.mul(ir.Constant(self.i64, k), self.row_length), self.first)
+        length = b.extract_value(ary.shape, 1)
+        index = b.add(b.mul(ir.Constant(self.i64, k), length), self.first)
         return b.gep(ary.data, [index])
 
     def load(self, ptr, ty, count):
