@@ -386,16 +386,13 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
     outside = np.zeros(plan.channels, conv.accumulator) if fillv is None else fillv
     vector_ok = (dtype_name(plan.out_dtype) in VECTOR_DTYPES and not interleaved
                  and vector_pad >= 0 and padding_of(vector_pad).vector)
-    by_rows = (vector_ok and family in ("auto", "vector")
-               and row_loads_apply(plan, sizes, strides, os_p))
+    by_rows = False
     if vector_ok and family in ("auto", "vector"):
+        by_rows = row_loads_apply(plan, sizes, strides, os_p)
         vector = vector_entry(r, plan.kernel_mode, vector_pad, plan.coord_dtype, plan.weight_dtype,
                               sizes, strides, conv.kind, strided=os_p != 1, rows=by_rows)
     general = kern.task_nd if family == "nd" else GENERAL_KERNELS.get((r, plan.kernel_mode),
                                                                     kern.task_nd)
-    # The row-load sweeps' plan tables have rows of their own.
-    table_rows = PLAN_ROWS.get((r, plan.kernel_mode), 0) + (
-        ROW_LOAD_ROWS[(r, plan.kernel_mode)] if by_rows else 0)
 
     # Bytes of one channel of one batch item: its input plane, and with its output what a
     # sweep streams.
@@ -409,7 +406,9 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
         block = block_size(points, batch, rows, threads, PLAN_ENTRIES_PER_BLOCK)
         # The plan tables and the planners' copy of a block's coordinates; affine maps make
         # each block's points as well.
-        scratch = (((table_rows, block), np.int32), ((rows, block), plan.weight_dtype),
+        # The row-load sweeps' offset tables have rows of their own after the plan's.
+        extra = ROW_LOAD_ROWS[(r, plan.kernel_mode)] if by_rows else 0
+        scratch = (((rows + extra, block), np.int32), ((rows, block), plan.weight_dtype),
                    ((r * block,), source[0].dtype))
         if len(source) > 1:
             scratch += (((r * block,), source[0].dtype),)

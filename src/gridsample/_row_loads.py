@@ -89,6 +89,12 @@ ROW_LOAD_ROWS = {key: len(kernel.rows) + 1 for key, kernel in _KERNELS.items()}
 #: Taps of a row, by (rank, mode code): X's rows must be at least this wide.
 ROW_TAPS = {key: kernel.taps for key, kernel in _KERNELS.items()}
 
+_X86_64 = platform.machine().lower() in ("x86_64", "amd64")
+#: Whether the group masks can be made here: a vector of booleans read as an integer puts
+#: lane 0 in bit 0 on little-endian machines only (elsewhere the sweeps always gather).
+LITTLE_ENDIAN = sys.byteorder == "little"
+
+
 def row_loads(rank: int, mode: int) -> str:
     """How the vector sweep of ``(rank, mode)`` reads float32 taps: ``"rows"`` (this
     module; 2-D cubic and linear, 3-D linear) or ``"gather"`` (a gather per tap).
@@ -113,11 +119,6 @@ def row_loads(rank: int, mode: int) -> str:
     return "rows"
 
 
-_X86_64 = platform.machine().lower() in ("x86_64", "amd64")
-#: Whether the group masks can be made here: a vector of booleans read as an integer puts
-#: lane 0 in bit 0 on little-endian machines only (elsewhere the sweeps always gather).
-LITTLE_ENDIAN = sys.byteorder == "little"
-
 
 def _flat(ty, dtype) -> bool:
     # The sweeps' flat views (layout "A" once sliced) are unit-stride by construction.
@@ -133,7 +134,7 @@ class _Emitter:
     """LLVM IR for a group of :data:`LANES` points of a plan table (``oa``, ``wa``: the
     plan's offsets and weights as array structs; ``first``: the group's first point)."""
 
-    def __init__(self, context, builder, oa, wa, first):
+    def __init__(self, builder, oa, wa, first):
         self.builder, self.oa, self.wa, self.first = builder, oa, wa, first
         self.i32, self.i64, self.fl = ir.IntType(32), ir.IntType(64), ir.FloatType()
 
@@ -274,7 +275,7 @@ def _intrinsics(kernel: _Kernel):
         def codegen(context, builder, signature, args):
             xa, oa, wa, outa = _arrays(context, builder, signature, args, (0, 1, 2, 4))
             first = _first(context, builder, signature, args, 3)
-            _Emitter(context, builder, oa, wa, first).sums(kernel, [xa], [outa])
+            _Emitter(builder, oa, wa, first).sums(kernel, [xa], [outa])
             return context.get_dummy_value()
 
         return types.none(xc, off, wts, j0, oc), codegen
@@ -288,7 +289,7 @@ def _intrinsics(kernel: _Kernel):
             a, bb, offa, wa, outa, outb = _arrays(context, builder, signature, args,
                                                   (0, 1, 2, 3, 5, 6))
             first = _first(context, builder, signature, args, 4)
-            _Emitter(context, builder, offa, wa, first).sums(kernel, [a, bb], [outa, outb])
+            _Emitter(builder, offa, wa, first).sums(kernel, [a, bb], [outa, outb])
             return context.get_dummy_value()
 
         return types.none(xa, xb, off, wts, j0, oa, ob), codegen
@@ -301,7 +302,7 @@ def _intrinsics(kernel: _Kernel):
         def codegen(context, builder, signature, args):
             (oa,) = _arrays(context, builder, signature, args, (0,))
             first = _first(context, builder, signature, args, 1)
-            return _Emitter(context, builder, oa, None, first).plan(kernel)
+            return _Emitter(builder, oa, None, first).plan(kernel)
 
         return types.int64(off, j0), codegen
 
