@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._engine import run_forward
+from ._dtypes import is_string
+from ._engine import PreparedForward, run_forward
 from ._plan import plan_forward
+from ._prepared import PreparedCache, signature
 from ._splines import cast_result, coefficient_plan
 
 __all__ = ["grid_sample"]
+
+# The prepared runs of recent calls (gridsample._prepared).
+_prepared = PreparedCache()
 
 
 def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=False, *,
@@ -103,10 +108,19 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     >>> gridsample.grid_sample(x, grid, align_corners=True)
     array([[[[7.5]]]], dtype=float32)
     """
+    key = signature(x, grid, (mode, padding_mode, align_corners, channel_last, fill_value,
+                              cubic_a, grid_units, displacement, prefilter))
+    prepared = _prepared.get(key)
+    if prepared is not None:
+        return prepared.run(x, grid)
     plan, x, grid = plan_forward(x, grid, mode, padding_mode, align_corners, channel_last,
                                  fill_value=fill_value, cubic_a=cubic_a, grid_units=grid_units,
                                  displacement=displacement, prefilter=prefilter)
     if plan.prefilter:
         c, cplan = coefficient_plan(plan, x)
         return cast_result(run_forward(cplan, c, grid), plan.out_dtype)
-    return run_forward(plan, x, grid)
+    if is_string(plan.out_dtype):
+        return run_forward(plan, x, grid)
+    prepared = PreparedForward(plan, x.shape, x.strides, x.itemsize)
+    _prepared.put(key, prepared)
+    return prepared.run(x, grid)

@@ -37,14 +37,14 @@ from ._jit import read_only
 from ._options import MODE_CUBIC, MODE_LINEAR
 from ._plan import ForwardPlan, common_padding
 from ._registry import MODES, PAD_CONSTANT, PAD_ZEROS, kernel_name, padding_of, taps_per_point
-from ._row_loads import LITTLE_ENDIAN, ROW_LOAD_ROWS, ROW_TAPS, row_loads
+from ._row_loads import LITTLE_ENDIAN, ROW_LOAD_ROWS, ROW_LOADS_VARIABLE, ROW_TAPS, row_loads
 from ._taps import axis_constants, weight_constants
-from ._threads import run_shared, threads_for
+from ._threads import THREAD_MIN_WORK_VARIABLE, num_threads, run_shared, threads_for
 from ._vector import fits_int32
 from ._vector_entries import CHANNEL_LAST_ENTRIES, PLAN_ROWS, ROW_LOAD_ENTRIES
 from ._vector_entries import ENTRIES as VECTOR_ENTRIES
 
-__all__ = ["run_forward", "flat_view", "GENERAL_KERNELS", "KERNEL_FAMILIES", "use_kernels",
+__all__ = ["run_forward", "PreparedForward", "settings_key", "flat_view", "flat_strides", "GENERAL_KERNELS", "KERNEL_FAMILIES", "use_kernels",
            "kernel_family", "vector_entry", "kernel_constants", "coordinates", "identity_axis"]
 
 #: General entry of each (rank, mode code) the registry specialises (named
@@ -153,6 +153,25 @@ PLANAR_MAX_CHANNELS = 4
 # Points per chunk when a float16/bfloat16 grid is converted to float32 on the
 # way in: 64 Ki points x 3 axes x 4 bytes = 768 KiB of float32 coordinates.
 _HALF_GRID_CHUNK_POINTS = 1 << 16
+
+
+def flat_strides(shape: tuple, strides: tuple, itemsize: int) -> tuple:
+    """The element strides :func:`flat_view` gives an array of ``shape`` and byte
+    ``strides``: its own, or where a stride is negative or not a multiple of the item size
+    (the array is then copied) those of a C-contiguous array."""
+    if any(s < 0 or s % itemsize for s in strides):
+        return c_strides(shape)
+    return tuple(s // itemsize for s in strides)
+
+
+def c_strides(shape: tuple) -> tuple:
+    """Element strides of a C-contiguous array of ``shape`` (as NumPy makes them: an empty
+    axis counts as length 1)."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 def flat_view(a: np.ndarray, writeable: bool = False):
@@ -356,123 +375,184 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
     """
     if is_string(plan.out_dtype):
         return _run_strings(plan, x, grid, chunks)
-    out = np.empty(plan.out_shape, plan.out_dtype)
-    if plan.is_empty:
+    return PreparedForward(plan, x.shape, x.strides, x.itemsize).run(x, grid, chunks, affine)
+
+
+def settings_key() -> tuple:
+    """What :class:`PreparedForward` reads besides the plan and X's layout, as a hashable
+    key: the kernel family, the row-load and thread settings and the thread count in force
+    (a bad setting raises here, as it would when a call runs)."""
+    return (kernel_family(), os.environ.get(ROW_LOADS_VARIABLE),
+            os.environ.get(THREAD_MIN_WORK_VARIABLE), num_threads())
+
+
+class PreparedForward:
+    """Everything :func:`run_forward` derives from a plan, X's strides and the settings in
+    force (:func:`settings_key`): the strides and constants the kernels read, the entry,
+    the thread count.  It holds no array of a call, so the public functions keep it for
+    the next call with the same arguments' shapes, strides, dtypes and options (a small
+    call spent ~25 µs making it).
+
+    ``x_shape``, ``x_strides`` (bytes) and ``itemsize``: X's, as the caller's array has
+    them.
+    """
+
+    def __init__(self, plan: ForwardPlan, x_shape: tuple, x_strides: tuple, itemsize: int):
+        self.plan = plan
+        conv = self.conv = x_conversion(plan.out_dtype)
+        r = plan.rank
+        # Kernels see storage views (uint16 bits for float16/bfloat16, uint8 for bool) of
+        # the same item size.
+        xs = flat_strides(x_shape, x_strides, itemsize)
+        self.xs_n, self.xs_c, xs_spatial = split_channels(xs, plan.channel_last)
+        os = c_strides(plan.out_shape)
+        self.os_n, self.os_c, os_spatial = split_channels(os, plan.channel_last)
+        os_p = self.os_p = os_spatial[-1]  # the output is C-contiguous: points evenly spaced
+        # Kernels list axes in grid order: entry 0 is the innermost spatial axis.
+        sizes = self.sizes = np.array(plan.in_spatial[::-1], np.int64)
+        strides = self.strides = np.array(xs_spatial[::-1], np.int64)
+        self.axc, self.kc = kernel_constants(plan, plan.coord_dtype, plan.weight_dtype)
+        self.wconst = np.array([0.0, 1.0, np.nan], plan.weight_dtype)
+        self.azero = np.zeros(1, conv.accumulator)
+        self.fillv = None if plan.fill is None else plan.fill.astype(conv.accumulator)
+        # Sweep channels innermost when they are many and the closest in memory.
+        self.interleaved = plan.channels > PLANAR_MAX_CHANNELS and self.xs_c <= min(strides)
+        self.K = taps_per_point(plan.kernel_mode, r)
+        self.threads = threads_for(plan.batch * plan.out_points, plan.channels * self.K, r)
+        family = kernel_family()
+        # The vector planners of zeros serve constant: their sweeps read ``outside[c]`` (the
+        # fill of channel c, or 0) for a tap outside.
+        self.vector_pad = PAD_ZEROS if plan.padding == PAD_CONSTANT else plan.kernel_padding
+        self.outside = (np.zeros(plan.channels, conv.accumulator) if self.fillv is None
+                        else self.fillv)
+        vector_ok = (dtype_name(plan.out_dtype) in VECTOR_DTYPES and not self.interleaved
+                     and self.vector_pad >= 0 and padding_of(self.vector_pad).vector)
+        self.vector = None
+        self.by_rows = False
+        if vector_ok and family in ("auto", "vector"):
+            self.by_rows = row_loads_apply(plan, sizes, strides, os_p)
+            self.vector = vector_entry(r, plan.kernel_mode, self.vector_pad, plan.coord_dtype,
+                                       plan.weight_dtype, sizes, strides, conv.kind,
+                                       strided=os_p != 1, rows=self.by_rows)
+        self.general = (kern.task_nd if family == "nd"
+                        else GENERAL_KERNELS.get((r, plan.kernel_mode), kern.task_nd))
+        # Bytes of one channel of one batch item: its input plane, and with its output what
+        # a sweep streams.
+        self.plane_bytes = itemsize * math.prod(plan.in_spatial)
+        self.channel_bytes = self.plane_bytes + itemsize * plan.out_points
+        # Whether the warp's scatter is worth asking (it reads the grid: at each call).
+        self.planes_exceed_cache = (self.vector is not None
+                                    and _planes_exceed_cache(plan.channels, self.plane_bytes))
+        self.out_shape, self.empty = plan.out_shape, plan.is_empty
+        self.grid_shape = (plan.grid_batch, plan.out_points, r)
+        # Blocks of the call's own points (chunks have their own).
+        self.blocks = self._blocks(plan.out_points, plan.batch, self.threads)
+
+    def run(self, x: np.ndarray, grid: np.ndarray, chunks=None, affine=None) -> np.ndarray:
+        """The output for ``x`` and ``grid`` of the plan's layout (:func:`run_forward`)."""
+        plan = self.plan
+        out = np.empty(self.out_shape, plan.out_dtype)
+        if self.empty:
+            return out
+        xflat, _ = flat_view(x.view(self.conv.storage))
+        outflat = out.view(self.conv.storage).reshape(-1)
+        if affine is not None and self.vector is not None:
+            from ._affine_entries import (  # affine_warp's
+                AFFINE_CHANNEL_LAST_ENTRIES,
+                AFFINE_ENTRIES,
+                AFFINE_ROW_LOAD_ENTRIES,
+            )
+
+            entry = vector_entry(plan.rank, plan.kernel_mode, self.vector_pad,
+                                 plan.coord_dtype, plan.weight_dtype, self.sizes,
+                                 self.strides, self.conv.kind,
+                                 (AFFINE_ENTRIES, AFFINE_CHANNEL_LAST_ENTRIES,
+                                  AFFINE_ROW_LOAD_ENTRIES), strided=self.os_p != 1,
+                                 rows=self.by_rows)
+            self._run_vector(entry, affine, xflat, outflat, plan.out_points, plan.batch,
+                             self.threads)
+            return out
+        if chunks is None:
+            grid3 = grid.reshape(self.grid_shape)
+            if not (plan.displacement or is_half(grid.dtype)):
+                scattered = self.planes_exceed_cache and is_scattered(plan, grid3)
+                self._launch(np.ascontiguousarray(grid3), xflat, outflat, plan.batch,
+                             self.threads, scattered)
+                return out
+            chunks = grid_chunks(plan, grid3)
+        self._run_chunks(chunks, xflat, outflat)
         return out
-    conv = x_conversion(plan.out_dtype)
-    r = plan.rank
-    # Kernels see storage views: uint16 bits for float16/bfloat16, uint8 for bool.
-    xflat, xs = flat_view(x.view(conv.storage))
-    xs_n, xs_c, xs_spatial = split_channels(xs, plan.channel_last)
-    outflat, os = flat_view(out.view(conv.storage), writeable=True)
-    os_n, os_c, os_spatial = split_channels(os, plan.channel_last)
-    os_p = os_spatial[-1]  # the output is C-contiguous: points are evenly spaced
-    # Kernels list axes in grid order: entry 0 is the innermost spatial axis.
-    sizes = np.array(plan.in_spatial[::-1], np.int64)
-    strides = np.array(xs_spatial[::-1], np.int64)
-    axc, kc = kernel_constants(plan, plan.coord_dtype, plan.weight_dtype)
-    wconst = np.array([0.0, 1.0, np.nan], plan.weight_dtype)
-    azero = np.zeros(1, conv.accumulator)
-    fillv = None if plan.fill is None else plan.fill.astype(conv.accumulator)
-    # Sweep channels innermost when they are many and the closest in memory.
-    interleaved = plan.channels > PLANAR_MAX_CHANNELS and xs_c <= min(strides)
-    K = taps_per_point(plan.kernel_mode, r)
-    threads = threads_for(plan.batch * plan.out_points, plan.channels * K, r)
-    family = kernel_family()
-    vector = None
-    # The vector planners of zeros serve constant: their sweeps read ``outside[c]`` (the
-    # fill of channel c, or 0) for a tap outside.
-    vector_pad = PAD_ZEROS if plan.padding == PAD_CONSTANT else plan.kernel_padding
-    outside = np.zeros(plan.channels, conv.accumulator) if fillv is None else fillv
-    vector_ok = (dtype_name(plan.out_dtype) in VECTOR_DTYPES and not interleaved
-                 and vector_pad >= 0 and padding_of(vector_pad).vector)
-    by_rows = False
-    if vector_ok and family in ("auto", "vector"):
-        by_rows = row_loads_apply(plan, sizes, strides, os_p)
-        vector = vector_entry(r, plan.kernel_mode, vector_pad, plan.coord_dtype, plan.weight_dtype,
-                              sizes, strides, conv.kind, strided=os_p != 1, rows=by_rows)
-    general = kern.task_nd if family == "nd" else GENERAL_KERNELS.get((r, plan.kernel_mode),
-                                                                    kern.task_nd)
 
-    # Bytes of one channel of one batch item: its input plane, and with its output what a
-    # sweep streams.
-    plane_bytes = x.itemsize * math.prod(plan.in_spatial)
-    channel_bytes = plane_bytes + out.itemsize * plan.out_points
+    def _run_chunks(self, chunks, xflat, outflat) -> None:
+        # Enough chunks: each thread makes and samples its share; few: one at a time, each
+        # sampled by every thread.
+        plan = self.plan
+        per_chunk = 1 if chunks.count >= 2 * self.threads else self.threads
 
-    def run_vector(entry, source, xflat, outflat, points, batch, threads, scattered=False):
+        def run_chunks(first, stop):
+            for i in range(first, stop):
+                n, p0, coords = chunks.make(i)
+                if n is None:
+                    self._launch(coords, xflat, outflat[p0 * self.os_p:], plan.batch, per_chunk)
+                else:
+                    self._launch(coords, xflat[n * self.xs_n:],
+                                 outflat[n * self.os_n + p0 * self.os_p:], 1, per_chunk)
+                del coords  # before the next chunk is made
+
+        run_shared(run_chunks, chunks.count, (), self.threads // per_chunk)
+
+    def _run_vector(self, entry, source, xflat, outflat, points, batch, threads,
+                    scattered=False) -> None:
         """A vector entry over ``batch`` items of ``points`` points whose coordinates come
         from ``source`` (the grid, or affine maps), a group of channels at a time."""
-        rows = PLAN_ROWS[(r, plan.kernel_mode)]
-        block = block_size(points, batch, rows, threads, PLAN_ENTRIES_PER_BLOCK)
-        # The plan tables and the planners' copy of a block's coordinates; affine maps make
-        # each block's points as well.
-        # The row-load sweeps' offset tables have rows of their own after the plan's.
-        extra = ROW_LOAD_ROWS[(r, plan.kernel_mode)] if by_rows else 0
-        scratch = (((rows + extra, block), np.int32), ((rows, block), plan.weight_dtype),
-                   ((r * block,), source[0].dtype))
+        plan = self.plan
+        sizing = self.blocks if self.blocks[0] == (points, batch, threads) else \
+            self._blocks(points, batch, threads)
+        tasks, block, tables = sizing[1:]
+        # The planners' copy of a block's coordinates; affine maps make each block's points
+        # as well.
+        scratch = tables + (((plan.rank * block,), source[0].dtype),)
         if len(source) > 1:
-            scratch += (((r * block,), source[0].dtype),)
-        for c0, count in channel_groups(plan.channels, channel_bytes, plane_bytes, scattered):
-            args = (xflat[c0 * xs_c:], xs_n, xs_c, sizes, strides, axc, kc, *source,
-                    outflat[c0 * os_c:], os_n, os_c, os_p, count, block, wconst, conv.kind,
-                    outside[c0:c0 + count])
-            run_shared(entry, batch * -(-points // block), args, threads, scratch)
+            scratch += (((plan.rank * block,), source[0].dtype),)
+        xs_c, os_c = self.xs_c, self.os_c
+        for c0, count in channel_groups(plan.channels, self.channel_bytes, self.plane_bytes,
+                                        scattered):
+            args = (xflat[c0 * xs_c:], self.xs_n, xs_c, self.sizes, self.strides, self.axc,
+                    self.kc, *source, outflat[c0 * os_c:], self.os_n, os_c, self.os_p, count,
+                    block, self.wconst, self.conv.kind, self.outside[c0:c0 + count])
+            run_shared(entry, tasks, args, threads, scratch)
 
-    def launch(grid3, xflat, outflat, batch, threads, scattered=False):
+    def _blocks(self, points: int, batch: int, threads: int) -> tuple:
+        """``((points, batch, threads), tasks, block, tables)`` of a vector entry's run over
+        ``batch`` items of ``points`` points: ``tables`` the ``(shape, dtype)`` of its plan
+        tables (offsets, the row loads' rows after the plan's; weights)."""
+        key = (self.plan.rank, self.plan.kernel_mode)
+        rows = PLAN_ROWS.get(key)
+        if rows is None:  # no vector kernel: the general kernels size their own blocks
+            return (points, batch, threads), 0, 0, ()
+        block = block_size(points, batch, rows, threads, PLAN_ENTRIES_PER_BLOCK)
+        extra = ROW_LOAD_ROWS[key] if self.by_rows else 0
+        tables = (((rows + extra, block), np.int32), ((rows, block), self.plan.weight_dtype))
+        return (points, batch, threads), batch * -(-points // block), block, tables
+
+    def _launch(self, grid3, xflat, outflat, batch, threads, scattered=False) -> None:
+        plan = self.plan
         grid3 = read_only(grid3)
         points = grid3.shape[1]
-        if vector is not None:
-            run_vector(vector, (grid3,), xflat, outflat, points, batch, threads, scattered)
+        if self.vector is not None:
+            self._run_vector(self.vector, (grid3,), xflat, outflat, points, batch, threads,
+                             scattered)
+            return
+        block = block_size(points, batch, self.K, threads)
+        tasks = batch * (-(-points // block))
+        args = (xflat, self.xs_n, self.xs_c, self.sizes, self.strides, self.axc, self.kc,
+                grid3, outflat, self.os_n, self.os_c, self.os_p, batch, plan.channels, self.K,
+                plan.kernel_mode, plan.padding, block, self.interleaved, self.wconst,
+                self.conv.kind, self.azero)
+        if self.fillv is None:
+            run_shared(self.general, tasks, (args,), threads)
         else:
-            block = block_size(points, batch, K, threads)
-            tasks = batch * (-(-points // block))
-            args = (xflat, xs_n, xs_c, sizes, strides, axc, kc, grid3, outflat, os_n, os_c, os_p,
-                    batch, plan.channels, K, plan.kernel_mode, plan.padding, block, interleaved,
-                    wconst, conv.kind, azero)
-            if fillv is None:
-                run_shared(general, tasks, (args,), threads)
-            else:
-                run_shared(kern.task_fill, tasks, (args, fillv), threads)
-
-    if affine is not None and vector is not None:
-        from ._affine_entries import (  # affine_warp's
-            AFFINE_CHANNEL_LAST_ENTRIES,
-            AFFINE_ENTRIES,
-            AFFINE_ROW_LOAD_ENTRIES,
-        )
-
-        entry = vector_entry(r, plan.kernel_mode, vector_pad, plan.coord_dtype,
-                             plan.weight_dtype, sizes, strides, conv.kind,
-                             (AFFINE_ENTRIES, AFFINE_CHANNEL_LAST_ENTRIES,
-                              AFFINE_ROW_LOAD_ENTRIES), strided=os_p != 1, rows=by_rows)
-        run_vector(entry, affine, xflat, outflat, plan.out_points, plan.batch, threads)
-        return out
-
-    if chunks is None:
-        grid3 = grid.reshape(plan.grid_batch, plan.out_points, r)
-        if not (is_half(grid.dtype) or plan.displacement):
-            scattered = (vector is not None
-                         and _planes_exceed_cache(plan.channels, plane_bytes)
-                         and is_scattered(plan, grid3))
-            launch(np.ascontiguousarray(grid3), xflat, outflat, plan.batch, threads, scattered)
-            return out
-        chunks = grid_chunks(plan, grid3)
-
-    # Enough chunks: each thread makes and samples its share; few: one at a time, each
-    # sampled by every thread.
-    per_chunk = 1 if chunks.count >= 2 * threads else threads
-
-    def run_chunks(first, stop):
-        for i in range(first, stop):
-            n, p0, coords = chunks.make(i)
-            if n is None:
-                launch(coords, xflat, outflat[p0 * os_p:], plan.batch, per_chunk)
-            else:
-                launch(coords, xflat[n * xs_n:], outflat[n * os_n + p0 * os_p:], 1, per_chunk)
-            del coords  # before the next chunk is made
-
-    run_shared(run_chunks, chunks.count, (), threads // per_chunk)
-    return out
+            run_shared(kern.task_fill, tasks, (args, self.fillv), threads)
 
 
 @dataclasses.dataclass(frozen=True)

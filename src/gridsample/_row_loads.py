@@ -45,13 +45,14 @@ from ._errors import GridSampleError
 from ._options import MODE_CUBIC, MODE_LINEAR
 from ._target import vector_width
 
-__all__ = ["ROW_LOAD_ROWS", "ROW_TAPS", "LANES", "LITTLE_ENDIAN", "ROW_LOADS", "row_loads",
-           "lowest_bit",
+__all__ = ["ROW_LOAD_ROWS", "ROW_TAPS", "LANES", "LITTLE_ENDIAN", "ROW_LOADS",
+           "ROW_LOADS_VARIABLE", "row_loads", "lowest_bit",
            "plan_rows_cubic_2d", "group_cubic_2d", "pair_cubic_2d",
            "plan_rows_linear_2d", "group_linear_2d", "pair_linear_2d",
            "plan_rows_linear_3d", "group_linear_3d", "pair_linear_3d"]
 
-#: What ``GRIDSAMPLE_ROW_LOADS`` may say.
+#: The environment variable that forces a strategy (:func:`row_loads`), and what it may say.
+ROW_LOADS_VARIABLE = "GRIDSAMPLE_ROW_LOADS"
 ROW_LOADS = ("auto", "rows", "gather")
 
 #: Points per group: float32 lanes of the vector width gridsample compiles for.
@@ -107,7 +108,7 @@ def row_loads(rank: int, mode: int) -> str:
     elsewhere gathers (not measured).  Either gives the same bits (docs/kernels.md, "Row
     loads").
     """
-    raw = os.environ.get("GRIDSAMPLE_ROW_LOADS", "")
+    raw = os.environ.get(ROW_LOADS_VARIABLE, "")
     value = raw.strip().lower() or "auto"
     if value not in ROW_LOADS:
         raise GridSampleError(f"GRIDSAMPLE_ROW_LOADS={raw!r} is not allowed: use one of "

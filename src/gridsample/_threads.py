@@ -30,7 +30,7 @@ import numpy as np
 from ._errors import GridSampleError
 
 __all__ = ["num_threads", "threads_for", "min_work", "run_shared", "compile_pool",
-           "MIN_TAPS_PER_THREAD", "PLAN_TAPS_PER_AXIS"]
+           "MIN_TAPS_PER_THREAD", "PLAN_TAPS_PER_AXIS", "THREAD_MIN_WORK_VARIABLE"]
 
 #: Work below which a second thread does not pay for its hand-over, in tap reads (one
 #: value of X read and weighted): a thread gets at least this much.  Planning a point
@@ -40,12 +40,14 @@ __all__ = ["num_threads", "threads_for", "min_work", "run_shared", "compile_pool
 #: tests set 1: every call that can split does, as on large inputs).
 MIN_TAPS_PER_THREAD = 400_000
 PLAN_TAPS_PER_AXIS = 5
+#: The environment variable that overrides :data:`MIN_TAPS_PER_THREAD`.
+THREAD_MIN_WORK_VARIABLE = "GRIDSAMPLE_THREAD_MIN_WORK"
 
 
 def min_work() -> int:
     """Tap reads each thread must get: ``GRIDSAMPLE_THREAD_MIN_WORK`` (a positive integer)
     if set, else :data:`MIN_TAPS_PER_THREAD`."""
-    raw = os.environ.get("GRIDSAMPLE_THREAD_MIN_WORK", "").strip()
+    raw = os.environ.get(THREAD_MIN_WORK_VARIABLE, "").strip()
     if not raw:
         return MIN_TAPS_PER_THREAD
     try:
@@ -189,15 +191,15 @@ def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()
     striding blocks across threads was 1.3-1.6x slower).
     """
     shares = max(1, min(threads, tasks))
+    if shares == 1:
+        entry(0, tasks, *args, *[np.empty(shape, dtype) for shape, dtype in scratch])
+        return
     bounds = [tasks * w // shares for w in range(shares + 1)]
 
     def share_args(w):
         return (bounds[w], bounds[w + 1], *args,
                 *(np.empty(shape, dtype) for shape, dtype in scratch))
 
-    if shares == 1:
-        entry(*share_args(0))
-        return
     pool = _pool
     pool.ensure(shares - 1)
     # Share w > 0 goes to the pool; whoever claims it first runs it: a worker, or the

@@ -1,0 +1,178 @@
+"""Prepared runs kept per call signature (gridsample._prepared).
+
+A second call with the same shapes, strides, dtypes and options skips validation and
+planning: it must give what the full path gives on its own data, follow the settings in
+force at that call, raise for arguments that differ only in type, keep none of a call's
+arrays, and stay bounded.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numba
+import numpy as np
+import pytest
+
+import gridsample
+from gridsample import _api, _engine, _prepared, reference
+from gridsample._engine import use_kernels
+from gridsample._errors import GridSampleError
+
+
+@pytest.fixture(autouse=True)
+def empty_cache():
+    _api._prepared.entries.clear()
+    yield
+    _api._prepared.entries.clear()
+
+
+def _inputs(rng, x_shape=(2, 3, 9, 11), out=(5, 7), dtype=np.float32):
+    x = rng.standard_normal(x_shape).astype(dtype)
+    grid = rng.uniform(-1.3, 1.3, (x_shape[0], *out, len(x_shape) - 2)).astype(dtype)
+    return x, grid
+
+
+def _entries(monkeypatch):
+    """Record the entry of every run_shared call the engine makes."""
+    seen = []
+    run = _engine.run_shared
+
+    def spy(entry, tasks, args, threads, scratch=()):
+        seen.append((entry, threads))
+        return run(entry, tasks, args, threads, scratch)
+
+    monkeypatch.setattr(_engine, "run_shared", spy)
+    return seen
+
+
+@pytest.mark.parametrize("family", ["auto", "general"])
+@pytest.mark.parametrize("mode,padding", [("linear", "zeros"), ("nearest", "reflection"),
+                                          ("cubic", "border")])
+def test_a_repeated_signature_samples_its_own_data(rng, family, mode, padding):
+    with use_kernels(family):
+        for _ in range(3):  # the first call prepares, the others reuse it
+            x, grid = _inputs(rng)
+            grid[0, 0, 0] = (np.nan, 0.5)
+            grid[1, 1, 1] = (np.inf, -1e30)
+            got = gridsample.grid_sample(x, grid, mode, padding)
+            want = reference.grid_sample(x, grid, mode, padding)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert len(_api._prepared.entries) == 1
+
+
+def test_strided_and_channel_last_inputs_are_kept_by_their_strides(rng):
+    x, grid = _inputs(rng, (2, 3, 12, 16))
+    views = [x[:, :, ::-1], x[:, :, :, ::2], np.moveaxis(x, 1, -1)]
+    for _ in range(2):
+        for view in views:
+            last = view.shape[-1] == 3
+            got = gridsample.grid_sample(view, grid, "linear", channel_last=last)
+            want = reference.grid_sample(view, grid, "linear", channel_last=last)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert len(_api._prepared.entries) == len(views)
+
+
+def test_non_native_byte_order_takes_the_full_path(rng):
+    x, grid = _inputs(rng)
+    want = gridsample.grid_sample(x, grid)
+    swapped = x.astype(x.dtype.newbyteorder(">" if x.dtype.byteorder != ">" else "<"))
+    grid_swapped = grid.astype(grid.dtype.newbyteorder(">" if grid.dtype.byteorder != ">"
+                                                       else "<"))
+    for _ in range(2):
+        np.testing.assert_array_equal(gridsample.grid_sample(swapped, grid), want)
+        np.testing.assert_array_equal(gridsample.grid_sample(x, grid_swapped), want)
+    assert _prepared.signature(swapped, grid, ()) is None
+    assert _prepared.signature(x, grid_swapped, ()) is None
+
+
+def test_the_kernel_family_in_force_at_each_call_runs(rng, monkeypatch):
+    x, grid = _inputs(rng)
+    seen = _entries(monkeypatch)
+    with use_kernels("auto"):
+        gridsample.grid_sample(x, grid, "cubic")
+        gridsample.grid_sample(x, grid, "cubic")
+    with use_kernels("general"):
+        gridsample.grid_sample(x, grid, "cubic")
+    general = _engine.GENERAL_KERNELS[(2, 2)]
+    assert [entry is general for entry, _ in seen] == [False, False, True]
+
+
+def test_the_row_load_setting_at_each_call_runs(rng, monkeypatch):
+    x, grid = _inputs(rng)
+    seen = _entries(monkeypatch)
+    with use_kernels("auto"):
+        for setting in ("rows", "gather", "rows"):
+            monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", setting)
+            gridsample.grid_sample(x, grid, "cubic")
+    names = [entry.__name__ if hasattr(entry, "__name__") else entry.py_func.__name__
+             for entry, _ in seen]
+    assert [name.endswith("_rows") for name in names] == [True, False, True]
+
+
+def test_the_thread_settings_at_each_call_apply(rng, monkeypatch):
+    x, grid = _inputs(rng)
+    seen = _entries(monkeypatch)
+    before = numba.get_num_threads()
+    try:
+        for threads in (2, 1, 2):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            gridsample.grid_sample(x, grid)
+        monkeypatch.setenv("GRIDSAMPLE_THREAD_MIN_WORK", "1000000000")
+        gridsample.grid_sample(x, grid)
+    finally:
+        numba.set_num_threads(before)
+    most = min(2, numba.config.NUMBA_NUM_THREADS)
+    assert [threads for _, threads in seen] == [most, 1, most, 1]
+
+
+def test_bad_settings_raise_at_every_call(rng, monkeypatch):
+    x, grid = _inputs(rng)
+    gridsample.grid_sample(x, grid)
+    monkeypatch.setenv("GRIDSAMPLE_THREAD_MIN_WORK", "many")
+    for _ in range(2):
+        with pytest.raises(GridSampleError, match="GRIDSAMPLE_THREAD_MIN_WORK"):
+            gridsample.grid_sample(x, grid)
+
+
+@pytest.mark.parametrize("good,bad", [({"mode": 1}, {"mode": True}),
+                                      ({"padding_mode": (0, 1)}, {"padding_mode": (False, 1)}),
+                                      ({"align_corners": 1}, {"align_corners": 2})])
+def test_options_that_differ_only_in_type_are_validated_again(rng, good, bad):
+    x, grid = _inputs(rng)
+    for _ in range(2):
+        gridsample.grid_sample(x, grid, **good)
+    with pytest.raises((GridSampleError, TypeError), match=next(iter(bad))):
+        gridsample.grid_sample(x, grid, **bad)
+
+
+def test_unhashable_options_take_the_full_path(rng):
+    x, grid = _inputs(rng)
+    want = gridsample.grid_sample(x, grid, padding_mode=("zeros", "border"))
+    got = gridsample.grid_sample(x, grid, padding_mode=["zeros", "border"])
+    np.testing.assert_array_equal(got, want)
+    fills = np.array([1.0, 2.0, 3.0])
+    for _ in range(2):
+        got = gridsample.grid_sample(x, grid, padding_mode="constant", fill_value=fills)
+        want = reference.grid_sample(x, grid, padding_mode="constant", fill_value=fills)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert len(_api._prepared.entries) == 1  # the tuple padding only
+
+
+def test_no_array_of_a_call_is_kept(rng):
+    x, grid = _inputs(rng)
+    out = gridsample.grid_sample(x, grid)
+    refs = [weakref.ref(a) for a in (x, grid, out)]
+    gridsample.grid_sample(x, grid)
+    del x, grid, out
+    gc.collect()
+    assert all(ref() is None for ref in refs)
+
+
+def test_the_cache_stays_bounded(rng):
+    size = _api._prepared.size
+    for n in range(size + 5):
+        x, grid = _inputs(rng, (1, 1, 4, 4 + n), (2, 2))
+        gridsample.grid_sample(x, grid)
+    assert 0 < len(_api._prepared.entries) <= size
