@@ -44,8 +44,9 @@ from ._vector import fits_int32
 from ._vector_entries import CHANNEL_LAST_ENTRIES, PLAN_ROWS, ROW_LOAD_ENTRIES
 from ._vector_entries import ENTRIES as VECTOR_ENTRIES
 
-__all__ = ["run_forward", "PreparedForward", "settings_key", "flat_view", "flat_strides", "GENERAL_KERNELS", "KERNEL_FAMILIES", "use_kernels",
-           "kernel_family", "vector_entry", "kernel_constants", "coordinates", "identity_axis"]
+__all__ = ["run_forward", "PreparedForward", "settings_key", "flat_view", "flat_strides",
+           "c_strides", "GENERAL_KERNELS", "KERNEL_FAMILIES", "use_kernels", "kernel_family",
+           "vector_entry", "kernel_constants", "coordinates", "identity_axis"]
 
 #: General entry of each (rank, mode code) the registry specialises (named
 #: ``task_<mode>_<rank>d``); anything else uses ``kern.task_nd``.
