@@ -16,16 +16,18 @@ import numpy as np
 import pytest
 
 import gridsample
-from gridsample import _api, _engine, _prepared, reference
+from gridsample import _api, _backward, _engine, _prepared, reference
 from gridsample._engine import use_kernels
 from gridsample._errors import GridSampleError
 
 
 @pytest.fixture(autouse=True)
 def empty_cache():
-    _api._prepared.entries.clear()
+    for cache in (_api._prepared, _backward._prepared):
+        cache.entries.clear()
     yield
-    _api._prepared.entries.clear()
+    for cache in (_api._prepared, _backward._prepared):
+        cache.entries.clear()
 
 
 def _inputs(rng, x_shape=(2, 3, 9, 11), out=(5, 7), dtype=np.float32):
@@ -83,8 +85,8 @@ def test_non_native_byte_order_takes_the_full_path(rng):
     for _ in range(2):
         np.testing.assert_array_equal(gridsample.grid_sample(swapped, grid), want)
         np.testing.assert_array_equal(gridsample.grid_sample(x, grid_swapped), want)
-    assert _prepared.signature(swapped, grid, ()) is None
-    assert _prepared.signature(x, grid_swapped, ()) is None
+    assert _prepared.signature((swapped, grid), ()) is None
+    assert _prepared.signature((x, grid_swapped), ()) is None
 
 
 def test_the_kernel_family_in_force_at_each_call_runs(rng, monkeypatch):
@@ -176,3 +178,53 @@ def test_the_cache_stays_bounded(rng):
         x, grid = _inputs(rng, (1, 1, 4, 4 + n), (2, 2))
         gridsample.grid_sample(x, grid)
     assert 0 < len(_api._prepared.entries) <= size
+
+
+@pytest.mark.parametrize("family", ["auto", "general"])
+@pytest.mark.parametrize("mode,padding,mask", [("linear", "zeros", (True, True)),
+                                               ("cubic", "reflection", (True, False)),
+                                               ("linear", "border", (False, True)),
+                                               ("nearest", "zeros", (True, True))])
+def test_a_repeated_backward_signature_differentiates_its_own_data(rng, family, mode, padding,
+                                                                   mask):
+    with use_kernels(family):
+        for _ in range(3):
+            x, grid = _inputs(rng, dtype=np.float64)
+            grid[0, 0, 0] = (np.nan, 0.5)
+            gout = rng.standard_normal((2, 3, 5, 7))
+            got = gridsample.grid_sample_backward(gout, x, grid, mode, padding,
+                                                  output_mask=mask)
+            want = reference.grid_sample_backward(gout, x, grid, mode, padding,
+                                                  output_mask=mask)
+            for g, w in zip(got, want):
+                assert (g is None) == (w is None)
+                if g is not None:
+                    np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9)
+    assert len(_api._prepared.entries) == 0  # the backward keeps its own
+    assert len(_backward._prepared.entries) == 1
+
+
+def test_backward_fill_and_half_types_repeat_exactly(rng):
+    x, grid = _inputs(rng)
+    gout = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    first = [gridsample.grid_sample_backward(gout, x, grid, padding_mode="constant",
+                                             fill_value=2.0) for _ in range(2)]
+    for a, b in zip(*first):
+        np.testing.assert_array_equal(a, b)
+    half = [gridsample.grid_sample_backward(gout.astype(np.float16), x.astype(np.float16),
+                                            grid) for _ in range(2)]
+    for a, b in zip(*half):
+        assert a.dtype in (np.float16, np.float32)
+        np.testing.assert_array_equal(a, b)
+    assert half[0][0].dtype == np.float16 and half[0][1].dtype == np.float32
+
+
+def test_backward_options_that_differ_only_in_type_are_validated_again(rng):
+    x, grid = _inputs(rng)
+    gout = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    for _ in range(2):
+        gridsample.grid_sample_backward(gout, x, grid, output_mask=(1, 0))
+    with pytest.raises(GridSampleError, match="output_mask"):
+        gridsample.grid_sample_backward(gout, x, grid, output_mask=(2, 0))
+    with pytest.raises(GridSampleError, match="grad_output"):
+        gridsample.grid_sample_backward(gout[:, :, :4], x, grid)

@@ -108,8 +108,8 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     >>> gridsample.grid_sample(x, grid, align_corners=True)
     array([[[[7.5]]]], dtype=float32)
     """
-    key = signature(x, grid, (mode, padding_mode, align_corners, channel_last, fill_value,
-                              cubic_a, grid_units, displacement, prefilter))
+    key = signature((x, grid), (mode, padding_mode, align_corners, channel_last, fill_value,
+                                cubic_a, grid_units, displacement, prefilter))
     prepared = _prepared.get(key)
     if prepared is not None:
         return prepared.run(x, grid)

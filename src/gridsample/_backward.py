@@ -27,6 +27,7 @@ from ._engine import (
     PLANAR_MAX_CHANNELS,
     block_size,
     coordinates,
+    flat_strides,
     flat_view,
     kernel_constants,
     kernel_family,
@@ -38,6 +39,7 @@ from ._grad_vector_entries import GRID_GRAD_ENTRIES, INPUT_GRAD_ENTRIES
 from ._jit import read_only
 from ._options import MODE_NEAREST
 from ._plan import ForwardPlan, as_array, common_padding, plan_forward
+from ._prepared import PreparedCache, signature
 from ._registry import taps_per_point
 from ._splines import coefficient_plan, input_gradient
 from ._threads import run_shared, threads_for
@@ -56,6 +58,8 @@ _MAX_CHUNKS = 4
 _MIN_CHUNK_POINTS = 1 << 14
 _MIN_BLOCK_POINTS = 1 << 10
 _MAX_EXTRA_BUFFER_BYTES = 256 << 20
+# The prepared runs of recent calls (gridsample._prepared).
+_prepared = PreparedCache()
 
 
 def parse_output_mask(output_mask, wants=("grad_x", "grad_grid")) -> tuple:
@@ -171,102 +175,143 @@ def _fill_mass_gradient(plan: ForwardPlan, gout, x, grid, dt):
 
 def _gradients(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
     """The kernels' gradients in the compute dtype (no fill term, no final cast)."""
-    dt = _compute_dtype(x, grid)
-    r = plan.rank
-    # Nearest is piecewise constant: its grid gradient is 0 (also at NaN
-    # points, as in PyTorch), so the kernels skip it.
-    grid_in_kernel = want_grid and plan.mode != MODE_NEAREST
-    if plan.is_empty or not (want_x or grid_in_kernel):
-        grad_x = np.zeros(x.shape, dt) if want_x else None
-        grad_grid = np.zeros(grid.shape, dt) if want_grid else None
-        return grad_x, grad_grid
-    K = taps_per_point(plan.kernel_mode, r)
-    # x contiguous in its own layout, so that x and its gradient share the
-    # tap offsets (a copy only for strided x).  The grid gradient alone reads x
-    # through any non-negative strides (the fill term's ones are one broadcast value).
-    xw = np.ascontiguousarray(x, dt) if want_x else x.astype(dt, copy=False)
-    xflat, xs = flat_view(xw)
-    xs_n, xs_c, xs_sp = split_channels(xs, plan.channel_last)
-    strides = np.array(xs_sp[::-1], np.int64)
-    grid3 = grid.reshape(plan.grid_batch, plan.out_points, r)
-    grid3 = read_only(coordinates(plan, grid3, 0, dt) if plan.displacement
-                      else np.ascontiguousarray(grid3, dt))
-    # grad_output as (N, C, P) or (N, P, C) in its own layout (a view when possible).
-    shape3 = ((plan.batch, plan.out_points, plan.channels) if plan.channel_last
-              else (plan.batch, plan.channels, plan.out_points))
-    gflat, gs = flat_view(gout.astype(dt, copy=False).reshape(shape3))
-    gs_n, gs_c, (gs_p,) = split_channels(gs, plan.channel_last)
+    return PreparedGradients(plan, gout, x, grid, want_x, want_grid).run(gout, x, grid)
 
-    sizes = np.array(plan.in_spatial[::-1], np.int64)
-    axc, kc = kernel_constants(plan, dt, dt)
-    dk = np.array(slope_constants(tuple(kc)), dt)
-    # Per tap a backward reads X (and its slopes) and adds into dL/dx: ~3x a forward's work.
-    threads = threads_for(plan.batch * plan.out_points, plan.channels * K, r, cost=3)
-    interleaved = _interleaved(plan)
-    ggrid = np.zeros((plan.batch, plan.out_points, r) if grid_in_kernel else (1, 1, r), dt)
-    grad_x = None
 
-    def launch(G, Q, gxbuf, rows, with_x, with_grid):
-        block = block_size(-(-plan.out_points // Q), plan.batch, K, threads)
-        block = max(1, min(block, _MAX_SLOPES_PER_BLOCK // (K * r)))
-        args = (G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid3, gflat, gs_n, gs_c,
-                gs_p, gxbuf, xw.size, rows, plan.channels, K, plan.kernel_mode,
-                plan.padding, block, interleaved, with_x, with_grid)
-        entry = gk.BACKWARD_ENTRIES.get((r, plan.kernel_mode), gk.backward_nd)
-        run_shared(entry, plan.batch * G * Q, (args,), threads)
+class PreparedGradients:
+    """Everything :func:`_gradients` derives from a plan, the arrays' shapes, strides and
+    dtypes and the settings in force: the kernels, their constants, blocks and thread
+    count.  Made from a call's arrays but holding none of them, so the public function
+    keeps it for the next call with the same signature (:mod:`gridsample._prepared`)."""
 
-    # One fused pass (plan once, gather and scatter) for a single channel;
-    # otherwise two: the grid gradient split over points only (each point
-    # is independent, so any split gives the same bits), then the input
-    # gradient split by work_split.  Measured with several channels: the
-    # fused pass's working set (x and dL/dx together) made random grids
-    # 1.5-2x slower (1x3x1024², 2x4x64³) and saved nothing on 8x32x128²
-    # maps, while re-planning costs little.
-    G, Q = work_split(plan, xw.nbytes, threads) if want_x else (1, 1)
-    # The vector-planned passes where they apply: two of them beat the fused
-    # general pass (measured on a single channel: 1x1x128³ 70 -> 39 ms,
-    # 1x1x1024² random 47 -> 17 ms).  Otherwise a single channel with both
-    # gradients takes one fused general pass.
-    vector = _grid_grad_entry(plan, sizes, strides) if grid_in_kernel else None
-    scatter = _input_grad_entry(plan, sizes, strides) if want_x else None
-    fused = (want_x and grid_in_kernel and plan.channels == 1
-             and (vector is None or scatter is None))
-    if fused:
-        vector = scatter = None
-    if vector is not None:
-        # The branch-free grid-gradient kernels: blocks of points, one task each.
-        block = block_size(plan.out_points, plan.batch, K, threads)
-        tasks = plan.batch * -(-plan.out_points // block)
-        run_shared(vector, tasks, (xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid3, gflat,
-                                   gs_n, gs_c, gs_p, ggrid, plan.channels, block), threads)
-    elif grid_in_kernel and not fused:
-        chunks = max(1, min(-(-4 * threads // plan.batch), plan.out_points // _MIN_BLOCK_POINTS))
-        launch(1, chunks, np.zeros(1, dt), ggrid, False, True)
-    if want_x:
-        gxbuf = np.zeros(Q * xw.size, dt)
-        if scatter is not None:
+    def __init__(self, plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
+        self.plan, self.want_x, self.want_grid = plan, want_x, want_grid
+        dt = self.dt = _compute_dtype(x, grid)
+        r = plan.rank
+        # Nearest is piecewise constant: its grid gradient is 0 (also at NaN
+        # points, as in PyTorch), so the kernels skip it.
+        self.grid_in_kernel = want_grid and plan.mode != MODE_NEAREST
+        self.empty = plan.is_empty or not (want_x or self.grid_in_kernel)
+        if self.empty:
+            return
+        K = self.K = taps_per_point(plan.kernel_mode, r)
+        xw = self._x(x)
+        self.xs_n, self.xs_c, xs_sp = split_channels(flat_strides(xw.shape, xw.strides,
+                                                                  xw.itemsize),
+                                                     plan.channel_last)
+        self.x_size, self.x_bytes = xw.size, xw.nbytes
+        strides = self.strides = np.array(xs_sp[::-1], np.int64)
+        g3 = self._gout(gout)
+        self.gs_n, self.gs_c, (self.gs_p,) = split_channels(
+            flat_strides(g3.shape, g3.strides, g3.itemsize), plan.channel_last)
+        sizes = self.sizes = np.array(plan.in_spatial[::-1], np.int64)
+        self.axc, self.kc = kernel_constants(plan, dt, dt)
+        self.dk = np.array(slope_constants(tuple(self.kc)), dt)
+        # Per tap a backward reads X (and its slopes) and adds into dL/dx: ~3x a forward's
+        # work.
+        threads = self.threads = threads_for(plan.batch * plan.out_points, plan.channels * K,
+                                             r, cost=3)
+        self.interleaved = _interleaved(plan)
+        # One fused pass (plan once, gather and scatter) for a single channel;
+        # otherwise two: the grid gradient split over points only (each point
+        # is independent, so any split gives the same bits), then the input
+        # gradient split by work_split.  Measured with several channels: the
+        # fused pass's working set (x and dL/dx together) made random grids
+        # 1.5-2x slower (1x3x1024², 2x4x64³) and saved nothing on 8x32x128²
+        # maps, while re-planning costs little.
+        self.G, self.Q = work_split(plan, xw.nbytes, threads) if want_x else (1, 1)
+        # The vector-planned passes where they apply: two of them beat the fused
+        # general pass (measured on a single channel: 1x1x128³ 70 -> 39 ms,
+        # 1x1x1024² random 47 -> 17 ms).  Otherwise a single channel with both
+        # gradients takes one fused general pass.
+        vector = _grid_grad_entry(plan, sizes, strides) if self.grid_in_kernel else None
+        scatter = _input_grad_entry(plan, sizes, strides) if want_x else None
+        self.fused = (want_x and self.grid_in_kernel and plan.channels == 1
+                      and (vector is None or scatter is None))
+        if self.fused:
+            vector = scatter = None
+        self.vector, self.scatter = vector, scatter
+        self.wconst = np.array([0.0, 1.0, np.nan], dt)
+
+    def _x(self, x):
+        # x contiguous in its own layout, so that x and its gradient share the tap offsets
+        # (a copy only for strided x).  The grid gradient alone reads x through any
+        # non-negative strides (the fill term's ones are one broadcast value).
+        return (np.ascontiguousarray(x, self.dt) if self.want_x
+                else x.astype(self.dt, copy=False))
+
+    def _gout(self, gout):
+        # grad_output as (N, C, P) or (N, P, C) in its own layout (a view when possible).
+        plan = self.plan
+        shape3 = ((plan.batch, plan.out_points, plan.channels) if plan.channel_last
+                  else (plan.batch, plan.channels, plan.out_points))
+        return gout.astype(self.dt, copy=False).reshape(shape3)
+
+    def run(self, gout, x, grid):
+        """``(grad_x, grad_grid)`` in the compute dtype (None where not wanted)."""
+        plan, dt, r = self.plan, self.dt, self.plan.rank
+        want_x, want_grid, grid_in_kernel = self.want_x, self.want_grid, self.grid_in_kernel
+        if self.empty:
+            grad_x = np.zeros(x.shape, dt) if want_x else None
+            grad_grid = np.zeros(grid.shape, dt) if want_grid else None
+            return grad_x, grad_grid
+        K, G, Q, threads = self.K, self.G, self.Q, self.threads
+        xflat, _ = flat_view(self._x(x))
+        gflat, _ = flat_view(self._gout(gout))
+        sizes, strides, axc, kc, dk = self.sizes, self.strides, self.axc, self.kc, self.dk
+        xs_n, xs_c, gs_n, gs_c, gs_p = self.xs_n, self.xs_c, self.gs_n, self.gs_c, self.gs_p
+        grid3 = grid.reshape(plan.grid_batch, plan.out_points, r)
+        grid3 = read_only(coordinates(plan, grid3, 0, dt) if plan.displacement
+                          else np.ascontiguousarray(grid3, dt))
+        ggrid = np.zeros((plan.batch, plan.out_points, r) if grid_in_kernel else (1, 1, r), dt)
+        grad_x = None
+
+        def launch(G, Q, gxbuf, rows, with_x, with_grid):
             block = block_size(-(-plan.out_points // Q), plan.batch, K, threads)
-            wconst = np.array([0.0, 1.0, np.nan], dt)
-            run_shared(scatter, plan.batch * G * Q,
-                       (gxbuf, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid3, gflat, gs_n,
-                        gs_c, gs_p, xw.size, plan.channels, block, wconst), threads)
-        else:
-            launch(G, Q, gxbuf, ggrid if fused else np.zeros((1, 1, r), dt), True, fused)
-        if Q == 1:
-            grad_x = gxbuf.reshape(x.shape)
-        else:
-            grad_x = np.empty(x.shape, dt)
-            chunk = 1 << 16
-            run_shared(gk.task_sum_buffers, -(-xw.size // chunk),
-                       (gxbuf, Q, xw.size, chunk, grad_x.reshape(-1)), threads)
-    grad_grid = None
-    if grid_in_kernel:
-        if plan.grid_batch == 1 and plan.batch > 1:
-            ggrid = ggrid.sum(axis=0, keepdims=True)  # items' rows added in batch order
-        grad_grid = ggrid.reshape(grid.shape)
-    elif want_grid:
-        grad_grid = np.zeros(grid.shape, dt)
-    return grad_x, grad_grid
+            block = max(1, min(block, _MAX_SLOPES_PER_BLOCK // (K * r)))
+            args = (G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid3, gflat, gs_n,
+                    gs_c, gs_p, gxbuf, self.x_size, rows, plan.channels, K, plan.kernel_mode,
+                    plan.padding, block, self.interleaved, with_x, with_grid)
+            entry = gk.BACKWARD_ENTRIES.get((r, plan.kernel_mode), gk.backward_nd)
+            run_shared(entry, plan.batch * G * Q, (args,), threads)
+
+        if self.vector is not None:
+            # The branch-free grid-gradient kernels: blocks of points, one task each.
+            block = block_size(plan.out_points, plan.batch, K, threads)
+            tasks = plan.batch * -(-plan.out_points // block)
+            run_shared(self.vector, tasks, (xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                                            grid3, gflat, gs_n, gs_c, gs_p, ggrid,
+                                            plan.channels, block), threads)
+        elif grid_in_kernel and not self.fused:
+            chunks = max(1, min(-(-4 * threads // plan.batch),
+                                plan.out_points // _MIN_BLOCK_POINTS))
+            launch(1, chunks, np.zeros(1, dt), ggrid, False, True)
+        if want_x:
+            gxbuf = np.zeros(Q * self.x_size, dt)
+            if self.scatter is not None:
+                block = block_size(-(-plan.out_points // Q), plan.batch, K, threads)
+                run_shared(self.scatter, plan.batch * G * Q,
+                           (gxbuf, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid3, gflat,
+                            gs_n, gs_c, gs_p, self.x_size, plan.channels, block, self.wconst),
+                           threads)
+            else:
+                launch(G, Q, gxbuf, ggrid if self.fused else np.zeros((1, 1, r), dt), True,
+                       self.fused)
+            if Q == 1:
+                grad_x = gxbuf.reshape(x.shape)
+            else:
+                grad_x = np.empty(x.shape, dt)
+                chunk = 1 << 16
+                run_shared(gk.task_sum_buffers, -(-self.x_size // chunk),
+                           (gxbuf, Q, self.x_size, chunk, grad_x.reshape(-1)), threads)
+        grad_grid = None
+        if grid_in_kernel:
+            if plan.grid_batch == 1 and plan.batch > 1:
+                ggrid = ggrid.sum(axis=0, keepdims=True)  # items' rows added in batch order
+            grad_grid = ggrid.reshape(grid.shape)
+        elif want_grid:
+            grad_grid = np.zeros(grid.shape, dt)
+        return grad_x, grad_grid
 
 
 def _interleaved(plan: ForwardPlan) -> bool:
@@ -381,8 +426,19 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
     >>> gg            # slopes 1 (along W) and 2 (along H) per pixel, times dx/dg = 1/2
     array([[[[0.5, 1. ]]]])
     """
-    plan, gout, x, grid, (want_x, want_grid) = plan_backward(
-        grad_output, x, grid, mode, padding_mode, align_corners, channel_last, output_mask,
-        fill_value=fill_value, cubic_a=cubic_a, grid_units=grid_units, displacement=displacement,
-        prefilter=prefilter)
-    return run_backward(plan, gout, x, grid, want_x, want_grid)
+    key = signature((grad_output, x, grid),
+                    (mode, padding_mode, align_corners, channel_last, output_mask, fill_value,
+                     cubic_a, grid_units, displacement, prefilter))
+    prepared = _prepared.get(key)
+    if prepared is None:
+        plan, gout, x, grid, (want_x, want_grid) = plan_backward(
+            grad_output, x, grid, mode, padding_mode, align_corners, channel_last,
+            output_mask, fill_value=fill_value, cubic_a=cubic_a, grid_units=grid_units,
+            displacement=displacement, prefilter=prefilter)
+        if plan.prefilter or (plan.fill is not None and plan.mode != MODE_NEAREST):
+            return run_backward(plan, gout, x, grid, want_x, want_grid)
+        prepared = PreparedGradients(plan, gout, x, grid, want_x, want_grid)
+        _prepared.put(key, prepared)
+        grad_output = gout
+    grad_x, grad_grid = prepared.run(grad_output, x, grid)
+    return _finish(grad_x, x.dtype), _finish(grad_grid, grid.dtype)

@@ -32,15 +32,18 @@ def _types(options: tuple) -> tuple:
     return kinds
 
 
-def signature(x, grid, options: tuple):
-    """The key of a call with arrays ``x``, ``grid`` and ``options``, or None where the call
-    is not kept (other array types, non-native byte order, strings, unhashable options)."""
-    if type(x) is not np.ndarray or type(grid) is not np.ndarray:
-        return None
-    xd, gd = x.dtype, grid.dtype
-    if xd.kind not in _KEPT_KINDS or not (xd.isnative and gd.isnative):
-        return None
-    key = (x.shape, x.strides, xd, grid.shape, gd, options, _types(options), settings_key())
+def signature(arrays: tuple, options: tuple):
+    """The key of a call with ``arrays`` and ``options``, or None where the call is not kept
+    (other array types, non-native byte order, strings and objects, unhashable options)."""
+    layouts = []
+    for a in arrays:
+        if type(a) is not np.ndarray:
+            return None
+        dtype = a.dtype
+        if dtype.kind not in _KEPT_KINDS or not dtype.isnative:
+            return None
+        layouts.append((a.shape, a.strides, dtype))
+    key = (*layouts, options, _types(options), settings_key())
     try:
         hash(key)
     except TypeError:  # an option that is a list or an array
