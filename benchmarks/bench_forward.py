@@ -58,6 +58,8 @@ def default_cases():
             cases.append(Case(f"image 1x3x1024² {mode} {grid}", img, (1024, 1024), mode,
                               grid=grid))
     cases += [
+        # one channel (depth maps, masks, single-channel registration): nothing shares a plan
+        Case("image 1x1x1024² linear smooth", (1, 1, 1024, 1024), (1024, 1024)),
         Case("maps 8x32x128² linear", (8, 32, 128, 128), (128, 128)),
         Case("maps 1x64x256² linear border", (1, 64, 256, 256), (256, 256), padding="border"),
         Case("volume 1x1x128³ linear", vol, (128, 128, 128)),

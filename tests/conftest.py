@@ -85,3 +85,13 @@ def tolerance(dtype) -> dict:
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261129)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_prepared_runs():
+    """Start each test without the prepared runs of earlier ones (gridsample._prepared):
+    a test that swaps an entry table or spies on a module sees its own calls prepared."""
+    from gridsample import _api, _backward
+
+    for cache in (_api._prepared, _backward._prepared):
+        cache.entries.clear()

@@ -25,6 +25,7 @@ def test_vector_entries_are_current():
 
 def test_every_registered_vector_kernel_has_entries():
     from gridsample import _engine
+    from gridsample._options import MODE_LINEAR
     from gridsample._registry import MODES, PADDINGS
 
     want = {(r, m.code, p.code, family) for m in MODES for r in m.vector_ranks
@@ -35,6 +36,10 @@ def test_every_registered_vector_kernel_has_entries():
     from gridsample._row_loads import ROW_LOAD_ROWS
 
     assert set(_engine.ROW_LOAD_ENTRIES) == {key for key in want if key[:2] in ROW_LOAD_ROWS
+                                             and key[3] == "native"}
+    # 2-D linear, one channel in one pass, the native family
+    assert set(_engine.ONE_PASS_ENTRIES) == {key for key in want
+                                             if key[:2] == (2, MODE_LINEAR)
                                              and key[3] == "native"}
 
 

@@ -124,6 +124,9 @@ def test_each_layout_runs_its_entry(monkeypatch, mode):
     monkeypatch.setattr(_engine, "VECTOR_ENTRIES", spy(_engine.VECTOR_ENTRIES, "first"))
     monkeypatch.setattr(_engine, "CHANNEL_LAST_ENTRIES",
                         spy(_engine.CHANNEL_LAST_ENTRIES, "last"))
+    # A single 2-D linear channel runs in one pass, into contiguous points too
+    # (test_one_pass.py).
+    monkeypatch.setattr(_engine, "ONE_PASS_ENTRIES", spy(_engine.ONE_PASS_ENTRIES, "first"))
     for rank in (2, 3):
         grid = np.zeros((1,) + (2,) * rank + (rank,), np.float32)
         for channels, channel_last, want in ((3, False, "first"), (3, True, "last"),

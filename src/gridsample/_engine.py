@@ -41,12 +41,13 @@ from ._row_loads import LITTLE_ENDIAN, ROW_LOAD_ROWS, ROW_LOADS_VARIABLE, ROW_TA
 from ._taps import axis_constants, weight_constants
 from ._threads import THREAD_MIN_WORK_VARIABLE, num_threads, run_shared, threads_for
 from ._vector import fits_int32
-from ._vector_entries import CHANNEL_LAST_ENTRIES, PLAN_ROWS, ROW_LOAD_ENTRIES
+from ._vector_entries import CHANNEL_LAST_ENTRIES, ONE_PASS_ENTRIES, PLAN_ROWS, ROW_LOAD_ENTRIES
 from ._vector_entries import ENTRIES as VECTOR_ENTRIES
 
 __all__ = ["run_forward", "PreparedForward", "settings_key", "flat_view", "flat_strides",
            "c_strides", "GENERAL_KERNELS", "KERNEL_FAMILIES", "use_kernels", "kernel_family",
-           "vector_entry", "kernel_constants", "coordinates", "identity_axis"]
+           "vector_entry", "kernel_constants", "coordinates", "identity_axis",
+           "one_pass_applies", "ONE_PASS_VARIABLE", "ONE_PASS_SETTINGS"]
 
 #: General entry of each (rank, mode code) the registry specialises (named
 #: ``task_<mode>_<rank>d``); anything else uses ``kern.task_nd``.
@@ -99,7 +100,7 @@ def use_kernels(family: str):
 
 
 def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kind, tables=None,
-                 strided=False, rows=False):
+                 strided=False, rows=False, one=False):
     """The vector entry for these arguments from ``tables`` (default: :data:`VECTOR_ENTRIES`,
     :data:`CHANNEL_LAST_ENTRIES` and :data:`ROW_LOAD_ENTRIES`), or None where the general
     kernels must run.
@@ -107,7 +108,8 @@ def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kin
     ``strided``: the output's points are not contiguous (channel-last): the second table
     serves (each sweep has a form per layout, gridsample._vector.sweep_linear_2d).
     ``rows``: contiguous points from float32 rows of taps (:func:`row_loads_apply`): the
-    third.
+    third.  ``one``: a single channel planned and summed in one pass
+    (:func:`one_pass_applies`): :data:`ONE_PASS_ENTRIES`, whatever ``tables`` says.
 
     Cubic and 3-D linear keep per-axis weights in the weight dtype and
     multiply them in the sweep, which matches the general kernels' rounding
@@ -122,7 +124,8 @@ def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kin
     first, other, by_rows = ((VECTOR_ENTRIES, CHANNEL_LAST_ENTRIES, ROW_LOAD_ENTRIES)
                              if tables is None else tables)
     key = (rank, mode, pad, family)
-    entry = (by_rows if rows else other if strided else first).get(key)
+    table = ONE_PASS_ENTRIES if one else by_rows if rows else other if strided else first
+    entry = table.get(key)
     if entry is None or not fits_int32(sizes, strides):
         return None
     if padding_of(pad).index and max(sizes) > _MAX_INDEX_PAD_SIZE:
@@ -355,6 +358,30 @@ def row_loads_apply(plan: ForwardPlan, sizes: np.ndarray, strides: np.ndarray, o
             and row_loads(plan.rank, plan.kernel_mode) == "rows")
 
 
+#: The environment variable that turns the one-pass entries off (:func:`one_pass_applies`),
+#: and what it may say.
+ONE_PASS_VARIABLE = "GRIDSAMPLE_ONE_PASS"
+ONE_PASS_SETTINGS = ("auto", "off")
+
+
+def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool) -> bool:
+    """Whether a single channel's points are planned and summed in one loop, without a plan
+    table (2-D linear, :func:`gridsample._vector.sum_linear_2d_one`): one channel into
+    contiguous output points, where the row loads do not run, with weights in the
+    coordinates' dtype (the one pass keeps them in registers unrounded).
+    ``GRIDSAMPLE_ONE_PASS=off`` plans a table as for several channels (tests, benchmarks);
+    either gives the same bits."""
+    if not (plan.rank == 2 and plan.kernel_mode == MODE_LINEAR and plan.channels == 1
+            and os_p == 1 and not by_rows and plan.coord_dtype == plan.weight_dtype):
+        return False
+    raw = os.environ.get(ONE_PASS_VARIABLE, "")
+    value = raw.strip().lower() or "auto"
+    if value not in ONE_PASS_SETTINGS:
+        raise GridSampleError(f"{ONE_PASS_VARIABLE}={raw!r} is not allowed: use one of "
+                              f"{', '.join(ONE_PASS_SETTINGS)}")
+    return value == "auto"
+
+
 def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
                 affine=None) -> np.ndarray:
     """Compute the forward operator for a validated plan.
@@ -384,7 +411,8 @@ def settings_key() -> tuple:
     key: the kernel family, the row-load and thread settings and the thread count in force
     (a bad setting raises here, as it would when a call runs)."""
     return (kernel_family(), os.environ.get(ROW_LOADS_VARIABLE),
-            os.environ.get(THREAD_MIN_WORK_VARIABLE), num_threads())
+            os.environ.get(ONE_PASS_VARIABLE), os.environ.get(THREAD_MIN_WORK_VARIABLE),
+            num_threads())
 
 
 class PreparedForward:
@@ -429,12 +457,17 @@ class PreparedForward:
         vector_ok = (dtype_name(plan.out_dtype) in VECTOR_DTYPES and not self.interleaved
                      and self.vector_pad >= 0 and padding_of(self.vector_pad).vector)
         self.vector = None
-        self.by_rows = False
+        self.by_rows = self.one_pass = False
         if vector_ok and family in ("auto", "vector"):
             self.by_rows = row_loads_apply(plan, sizes, strides, os_p)
-            self.vector = vector_entry(r, plan.kernel_mode, self.vector_pad, plan.coord_dtype,
-                                       plan.weight_dtype, sizes, strides, conv.kind,
-                                       strided=os_p != 1, rows=self.by_rows)
+            entry = functools.partial(vector_entry, r, plan.kernel_mode, self.vector_pad,
+                                      plan.coord_dtype, plan.weight_dtype, sizes, strides,
+                                      conv.kind)
+            if one_pass_applies(plan, os_p, self.by_rows):
+                self.vector = entry(one=True)  # None for the other element families
+                self.one_pass = self.vector is not None
+            if self.vector is None:
+                self.vector = entry(strided=os_p != 1, rows=self.by_rows)
         self.general = (kern.task_nd if family == "nd"
                         else GENERAL_KERNELS.get((r, plan.kernel_mode), kern.task_nd))
         # Bytes of one channel of one batch item: its input plane, and with its output what
@@ -447,7 +480,7 @@ class PreparedForward:
         self.out_shape, self.empty = plan.out_shape, plan.is_empty
         self.grid_shape = (plan.grid_batch, plan.out_points, r)
         # Blocks of the call's own points (chunks have their own).
-        self.blocks = self._blocks(plan.out_points, plan.batch, self.threads)
+        self.blocks = self._blocks(plan.out_points, plan.batch, self.threads, self.one_pass)
 
     def run(self, x: np.ndarray, grid: np.ndarray, chunks=None, affine=None) -> np.ndarray:
         """The output for ``x`` and ``grid`` of the plan's layout (:func:`run_forward`)."""
@@ -507,8 +540,9 @@ class PreparedForward:
         """A vector entry over ``batch`` items of ``points`` points whose coordinates come
         from ``source`` (the grid, or affine maps), a group of channels at a time."""
         plan = self.plan
-        sizing = self.blocks if self.blocks[0] == (points, batch, threads) else \
-            self._blocks(points, batch, threads)
+        one_pass = entry is self.vector and self.one_pass
+        sizing = self.blocks if self.blocks[0] == (points, batch, threads, one_pass) else \
+            self._blocks(points, batch, threads, one_pass)
         tasks, block, tables = sizing[1:]
         # The planners' copy of a block's coordinates; affine maps make each block's points
         # as well.
@@ -523,18 +557,24 @@ class PreparedForward:
                     block, self.wconst, self.conv.kind, self.outside[c0:c0 + count])
             run_shared(entry, tasks, args, threads, scratch)
 
-    def _blocks(self, points: int, batch: int, threads: int) -> tuple:
-        """``((points, batch, threads), tasks, block, tables)`` of a vector entry's run over
-        ``batch`` items of ``points`` points: ``tables`` the ``(shape, dtype)`` of its plan
-        tables (offsets, the row loads' rows after the plan's; weights)."""
+    def _blocks(self, points: int, batch: int, threads: int, one_pass: bool) -> tuple:
+        """``((points, batch, threads, one_pass), tasks, block, tables)`` of a vector entry's
+        run over ``batch`` items of ``points`` points: ``tables`` the ``(shape, dtype)`` of
+        its plan tables (offsets, the row loads' rows after the plan's; weights; a one-pass
+        entry's go unused)."""
         key = (self.plan.rank, self.plan.kernel_mode)
         rows = PLAN_ROWS.get(key)
         if rows is None:  # no vector kernel: the general kernels size their own blocks
-            return (points, batch, threads), 0, 0, ()
+            return (points, batch, threads, one_pass), 0, 0, ()
         block = block_size(points, batch, rows, threads, PLAN_ENTRIES_PER_BLOCK)
         extra = ROW_LOAD_ROWS[key] if self.by_rows else 0
-        tables = (((rows + extra, block), np.int32), ((rows, block), self.plan.weight_dtype))
-        return (points, batch, threads), batch * -(-points // block), block, tables
+        if one_pass:  # no plan table: the entry's table arguments go unused
+            rows, block_rows = 1, 1
+        else:
+            block_rows = block
+        tables = (((rows + extra, block_rows), np.int32),
+                  ((rows, block_rows), self.plan.weight_dtype))
+        return (points, batch, threads, one_pass), batch * -(-points // block), block, tables
 
     def _launch(self, grid3, xflat, outflat, batch, threads, scattered=False) -> None:
         plan = self.plan

@@ -452,6 +452,55 @@ def _store_linear_2d(off, wts, j, o0, o1, o2, o3, dx, dy, one):
 
 
 @skeleton
+def sum_linear_2d_one(points, n, p0, nb, xflat, xs_n, strides, axc, outflat, os_n, os_p, wconst,
+                      kind, azero, pad):
+    """Plan and sum the ``nb`` points of a single channel's 2-D linear block (item ``n``,
+    points from ``p0``) in one loop, each point's taps and weights kept in registers:
+    :func:`plan_linear_2d` and :func:`sweep_linear_2d` without the plan table between them,
+    the same weights summed in the same order (the same bits; weights in the coordinates'
+    dtype, so the engine runs it where that is the weights' dtype).  With one channel the
+    table is written and read once per point for nothing (docs/kernels.md, "One pass for
+    one channel")."""
+    ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
+    st0, st1 = np.int32(strides[0]), np.int32(strides[1])
+    one, zero = wconst[1], azero[0]
+    xc = xflat[n * xs_n:]
+    oc = outflat[n * os_n + p0 * os_p:]
+    distant = False
+    for j in range(nb):
+        o0, o1, o2, o3, dx, dy, far = linear_2d_taps(points[2 * j], points[2 * j + 1], pad, ax0,
+                                                     ax1, st0, st1, False)
+        store(oc, j, _linear_weighted(
+            _tap_inlined(xc, kind, o0, zero), _tap_inlined(xc, kind, o1, zero),
+            _tap_inlined(xc, kind, o2, zero), _tap_inlined(xc, kind, o3, zero), dx, dy, one),
+            kind)
+        distant = distant | far
+    if has_exact_pass(pad) and distant:  # the exact pass for points far outside
+        for j in range(nb):
+            o0, o1, o2, o3, dx, dy, far = linear_2d_taps(points[2 * j], points[2 * j + 1], pad,
+                                                         ax0, ax1, st0, st1, True)
+            if far:
+                store(oc, j, _linear_weighted(
+                    _tap_inlined(xc, kind, o0, zero), _tap_inlined(xc, kind, o1, zero),
+                    _tap_inlined(xc, kind, o2, zero), _tap_inlined(xc, kind, o3, zero), dx,
+                    dy, one), kind)
+
+
+@skeleton
+def _linear_weighted(v0, v1, v2, v3, dx, dy, one):
+    """``w0 v0 + w1 v1 + w2 v2 + w3 v3`` left to right, the weights made from the fractions
+    as :func:`_store_linear_2d` makes them (:func:`_linear_point_sum`'s sum).  The tap
+    values are arguments, not the array: an array handed down to a nested skeleton made the
+    one-pass loop ~10% slower."""
+    wx1, wy1 = one * dx, one * dy
+    wx0, wy0 = one - dx, one - dy
+    acc = (wx0 * wy0) * v0
+    acc = acc + (wx1 * wy0) * v1
+    acc = acc + (wx0 * wy1) * v2
+    return acc + (wx1 * wy1) * v3
+
+
+@skeleton
 def _index_nearest(g, pad, ax, zero, exact):
     """Nearest's padded index ``rint(x)`` (int32) under an index padding, the NaN flag and
     whether the point needs the exact pass."""
@@ -1208,15 +1257,24 @@ def _row_leftovers(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero, poi
 
 @skeleton
 def _sample_block(points, n, p0, nb, xflat, xs_n, xs_c, sizes, strides, axc, kc, outflat, os_n,
-                  os_c, os_p, C, wconst, kind, azero, off, wts, coords, plan, pad, sweep):
+                  os_c, os_p, C, wconst, kind, azero, off, wts, coords, plan, pad, sweep,
+                  one_pass):
     """Plan points ``p0 … p0 + nb - 1`` of batch item ``n`` (their coordinates flat in
     ``points``, ``rank`` per point) with the template ``plan`` under padding ``pad``, then
     sweep every channel with the template ``sweep``: the input view starts at the batch
     item, the output view at the block's first point.  ``coords`` is the planners'
-    scratch for a planar copy of the points (:func:`planar_points`)."""
-    plan(points, nb, pad, axc, kc, sizes, strides, wconst[1], wconst[2], off, wts, coords)
-    sweep(xflat[n * xs_n:], xs_c, off, wts, nb, C, outflat[n * os_n + p0 * os_p:], os_c, os_p,
-          kind, azero)
+    scratch for a planar copy of the points (:func:`planar_points`).
+
+    ``one_pass`` (a constant: 1 or 0): ``sweep`` is a template that plans and sums a single
+    channel's points itself (:func:`sum_linear_2d_one`), into contiguous output points;
+    ``plan`` is then not called."""
+    if one_pass == 1:
+        sweep(points, n, p0, nb, xflat, xs_n, strides, axc, outflat, os_n, os_p, wconst, kind,
+              azero, pad)
+    else:
+        plan(points, nb, pad, axc, kc, sizes, strides, wconst[1], wconst[2], off, wts, coords)
+        sweep(xflat[n * xs_n:], xs_c, off, wts, nb, C, outflat[n * os_n + p0 * os_p:], os_c,
+              os_p, kind, azero)
 
 
 @skeleton
@@ -1238,9 +1296,9 @@ def planar_points(points, nb, rank, coords):
 @skeleton
 def run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, rank, plan, pad,
-               sweep):
+               sweep, one_pass):
     """Blocks ``first .. stop - 1`` of ``N x blocks``, each read from ``grid`` (Ng, P, rank),
-    planned and swept (:func:`_sample_block`).
+    planned and swept (:func:`_sample_block`; ``one_pass``: in one loop).
 
     ``off``, ``wts``: the plan tables (``K`` rows of ``block`` points), and
     ``coords`` (``rank x block``), the planners' scratch: the caller's
@@ -1255,7 +1313,7 @@ def run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, ou
         gn = 0 if grid.shape[0] == 1 else n
         _sample_block(gflat[(gn * P + p0) * rank:], n, p0, nb, xflat, xs_n, xs_c, sizes, strides,
                       axc, kc, outflat, os_n, os_c, os_p, C, wconst, kind, azero, off, wts,
-                      coords, plan, pad, sweep)
+                      coords, plan, pad, sweep, one_pass)
 
 
 @skeleton
@@ -1276,4 +1334,4 @@ def run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, t
                       points)
         _sample_block(points, n, p0, nb, xflat, xs_n, xs_c, sizes, strides, axc, kc, outflat,
                       os_n, os_c, os_p, C, wconst, kind, azero, off, wts, coords, plan, pad,
-                      sweep)
+                      sweep, 0)

@@ -29,6 +29,7 @@ from ._vector import (
     plan_nearest_2d,
     plan_nearest_3d,
     run_blocks,
+    sum_linear_2d_one,
     sweep_cubic_2d,
     sweep_cubic_2d_cl,
     sweep_cubic_2d_rows,
@@ -46,7 +47,7 @@ from ._vector import (
     sweep_nearest_3d_cl,
 )
 
-__all__ = ["ENTRIES", "CHANNEL_LAST_ENTRIES", "ROW_LOAD_ENTRIES", "PLAN_ROWS"]
+__all__ = ["ENTRIES", "CHANNEL_LAST_ENTRIES", "ROW_LOAD_ENTRIES", "ONE_PASS_ENTRIES", "PLAN_ROWS"]
 
 
 # linear_2d
@@ -56,7 +57,7 @@ def linear_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gri
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_ZEROS,
-               sweep_linear_2d)
+               sweep_linear_2d, 0)
 
 
 @function
@@ -64,7 +65,7 @@ def linear_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
                        os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_ZEROS,
-               sweep_linear_2d_cl)
+               sweep_linear_2d_cl, 0)
 
 
 @function
@@ -72,7 +73,15 @@ def linear_2d_zeros_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_ZEROS,
-               sweep_linear_2d_rows)
+               sweep_linear_2d_rows, 0)
+
+
+@function
+def linear_2d_zeros_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_ZEROS,
+               sum_linear_2d_one, 1)
 
 
 @function
@@ -80,7 +89,7 @@ def linear_2d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_ZEROS, sweep_linear_2d)
+               PAD_ZEROS, sweep_linear_2d, 0)
 
 
 @function
@@ -88,7 +97,7 @@ def linear_2d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_ZEROS, sweep_linear_2d_cl)
+               PAD_ZEROS, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -96,7 +105,7 @@ def linear_2d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_ZEROS, sweep_linear_2d)
+               PAD_ZEROS, sweep_linear_2d, 0)
 
 
 @function
@@ -104,7 +113,7 @@ def linear_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_ZEROS, sweep_linear_2d_cl)
+               PAD_ZEROS, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -112,7 +121,7 @@ def linear_2d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_ZEROS, sweep_linear_2d)
+               PAD_ZEROS, sweep_linear_2d, 0)
 
 
 @function
@@ -120,7 +129,7 @@ def linear_2d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_ZEROS, sweep_linear_2d_cl)
+               PAD_ZEROS, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -128,7 +137,7 @@ def linear_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gr
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_BORDER,
-               sweep_linear_2d)
+               sweep_linear_2d, 0)
 
 
 @function
@@ -136,7 +145,7 @@ def linear_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_BORDER,
-               sweep_linear_2d_cl)
+               sweep_linear_2d_cl, 0)
 
 
 @function
@@ -144,7 +153,15 @@ def linear_2d_border_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_BORDER,
-               sweep_linear_2d_rows)
+               sweep_linear_2d_rows, 0)
+
+
+@function
+def linear_2d_border_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_BORDER,
+               sum_linear_2d_one, 1)
 
 
 @function
@@ -152,7 +169,7 @@ def linear_2d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_BORDER, sweep_linear_2d)
+               PAD_BORDER, sweep_linear_2d, 0)
 
 
 @function
@@ -160,7 +177,7 @@ def linear_2d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_BORDER, sweep_linear_2d_cl)
+               PAD_BORDER, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -168,7 +185,7 @@ def linear_2d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_BORDER, sweep_linear_2d)
+               PAD_BORDER, sweep_linear_2d, 0)
 
 
 @function
@@ -176,7 +193,7 @@ def linear_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_BORDER, sweep_linear_2d_cl)
+               PAD_BORDER, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -184,7 +201,7 @@ def linear_2d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_BORDER, sweep_linear_2d)
+               PAD_BORDER, sweep_linear_2d, 0)
 
 
 @function
@@ -192,7 +209,7 @@ def linear_2d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_BORDER, sweep_linear_2d_cl)
+               PAD_BORDER, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -200,7 +217,7 @@ def linear_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_REFLECTION, sweep_linear_2d)
+               PAD_REFLECTION, sweep_linear_2d, 0)
 
 
 @function
@@ -208,7 +225,7 @@ def linear_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_REFLECTION, sweep_linear_2d_cl)
+               PAD_REFLECTION, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -217,7 +234,15 @@ def linear_2d_reflection_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_REFLECTION, sweep_linear_2d_rows)
+               PAD_REFLECTION, sweep_linear_2d_rows, 0)
+
+
+@function
+def linear_2d_reflection_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_REFLECTION, sum_linear_2d_one, 1)
 
 
 @function
@@ -225,7 +250,7 @@ def linear_2d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_REFLECTION, sweep_linear_2d)
+               PAD_REFLECTION, sweep_linear_2d, 0)
 
 
 @function
@@ -234,7 +259,7 @@ def linear_2d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_REFLECTION, sweep_linear_2d_cl)
+               PAD_REFLECTION, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -243,7 +268,7 @@ def linear_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_REFLECTION, sweep_linear_2d)
+               PAD_REFLECTION, sweep_linear_2d, 0)
 
 
 @function
@@ -252,7 +277,7 @@ def linear_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_REFLECTION, sweep_linear_2d_cl)
+               PAD_REFLECTION, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -260,7 +285,7 @@ def linear_2d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_REFLECTION, sweep_linear_2d)
+               PAD_REFLECTION, sweep_linear_2d, 0)
 
 
 @function
@@ -269,7 +294,7 @@ def linear_2d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_REFLECTION, sweep_linear_2d_cl)
+               PAD_REFLECTION, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -277,7 +302,7 @@ def linear_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gri
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_MIRROR,
-               sweep_linear_2d)
+               sweep_linear_2d, 0)
 
 
 @function
@@ -285,7 +310,7 @@ def linear_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
                        os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_MIRROR,
-               sweep_linear_2d_cl)
+               sweep_linear_2d_cl, 0)
 
 
 @function
@@ -293,7 +318,15 @@ def linear_2d_index_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_MIRROR,
-               sweep_linear_2d_rows)
+               sweep_linear_2d_rows, 0)
+
+
+@function
+def linear_2d_index_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_MIRROR,
+               sum_linear_2d_one, 1)
 
 
 @function
@@ -301,7 +334,7 @@ def linear_2d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_MIRROR, sweep_linear_2d)
+               PAD_MIRROR, sweep_linear_2d, 0)
 
 
 @function
@@ -309,7 +342,7 @@ def linear_2d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_MIRROR, sweep_linear_2d_cl)
+               PAD_MIRROR, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -317,7 +350,7 @@ def linear_2d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_MIRROR, sweep_linear_2d)
+               PAD_MIRROR, sweep_linear_2d, 0)
 
 
 @function
@@ -325,7 +358,7 @@ def linear_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_MIRROR, sweep_linear_2d_cl)
+               PAD_MIRROR, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -333,7 +366,7 @@ def linear_2d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_MIRROR, sweep_linear_2d)
+               PAD_MIRROR, sweep_linear_2d, 0)
 
 
 @function
@@ -341,7 +374,7 @@ def linear_2d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
-               PAD_MIRROR, sweep_linear_2d_cl)
+               PAD_MIRROR, sweep_linear_2d_cl, 0)
 
 
 # linear_3d
@@ -351,7 +384,7 @@ def linear_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gri
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_ZEROS,
-               sweep_linear_3d)
+               sweep_linear_3d, 0)
 
 
 @function
@@ -359,7 +392,7 @@ def linear_3d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
                        os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_ZEROS,
-               sweep_linear_3d_cl)
+               sweep_linear_3d_cl, 0)
 
 
 @function
@@ -367,7 +400,7 @@ def linear_3d_zeros_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_ZEROS,
-               sweep_linear_3d_rows)
+               sweep_linear_3d_rows, 0)
 
 
 @function
@@ -375,7 +408,7 @@ def linear_3d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_ZEROS, sweep_linear_3d)
+               PAD_ZEROS, sweep_linear_3d, 0)
 
 
 @function
@@ -383,7 +416,7 @@ def linear_3d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_ZEROS, sweep_linear_3d_cl)
+               PAD_ZEROS, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -391,7 +424,7 @@ def linear_3d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_ZEROS, sweep_linear_3d)
+               PAD_ZEROS, sweep_linear_3d, 0)
 
 
 @function
@@ -399,7 +432,7 @@ def linear_3d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_ZEROS, sweep_linear_3d_cl)
+               PAD_ZEROS, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -407,7 +440,7 @@ def linear_3d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_ZEROS, sweep_linear_3d)
+               PAD_ZEROS, sweep_linear_3d, 0)
 
 
 @function
@@ -415,7 +448,7 @@ def linear_3d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_ZEROS, sweep_linear_3d_cl)
+               PAD_ZEROS, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -423,7 +456,7 @@ def linear_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gr
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_BORDER,
-               sweep_linear_3d)
+               sweep_linear_3d, 0)
 
 
 @function
@@ -431,7 +464,7 @@ def linear_3d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_BORDER,
-               sweep_linear_3d_cl)
+               sweep_linear_3d_cl, 0)
 
 
 @function
@@ -439,7 +472,7 @@ def linear_3d_border_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_BORDER,
-               sweep_linear_3d_rows)
+               sweep_linear_3d_rows, 0)
 
 
 @function
@@ -447,7 +480,7 @@ def linear_3d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_BORDER, sweep_linear_3d)
+               PAD_BORDER, sweep_linear_3d, 0)
 
 
 @function
@@ -455,7 +488,7 @@ def linear_3d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_BORDER, sweep_linear_3d_cl)
+               PAD_BORDER, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -463,7 +496,7 @@ def linear_3d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_BORDER, sweep_linear_3d)
+               PAD_BORDER, sweep_linear_3d, 0)
 
 
 @function
@@ -471,7 +504,7 @@ def linear_3d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_BORDER, sweep_linear_3d_cl)
+               PAD_BORDER, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -479,7 +512,7 @@ def linear_3d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_BORDER, sweep_linear_3d)
+               PAD_BORDER, sweep_linear_3d, 0)
 
 
 @function
@@ -487,7 +520,7 @@ def linear_3d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_BORDER, sweep_linear_3d_cl)
+               PAD_BORDER, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -495,7 +528,7 @@ def linear_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_REFLECTION, sweep_linear_3d)
+               PAD_REFLECTION, sweep_linear_3d, 0)
 
 
 @function
@@ -503,7 +536,7 @@ def linear_3d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_REFLECTION, sweep_linear_3d_cl)
+               PAD_REFLECTION, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -512,7 +545,7 @@ def linear_3d_reflection_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_REFLECTION, sweep_linear_3d_rows)
+               PAD_REFLECTION, sweep_linear_3d_rows, 0)
 
 
 @function
@@ -520,7 +553,7 @@ def linear_3d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_REFLECTION, sweep_linear_3d)
+               PAD_REFLECTION, sweep_linear_3d, 0)
 
 
 @function
@@ -529,7 +562,7 @@ def linear_3d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_REFLECTION, sweep_linear_3d_cl)
+               PAD_REFLECTION, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -538,7 +571,7 @@ def linear_3d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_REFLECTION, sweep_linear_3d)
+               PAD_REFLECTION, sweep_linear_3d, 0)
 
 
 @function
@@ -547,7 +580,7 @@ def linear_3d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_REFLECTION, sweep_linear_3d_cl)
+               PAD_REFLECTION, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -555,7 +588,7 @@ def linear_3d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_REFLECTION, sweep_linear_3d)
+               PAD_REFLECTION, sweep_linear_3d, 0)
 
 
 @function
@@ -564,7 +597,7 @@ def linear_3d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_REFLECTION, sweep_linear_3d_cl)
+               PAD_REFLECTION, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -572,7 +605,7 @@ def linear_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gri
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_MIRROR,
-               sweep_linear_3d)
+               sweep_linear_3d, 0)
 
 
 @function
@@ -580,7 +613,7 @@ def linear_3d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
                        os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_MIRROR,
-               sweep_linear_3d_cl)
+               sweep_linear_3d_cl, 0)
 
 
 @function
@@ -588,7 +621,7 @@ def linear_3d_index_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_MIRROR,
-               sweep_linear_3d_rows)
+               sweep_linear_3d_rows, 0)
 
 
 @function
@@ -596,7 +629,7 @@ def linear_3d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_MIRROR, sweep_linear_3d)
+               PAD_MIRROR, sweep_linear_3d, 0)
 
 
 @function
@@ -604,7 +637,7 @@ def linear_3d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_MIRROR, sweep_linear_3d_cl)
+               PAD_MIRROR, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -612,7 +645,7 @@ def linear_3d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_MIRROR, sweep_linear_3d)
+               PAD_MIRROR, sweep_linear_3d, 0)
 
 
 @function
@@ -620,7 +653,7 @@ def linear_3d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_MIRROR, sweep_linear_3d_cl)
+               PAD_MIRROR, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -628,7 +661,7 @@ def linear_3d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_MIRROR, sweep_linear_3d)
+               PAD_MIRROR, sweep_linear_3d, 0)
 
 
 @function
@@ -636,7 +669,7 @@ def linear_3d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
-               PAD_MIRROR, sweep_linear_3d_cl)
+               PAD_MIRROR, sweep_linear_3d_cl, 0)
 
 
 # nearest_2d
@@ -646,7 +679,7 @@ def nearest_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gr
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d, PAD_ZEROS,
-               sweep_nearest_2d)
+               sweep_nearest_2d, 0)
 
 
 @function
@@ -654,7 +687,7 @@ def nearest_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d, PAD_ZEROS,
-               sweep_nearest_2d_cl)
+               sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -662,7 +695,7 @@ def nearest_2d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_ZEROS, sweep_nearest_2d)
+               PAD_ZEROS, sweep_nearest_2d, 0)
 
 
 @function
@@ -670,7 +703,7 @@ def nearest_2d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_ZEROS, sweep_nearest_2d_cl)
+               PAD_ZEROS, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -678,7 +711,7 @@ def nearest_2d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_ZEROS, sweep_nearest_2d)
+               PAD_ZEROS, sweep_nearest_2d, 0)
 
 
 @function
@@ -686,7 +719,7 @@ def nearest_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_ZEROS, sweep_nearest_2d_cl)
+               PAD_ZEROS, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -694,7 +727,7 @@ def nearest_2d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_ZEROS, sweep_nearest_2d)
+               PAD_ZEROS, sweep_nearest_2d, 0)
 
 
 @function
@@ -702,7 +735,7 @@ def nearest_2d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_ZEROS, sweep_nearest_2d_cl)
+               PAD_ZEROS, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -710,7 +743,7 @@ def nearest_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, g
                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_BORDER, sweep_nearest_2d)
+               PAD_BORDER, sweep_nearest_2d, 0)
 
 
 @function
@@ -718,7 +751,7 @@ def nearest_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_BORDER, sweep_nearest_2d_cl)
+               PAD_BORDER, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -726,7 +759,7 @@ def nearest_2d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_BORDER, sweep_nearest_2d)
+               PAD_BORDER, sweep_nearest_2d, 0)
 
 
 @function
@@ -734,7 +767,7 @@ def nearest_2d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_BORDER, sweep_nearest_2d_cl)
+               PAD_BORDER, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -742,7 +775,7 @@ def nearest_2d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_BORDER, sweep_nearest_2d)
+               PAD_BORDER, sweep_nearest_2d, 0)
 
 
 @function
@@ -751,7 +784,7 @@ def nearest_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_BORDER, sweep_nearest_2d_cl)
+               PAD_BORDER, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -759,7 +792,7 @@ def nearest_2d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_BORDER, sweep_nearest_2d)
+               PAD_BORDER, sweep_nearest_2d, 0)
 
 
 @function
@@ -767,7 +800,7 @@ def nearest_2d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_BORDER, sweep_nearest_2d_cl)
+               PAD_BORDER, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -775,7 +808,7 @@ def nearest_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_REFLECTION, sweep_nearest_2d)
+               PAD_REFLECTION, sweep_nearest_2d, 0)
 
 
 @function
@@ -783,7 +816,7 @@ def nearest_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_REFLECTION, sweep_nearest_2d_cl)
+               PAD_REFLECTION, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -792,7 +825,7 @@ def nearest_2d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_REFLECTION, sweep_nearest_2d)
+               PAD_REFLECTION, sweep_nearest_2d, 0)
 
 
 @function
@@ -801,7 +834,7 @@ def nearest_2d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_REFLECTION, sweep_nearest_2d_cl)
+               PAD_REFLECTION, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -810,7 +843,7 @@ def nearest_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_REFLECTION, sweep_nearest_2d)
+               PAD_REFLECTION, sweep_nearest_2d, 0)
 
 
 @function
@@ -819,7 +852,7 @@ def nearest_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_REFLECTION, sweep_nearest_2d_cl)
+               PAD_REFLECTION, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -828,7 +861,7 @@ def nearest_2d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_REFLECTION, sweep_nearest_2d)
+               PAD_REFLECTION, sweep_nearest_2d, 0)
 
 
 @function
@@ -837,7 +870,7 @@ def nearest_2d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_REFLECTION, sweep_nearest_2d_cl)
+               PAD_REFLECTION, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -845,7 +878,7 @@ def nearest_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gr
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_MIRROR, sweep_nearest_2d)
+               PAD_MIRROR, sweep_nearest_2d, 0)
 
 
 @function
@@ -853,7 +886,7 @@ def nearest_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_MIRROR, sweep_nearest_2d_cl)
+               PAD_MIRROR, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -861,7 +894,7 @@ def nearest_2d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_MIRROR, sweep_nearest_2d)
+               PAD_MIRROR, sweep_nearest_2d, 0)
 
 
 @function
@@ -869,7 +902,7 @@ def nearest_2d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_MIRROR, sweep_nearest_2d_cl)
+               PAD_MIRROR, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -877,7 +910,7 @@ def nearest_2d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_MIRROR, sweep_nearest_2d)
+               PAD_MIRROR, sweep_nearest_2d, 0)
 
 
 @function
@@ -885,7 +918,7 @@ def nearest_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_MIRROR, sweep_nearest_2d_cl)
+               PAD_MIRROR, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -893,7 +926,7 @@ def nearest_2d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_MIRROR, sweep_nearest_2d)
+               PAD_MIRROR, sweep_nearest_2d, 0)
 
 
 @function
@@ -901,7 +934,7 @@ def nearest_2d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
-               PAD_MIRROR, sweep_nearest_2d_cl)
+               PAD_MIRROR, sweep_nearest_2d_cl, 0)
 
 
 # nearest_3d
@@ -911,7 +944,7 @@ def nearest_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gr
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d, PAD_ZEROS,
-               sweep_nearest_3d)
+               sweep_nearest_3d, 0)
 
 
 @function
@@ -919,7 +952,7 @@ def nearest_3d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d, PAD_ZEROS,
-               sweep_nearest_3d_cl)
+               sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -927,7 +960,7 @@ def nearest_3d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_ZEROS, sweep_nearest_3d)
+               PAD_ZEROS, sweep_nearest_3d, 0)
 
 
 @function
@@ -935,7 +968,7 @@ def nearest_3d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_ZEROS, sweep_nearest_3d_cl)
+               PAD_ZEROS, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -943,7 +976,7 @@ def nearest_3d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_ZEROS, sweep_nearest_3d)
+               PAD_ZEROS, sweep_nearest_3d, 0)
 
 
 @function
@@ -951,7 +984,7 @@ def nearest_3d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_ZEROS, sweep_nearest_3d_cl)
+               PAD_ZEROS, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -959,7 +992,7 @@ def nearest_3d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_ZEROS, sweep_nearest_3d)
+               PAD_ZEROS, sweep_nearest_3d, 0)
 
 
 @function
@@ -967,7 +1000,7 @@ def nearest_3d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_ZEROS, sweep_nearest_3d_cl)
+               PAD_ZEROS, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -975,7 +1008,7 @@ def nearest_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, g
                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_BORDER, sweep_nearest_3d)
+               PAD_BORDER, sweep_nearest_3d, 0)
 
 
 @function
@@ -983,7 +1016,7 @@ def nearest_3d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_BORDER, sweep_nearest_3d_cl)
+               PAD_BORDER, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -991,7 +1024,7 @@ def nearest_3d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_BORDER, sweep_nearest_3d)
+               PAD_BORDER, sweep_nearest_3d, 0)
 
 
 @function
@@ -999,7 +1032,7 @@ def nearest_3d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_BORDER, sweep_nearest_3d_cl)
+               PAD_BORDER, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1007,7 +1040,7 @@ def nearest_3d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_BORDER, sweep_nearest_3d)
+               PAD_BORDER, sweep_nearest_3d, 0)
 
 
 @function
@@ -1016,7 +1049,7 @@ def nearest_3d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_BORDER, sweep_nearest_3d_cl)
+               PAD_BORDER, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1024,7 +1057,7 @@ def nearest_3d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_BORDER, sweep_nearest_3d)
+               PAD_BORDER, sweep_nearest_3d, 0)
 
 
 @function
@@ -1032,7 +1065,7 @@ def nearest_3d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_BORDER, sweep_nearest_3d_cl)
+               PAD_BORDER, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1040,7 +1073,7 @@ def nearest_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_REFLECTION, sweep_nearest_3d)
+               PAD_REFLECTION, sweep_nearest_3d, 0)
 
 
 @function
@@ -1048,7 +1081,7 @@ def nearest_3d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_REFLECTION, sweep_nearest_3d_cl)
+               PAD_REFLECTION, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1057,7 +1090,7 @@ def nearest_3d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_REFLECTION, sweep_nearest_3d)
+               PAD_REFLECTION, sweep_nearest_3d, 0)
 
 
 @function
@@ -1066,7 +1099,7 @@ def nearest_3d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_REFLECTION, sweep_nearest_3d_cl)
+               PAD_REFLECTION, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1075,7 +1108,7 @@ def nearest_3d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_REFLECTION, sweep_nearest_3d)
+               PAD_REFLECTION, sweep_nearest_3d, 0)
 
 
 @function
@@ -1084,7 +1117,7 @@ def nearest_3d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_REFLECTION, sweep_nearest_3d_cl)
+               PAD_REFLECTION, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1093,7 +1126,7 @@ def nearest_3d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_REFLECTION, sweep_nearest_3d)
+               PAD_REFLECTION, sweep_nearest_3d, 0)
 
 
 @function
@@ -1102,7 +1135,7 @@ def nearest_3d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_REFLECTION, sweep_nearest_3d_cl)
+               PAD_REFLECTION, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1110,7 +1143,7 @@ def nearest_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gr
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_MIRROR, sweep_nearest_3d)
+               PAD_MIRROR, sweep_nearest_3d, 0)
 
 
 @function
@@ -1118,7 +1151,7 @@ def nearest_3d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_MIRROR, sweep_nearest_3d_cl)
+               PAD_MIRROR, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1126,7 +1159,7 @@ def nearest_3d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_MIRROR, sweep_nearest_3d)
+               PAD_MIRROR, sweep_nearest_3d, 0)
 
 
 @function
@@ -1134,7 +1167,7 @@ def nearest_3d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_MIRROR, sweep_nearest_3d_cl)
+               PAD_MIRROR, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1142,7 +1175,7 @@ def nearest_3d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_MIRROR, sweep_nearest_3d)
+               PAD_MIRROR, sweep_nearest_3d, 0)
 
 
 @function
@@ -1150,7 +1183,7 @@ def nearest_3d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_MIRROR, sweep_nearest_3d_cl)
+               PAD_MIRROR, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1158,7 +1191,7 @@ def nearest_3d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_MIRROR, sweep_nearest_3d)
+               PAD_MIRROR, sweep_nearest_3d, 0)
 
 
 @function
@@ -1166,7 +1199,7 @@ def nearest_3d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
-               PAD_MIRROR, sweep_nearest_3d_cl)
+               PAD_MIRROR, sweep_nearest_3d_cl, 0)
 
 
 # cubic_2d
@@ -1176,7 +1209,7 @@ def cubic_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid
                    os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_ZEROS,
-               sweep_cubic_2d)
+               sweep_cubic_2d, 0)
 
 
 @function
@@ -1184,7 +1217,7 @@ def cubic_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, g
                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_ZEROS,
-               sweep_cubic_2d_cl)
+               sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1192,7 +1225,7 @@ def cubic_2d_zeros_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_ZEROS,
-               sweep_cubic_2d_rows)
+               sweep_cubic_2d_rows, 0)
 
 
 @function
@@ -1200,7 +1233,7 @@ def cubic_2d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
                        os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_ZEROS, sweep_cubic_2d)
+               PAD_ZEROS, sweep_cubic_2d, 0)
 
 
 @function
@@ -1208,7 +1241,7 @@ def cubic_2d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_ZEROS, sweep_cubic_2d_cl)
+               PAD_ZEROS, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1216,7 +1249,7 @@ def cubic_2d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_ZEROS, sweep_cubic_2d)
+               PAD_ZEROS, sweep_cubic_2d, 0)
 
 
 @function
@@ -1224,7 +1257,7 @@ def cubic_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_ZEROS, sweep_cubic_2d_cl)
+               PAD_ZEROS, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1232,7 +1265,7 @@ def cubic_2d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
                        os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_ZEROS, sweep_cubic_2d)
+               PAD_ZEROS, sweep_cubic_2d, 0)
 
 
 @function
@@ -1240,7 +1273,7 @@ def cubic_2d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_ZEROS, sweep_cubic_2d_cl)
+               PAD_ZEROS, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1248,7 +1281,7 @@ def cubic_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gri
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_BORDER,
-               sweep_cubic_2d)
+               sweep_cubic_2d, 0)
 
 
 @function
@@ -1256,7 +1289,7 @@ def cubic_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
                        os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_BORDER,
-               sweep_cubic_2d_cl)
+               sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1264,7 +1297,7 @@ def cubic_2d_border_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_BORDER,
-               sweep_cubic_2d_rows)
+               sweep_cubic_2d_rows, 0)
 
 
 @function
@@ -1272,7 +1305,7 @@ def cubic_2d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_BORDER, sweep_cubic_2d)
+               PAD_BORDER, sweep_cubic_2d, 0)
 
 
 @function
@@ -1280,7 +1313,7 @@ def cubic_2d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_BORDER, sweep_cubic_2d_cl)
+               PAD_BORDER, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1288,7 +1321,7 @@ def cubic_2d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_BORDER, sweep_cubic_2d)
+               PAD_BORDER, sweep_cubic_2d, 0)
 
 
 @function
@@ -1296,7 +1329,7 @@ def cubic_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_BORDER, sweep_cubic_2d_cl)
+               PAD_BORDER, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1304,7 +1337,7 @@ def cubic_2d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_BORDER, sweep_cubic_2d)
+               PAD_BORDER, sweep_cubic_2d, 0)
 
 
 @function
@@ -1312,7 +1345,7 @@ def cubic_2d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_BORDER, sweep_cubic_2d_cl)
+               PAD_BORDER, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1320,7 +1353,7 @@ def cubic_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_REFLECTION, sweep_cubic_2d)
+               PAD_REFLECTION, sweep_cubic_2d, 0)
 
 
 @function
@@ -1328,7 +1361,7 @@ def cubic_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_REFLECTION, sweep_cubic_2d_cl)
+               PAD_REFLECTION, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1336,7 +1369,7 @@ def cubic_2d_reflection_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_REFLECTION, sweep_cubic_2d_rows)
+               PAD_REFLECTION, sweep_cubic_2d_rows, 0)
 
 
 @function
@@ -1344,7 +1377,7 @@ def cubic_2d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_REFLECTION, sweep_cubic_2d)
+               PAD_REFLECTION, sweep_cubic_2d, 0)
 
 
 @function
@@ -1353,7 +1386,7 @@ def cubic_2d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_REFLECTION, sweep_cubic_2d_cl)
+               PAD_REFLECTION, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1361,7 +1394,7 @@ def cubic_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_REFLECTION, sweep_cubic_2d)
+               PAD_REFLECTION, sweep_cubic_2d, 0)
 
 
 @function
@@ -1370,7 +1403,7 @@ def cubic_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_REFLECTION, sweep_cubic_2d_cl)
+               PAD_REFLECTION, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1378,7 +1411,7 @@ def cubic_2d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_REFLECTION, sweep_cubic_2d)
+               PAD_REFLECTION, sweep_cubic_2d, 0)
 
 
 @function
@@ -1387,7 +1420,7 @@ def cubic_2d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_REFLECTION, sweep_cubic_2d_cl)
+               PAD_REFLECTION, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1395,7 +1428,7 @@ def cubic_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid
                    os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_MIRROR,
-               sweep_cubic_2d)
+               sweep_cubic_2d, 0)
 
 
 @function
@@ -1403,7 +1436,7 @@ def cubic_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, g
                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_MIRROR,
-               sweep_cubic_2d_cl)
+               sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1411,7 +1444,7 @@ def cubic_2d_index_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_MIRROR,
-               sweep_cubic_2d_rows)
+               sweep_cubic_2d_rows, 0)
 
 
 @function
@@ -1419,7 +1452,7 @@ def cubic_2d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
                        os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_MIRROR, sweep_cubic_2d)
+               PAD_MIRROR, sweep_cubic_2d, 0)
 
 
 @function
@@ -1427,7 +1460,7 @@ def cubic_2d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_MIRROR, sweep_cubic_2d_cl)
+               PAD_MIRROR, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1435,7 +1468,7 @@ def cubic_2d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_MIRROR, sweep_cubic_2d)
+               PAD_MIRROR, sweep_cubic_2d, 0)
 
 
 @function
@@ -1443,7 +1476,7 @@ def cubic_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_MIRROR, sweep_cubic_2d_cl)
+               PAD_MIRROR, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1451,7 +1484,7 @@ def cubic_2d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
                        os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_MIRROR, sweep_cubic_2d)
+               PAD_MIRROR, sweep_cubic_2d, 0)
 
 
 @function
@@ -1459,7 +1492,7 @@ def cubic_2d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
-               PAD_MIRROR, sweep_cubic_2d_cl)
+               PAD_MIRROR, sweep_cubic_2d_cl, 0)
 
 
 # cubic_3d
@@ -1469,7 +1502,7 @@ def cubic_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid
                    os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_ZEROS,
-               sweep_cubic_3d)
+               sweep_cubic_3d, 0)
 
 
 @function
@@ -1477,7 +1510,7 @@ def cubic_3d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, g
                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_ZEROS,
-               sweep_cubic_3d_cl)
+               sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1485,7 +1518,7 @@ def cubic_3d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
                        os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_ZEROS, sweep_cubic_3d)
+               PAD_ZEROS, sweep_cubic_3d, 0)
 
 
 @function
@@ -1493,7 +1526,7 @@ def cubic_3d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_ZEROS, sweep_cubic_3d_cl)
+               PAD_ZEROS, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1501,7 +1534,7 @@ def cubic_3d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_ZEROS, sweep_cubic_3d)
+               PAD_ZEROS, sweep_cubic_3d, 0)
 
 
 @function
@@ -1509,7 +1542,7 @@ def cubic_3d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_ZEROS, sweep_cubic_3d_cl)
+               PAD_ZEROS, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1517,7 +1550,7 @@ def cubic_3d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
                        os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_ZEROS, sweep_cubic_3d)
+               PAD_ZEROS, sweep_cubic_3d, 0)
 
 
 @function
@@ -1525,7 +1558,7 @@ def cubic_3d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_ZEROS, sweep_cubic_3d_cl)
+               PAD_ZEROS, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1533,7 +1566,7 @@ def cubic_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, gri
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_BORDER,
-               sweep_cubic_3d)
+               sweep_cubic_3d, 0)
 
 
 @function
@@ -1541,7 +1574,7 @@ def cubic_3d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
                        os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_BORDER,
-               sweep_cubic_3d_cl)
+               sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1549,7 +1582,7 @@ def cubic_3d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_BORDER, sweep_cubic_3d)
+               PAD_BORDER, sweep_cubic_3d, 0)
 
 
 @function
@@ -1557,7 +1590,7 @@ def cubic_3d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_BORDER, sweep_cubic_3d_cl)
+               PAD_BORDER, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1565,7 +1598,7 @@ def cubic_3d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_BORDER, sweep_cubic_3d)
+               PAD_BORDER, sweep_cubic_3d, 0)
 
 
 @function
@@ -1573,7 +1606,7 @@ def cubic_3d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_BORDER, sweep_cubic_3d_cl)
+               PAD_BORDER, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1581,7 +1614,7 @@ def cubic_3d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_BORDER, sweep_cubic_3d)
+               PAD_BORDER, sweep_cubic_3d, 0)
 
 
 @function
@@ -1589,7 +1622,7 @@ def cubic_3d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_BORDER, sweep_cubic_3d_cl)
+               PAD_BORDER, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1597,7 +1630,7 @@ def cubic_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_REFLECTION, sweep_cubic_3d)
+               PAD_REFLECTION, sweep_cubic_3d, 0)
 
 
 @function
@@ -1605,7 +1638,7 @@ def cubic_3d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_REFLECTION, sweep_cubic_3d_cl)
+               PAD_REFLECTION, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1613,7 +1646,7 @@ def cubic_3d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_REFLECTION, sweep_cubic_3d)
+               PAD_REFLECTION, sweep_cubic_3d, 0)
 
 
 @function
@@ -1622,7 +1655,7 @@ def cubic_3d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_REFLECTION, sweep_cubic_3d_cl)
+               PAD_REFLECTION, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1630,7 +1663,7 @@ def cubic_3d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_REFLECTION, sweep_cubic_3d)
+               PAD_REFLECTION, sweep_cubic_3d, 0)
 
 
 @function
@@ -1639,7 +1672,7 @@ def cubic_3d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_REFLECTION, sweep_cubic_3d_cl)
+               PAD_REFLECTION, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1647,7 +1680,7 @@ def cubic_3d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_REFLECTION, sweep_cubic_3d)
+               PAD_REFLECTION, sweep_cubic_3d, 0)
 
 
 @function
@@ -1656,7 +1689,7 @@ def cubic_3d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_REFLECTION, sweep_cubic_3d_cl)
+               PAD_REFLECTION, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1664,7 +1697,7 @@ def cubic_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid
                    os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_MIRROR,
-               sweep_cubic_3d)
+               sweep_cubic_3d, 0)
 
 
 @function
@@ -1672,7 +1705,7 @@ def cubic_3d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, g
                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_MIRROR,
-               sweep_cubic_3d_cl)
+               sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1680,7 +1713,7 @@ def cubic_3d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
                        os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_MIRROR, sweep_cubic_3d)
+               PAD_MIRROR, sweep_cubic_3d, 0)
 
 
 @function
@@ -1688,7 +1721,7 @@ def cubic_3d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_MIRROR, sweep_cubic_3d_cl)
+               PAD_MIRROR, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1696,7 +1729,7 @@ def cubic_3d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_MIRROR, sweep_cubic_3d)
+               PAD_MIRROR, sweep_cubic_3d, 0)
 
 
 @function
@@ -1704,7 +1737,7 @@ def cubic_3d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_MIRROR, sweep_cubic_3d_cl)
+               PAD_MIRROR, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1712,7 +1745,7 @@ def cubic_3d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
                        os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_MIRROR, sweep_cubic_3d)
+               PAD_MIRROR, sweep_cubic_3d, 0)
 
 
 @function
@@ -1720,7 +1753,7 @@ def cubic_3d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
-               PAD_MIRROR, sweep_cubic_3d_cl)
+               PAD_MIRROR, sweep_cubic_3d_cl, 0)
 
 
 #: Entry of each (rank, mode code, padding code, element family).
@@ -2040,6 +2073,17 @@ ROW_LOAD_ENTRIES = {
     (2, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_2d_index_rows,
     (2, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_2d_index_rows,
     (2, MODE_CUBIC, PAD_WRAP, 'native'): cubic_2d_index_rows,
+}
+
+#: The same for a single channel into contiguous points, each point planned and summed in
+#: one loop (gridsample._vector.sum_linear_2d_one).
+ONE_PASS_ENTRIES = {
+    (2, MODE_LINEAR, PAD_ZEROS, 'native'): linear_2d_zeros_one,
+    (2, MODE_LINEAR, PAD_BORDER, 'native'): linear_2d_border_one,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_2d_reflection_one,
+    (2, MODE_LINEAR, PAD_MIRROR, 'native'): linear_2d_index_one,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_2d_index_one,
+    (2, MODE_LINEAR, PAD_WRAP, 'native'): linear_2d_index_one,
 }
 
 #: Rows of the plan tables (``off``, ``wts``) of each (rank, mode code).

@@ -1,0 +1,126 @@
+"""A single channel's 2-D linear points planned and summed in one loop
+(gridsample._vector.sum_linear_2d_one): the same bits as the planned sweep
+(``GRIDSAMPLE_ONE_PASS=off``), run exactly where it applies.
+
+Both forms compute the same operations in the same order, so the results are compared as
+bits (a NaN as any NaN, see test_row_loads.py) and each against the general kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gridsample
+from conftest import ALIGNS
+from gridsample import _api, _engine
+from gridsample._errors import GridSampleError
+from test_vector_kernels import PADDINGS, nasty_grid
+
+# Beside the 2-D linear vector tests (conftest): each variant compiles once a run.
+pytestmark = pytest.mark.xdist_group("vector-linear-2d")
+
+_UINT = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
+
+
+@pytest.fixture(autouse=True)
+def _user_kernels(monkeypatch):
+    monkeypatch.setenv("GRIDSAMPLE_KERNELS", "auto")
+    monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "gather")  # the one pass serves gathers only
+
+
+def _spy(monkeypatch) -> list:
+    """Whether each vector launch that follows ran a one-pass entry."""
+    ran = []
+    launch = _engine.run_shared
+    one_pass = set(_engine.ONE_PASS_ENTRIES.values())
+
+    def spy(entry, tasks, args, threads, scratch=()):
+        if scratch:
+            ran.append(entry in one_pass)
+        return launch(entry, tasks, args, threads, scratch)
+
+    monkeypatch.setattr(_engine, "run_shared", spy)
+    return ran
+
+
+def sample(monkeypatch, setting, *args, **kwargs):
+    monkeypatch.setenv("GRIDSAMPLE_ONE_PASS", setting)
+    return gridsample.grid_sample(*args, **kwargs)
+
+
+def assert_same_bits(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape
+    np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+    numbers = ~np.isnan(a)
+    bits = _UINT[a.dtype]
+    np.testing.assert_array_equal(a[numbers].view(bits), b[numbers].view(bits))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("align", ALIGNS)
+@pytest.mark.parametrize("pad", PADDINGS)
+def test_one_pass_gives_the_planned_sweeps_bits(rng, monkeypatch, pad, align, dtype):
+    x = rng.standard_normal((2, 1, 13, 17)).astype(dtype)
+    x.reshape(-1)[[0, 5, 40]] = [np.inf, -np.inf, np.nan]
+    grid = nasty_grid(rng, (2, 9, 11, 2), dtype)
+    kwargs = dict(padding_mode=pad, align_corners=align)
+    if pad == "constant":
+        kwargs["fill_value"] = 2.5
+    ran = _spy(monkeypatch)
+    one = sample(monkeypatch, "auto", x, grid, "linear", **kwargs)
+    planned = sample(monkeypatch, "off", x, grid, "linear", **kwargs)
+    assert ran == [True, False]
+    assert_same_bits(one, planned)
+    with _engine.use_kernels("general"):
+        np.testing.assert_array_equal(one, gridsample.grid_sample(x, grid, "linear", **kwargs))
+
+
+def test_broadcast_grid_strided_input_and_channel_last(rng, monkeypatch):
+    x = rng.standard_normal((3, 1, 20, 24)).astype(np.float32)
+    grid = nasty_grid(rng, (1, 7, 9, 2), np.float32)
+    cases = [(x, False), (x[:, :, 2:18:3, 1:22:2], False),
+             (np.ascontiguousarray(np.moveaxis(x, 1, -1)), True)]
+    for data, last in cases:
+        ran = _spy(monkeypatch)
+        one = sample(monkeypatch, "auto", data, grid, channel_last=last)
+        planned = sample(monkeypatch, "off", data, grid, channel_last=last)
+        assert ran == [True, False]
+        assert_same_bits(one, planned)
+
+
+@pytest.mark.parametrize("case", ["two channels", "float16", "wider grid", "row loads",
+                                  "channel-last pair", "nearest"])
+def test_where_the_one_pass_does_not_apply(rng, monkeypatch, case):
+    x = rng.standard_normal((1, 2 if case.endswith(("channels", "pair")) else 1, 8, 9))
+    x = x.astype(np.float16 if case == "float16" else np.float32)
+    grid = rng.uniform(-1, 1, (1, 4, 5, 2)).astype(np.float64 if case == "wider grid"
+                                                    else np.float32)
+    if case == "row loads":
+        monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "rows")
+    last = case == "channel-last pair"
+    if last:
+        x = np.ascontiguousarray(np.moveaxis(x, 1, -1))
+    ran = _spy(monkeypatch)
+    gridsample.grid_sample(x, grid, "nearest" if case == "nearest" else "linear",
+                           channel_last=last)
+    assert ran in ([False], [])  # [] where the general kernels serve it
+
+
+def test_affine_warp_is_not_affected(rng, monkeypatch):
+    x = rng.standard_normal((2, 1, 12, 10)).astype(np.float32)
+    theta = np.array([[[0.9, -0.2, 0.1], [0.3, 1.1, -0.05]]] * 2, np.float32)
+    got = gridsample.affine_warp(x, theta)
+    want = gridsample.grid_sample(x, gridsample.affine_grid(theta, x.shape))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_the_setting_is_checked(rng, monkeypatch):
+    x = rng.standard_normal((1, 1, 6, 6)).astype(np.float32)
+    grid = np.zeros((1, 2, 2, 2), np.float32)
+    _api._prepared.entries.clear()
+    for bad in ("on", "yes", "0"):
+        with pytest.raises(GridSampleError, match=f"GRIDSAMPLE_ONE_PASS='{bad}'"):
+            sample(monkeypatch, bad, x, grid)
+    np.testing.assert_array_equal(sample(monkeypatch, " OFF ", x, grid),
+                                  sample(monkeypatch, "", x, grid))
