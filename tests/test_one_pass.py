@@ -68,7 +68,7 @@ def test_one_pass_gives_the_planned_sweeps_bits(rng, monkeypatch, pad, align, dt
     if pad == "constant":
         kwargs["fill_value"] = 2.5
     ran = _spy(monkeypatch)
-    one = sample(monkeypatch, "auto", x, grid, "linear", **kwargs)
+    one = sample(monkeypatch, "on", x, grid, "linear", **kwargs)
     planned = sample(monkeypatch, "off", x, grid, "linear", **kwargs)
     assert ran == [True, False]
     assert_same_bits(one, planned)
@@ -83,7 +83,7 @@ def test_broadcast_grid_strided_input_and_channel_last(rng, monkeypatch):
              (np.ascontiguousarray(np.moveaxis(x, 1, -1)), True)]
     for data, last in cases:
         ran = _spy(monkeypatch)
-        one = sample(monkeypatch, "auto", data, grid, channel_last=last)
+        one = sample(monkeypatch, "on", data, grid, channel_last=last)
         planned = sample(monkeypatch, "off", data, grid, channel_last=last)
         assert ran == [True, False]
         assert_same_bits(one, planned)
@@ -119,8 +119,18 @@ def test_the_setting_is_checked(rng, monkeypatch):
     x = rng.standard_normal((1, 1, 6, 6)).astype(np.float32)
     grid = np.zeros((1, 2, 2, 2), np.float32)
     _api._prepared.entries.clear()
-    for bad in ("on", "yes", "0"):
-        with pytest.raises(GridSampleError, match=f"GRIDSAMPLE_ONE_PASS='{bad}'"):
+    for bad in ("yes", "1", "gather"):
+        with pytest.raises(GridSampleError, match=f"GRIDSAMPLE_ONE_PASS=.{bad}."):
             sample(monkeypatch, bad, x, grid)
     np.testing.assert_array_equal(sample(monkeypatch, " OFF ", x, grid),
                                   sample(monkeypatch, "", x, grid))
+
+
+def test_the_default_takes_it_with_512_bit_vectors_only(rng, monkeypatch):
+    from gridsample._target import vector_width
+
+    x = rng.standard_normal((1, 1, 6, 7)).astype(np.float32)
+    grid = rng.uniform(-1, 1, (1, 3, 4, 2)).astype(np.float32)
+    ran = _spy(monkeypatch)
+    sample(monkeypatch, "auto", x, grid)
+    assert ran == [vector_width() == 512]

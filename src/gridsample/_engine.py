@@ -39,6 +39,7 @@ from ._plan import ForwardPlan, common_padding
 from ._registry import MODES, PAD_CONSTANT, PAD_ZEROS, kernel_name, padding_of, taps_per_point
 from ._row_loads import LITTLE_ENDIAN, ROW_LOAD_ROWS, ROW_LOADS_VARIABLE, ROW_TAPS, row_loads
 from ._taps import axis_constants, weight_constants
+from ._target import vector_width
 from ._threads import THREAD_MIN_WORK_VARIABLE, num_threads, run_shared, threads_for
 from ._vector import fits_int32
 from ._vector_entries import CHANNEL_LAST_ENTRIES, ONE_PASS_ENTRIES, PLAN_ROWS, ROW_LOAD_ENTRIES
@@ -361,7 +362,7 @@ def row_loads_apply(plan: ForwardPlan, sizes: np.ndarray, strides: np.ndarray, o
 #: The environment variable that turns the one-pass entries off (:func:`one_pass_applies`),
 #: and what it may say.
 ONE_PASS_VARIABLE = "GRIDSAMPLE_ONE_PASS"
-ONE_PASS_SETTINGS = ("auto", "off")
+ONE_PASS_SETTINGS = ("auto", "on", "off")
 
 
 def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool) -> bool:
@@ -369,8 +370,12 @@ def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool) -> bool:
     table (2-D linear, :func:`gridsample._vector.sum_linear_2d_one`): one channel into
     contiguous output points, where the row loads do not run, with weights in the
     coordinates' dtype (the one pass keeps them in registers unrounded).
-    ``GRIDSAMPLE_ONE_PASS=off`` plans a table as for several channels (tests, benchmarks);
-    either gives the same bits."""
+
+    ``GRIDSAMPLE_ONE_PASS``: ``auto`` (the default) takes it with 512-bit vectors, where it
+    measured 0.85x the planned entry's time; with AVX2 code it measured 0.96-1.05x with
+    Skylake's tuning and 2.6x with Haswell's (whose cost model keeps the loop scalar), so
+    AVX2 keeps the plan table.  ``on`` takes it wherever it applies, ``off`` never (tests,
+    benchmarks); either way the same bits."""
     if not (plan.rank == 2 and plan.kernel_mode == MODE_LINEAR and plan.channels == 1
             and os_p == 1 and not by_rows and plan.coord_dtype == plan.weight_dtype):
         return False
@@ -379,7 +384,7 @@ def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool) -> bool:
     if value not in ONE_PASS_SETTINGS:
         raise GridSampleError(f"{ONE_PASS_VARIABLE}={raw!r} is not allowed: use one of "
                               f"{', '.join(ONE_PASS_SETTINGS)}")
-    return value == "auto"
+    return value == "on" or (value == "auto" and vector_width() == 512)
 
 
 def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
