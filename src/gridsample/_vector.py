@@ -441,14 +441,21 @@ def _store_linear_2d(off, wts, j, o0, o1, o2, o3, dx, dy, one):
     off[1, j] = o1
     off[2, j] = o2
     off[3, j] = o3
-    # Weights in the weight dtype (docs/semantics.md §6.2): ``one * d`` is exact and only
-    # widens ``d`` when weights are wider than coordinates.
+    w0, w1, w2, w3 = _linear_2d_weights(dx, dy, one)
+    wts[0, j] = w0
+    wts[1, j] = w1
+    wts[2, j] = w2
+    wts[3, j] = w3
+
+
+@skeleton
+def _linear_2d_weights(dx, dy, one):
+    """A 2-D linear point's four weights from its fractions, in the weight dtype
+    (docs/semantics.md §6.2): ``one * d`` is exact and only widens ``d`` when weights are
+    wider than coordinates."""
     wx1, wy1 = one * dx, one * dy
     wx0, wy0 = one - dx, one - dy
-    wts[0, j] = wx0 * wy0
-    wts[1, j] = wx1 * wy0
-    wts[2, j] = wx0 * wy1
-    wts[3, j] = wx1 * wy1
+    return wx0 * wy0, wx1 * wy0, wx0 * wy1, wx1 * wy1
 
 
 @skeleton
@@ -488,16 +495,15 @@ def sum_linear_2d_one(points, n, p0, nb, xflat, xs_n, strides, axc, outflat, os_
 
 @skeleton
 def _linear_weighted(v0, v1, v2, v3, dx, dy, one):
-    """``w0 v0 + w1 v1 + w2 v2 + w3 v3`` left to right, the weights made from the fractions
-    as :func:`_store_linear_2d` makes them (:func:`_linear_point_sum`'s sum).  The tap
-    values are arguments, not the array: an array handed down to a nested skeleton made the
-    one-pass loop ~10% slower."""
-    wx1, wy1 = one * dx, one * dy
-    wx0, wy0 = one - dx, one - dy
-    acc = (wx0 * wy0) * v0
-    acc = acc + (wx1 * wy0) * v1
-    acc = acc + (wx0 * wy1) * v2
-    return acc + (wx1 * wy1) * v3
+    """``w0 v0 + w1 v1 + w2 v2 + w3 v3`` left to right, the weights those of
+    :func:`_linear_2d_weights` (:func:`_linear_point_sum`'s sum).  The tap values are
+    arguments, not the array: an array handed down to a nested skeleton made the one-pass
+    loop ~10% slower."""
+    w0, w1, w2, w3 = _linear_2d_weights(dx, dy, one)
+    acc = w0 * v0
+    acc = acc + w1 * v1
+    acc = acc + w2 * v2
+    return acc + w3 * v3
 
 
 @skeleton
