@@ -48,6 +48,40 @@ def test_compile_then_info_lists_the_entries(tmp_path):
     assert "float32" in _dtypes_listed(text, "input_grad_nearest_2d_border")
 
 
+_COMPILE_FORMS = """
+from gridsample import _jit
+from gridsample.cli import main
+assert main(["compile", "--rank", "2", "--mode", "linear", "cubic", "--padding", "zeros",
+             "--dtype", "float32", "-q"]) == 0
+print("\\n".join(sorted(_jit.compiled_functions())))
+"""
+
+
+def test_compile_covers_every_form_a_call_may_take(tmp_path):
+    """A single channel and several, rows a row of taps wide: the planned sweep, the one
+    pass (2-D linear, one channel, 512-bit vectors) and the row loads (2-D cubic on x86-64)
+    where this machine takes them, so that no first call compiles."""
+    from gridsample import _engine, _row_loads
+    from gridsample._target import vector_width
+
+    env = dict(os.environ, GRIDSAMPLE_CACHE_DIR=str(tmp_path), GRIDSAMPLE_KERNELS="auto")
+    for name in ("GRIDSAMPLE_ROW_LOADS", "GRIDSAMPLE_ONE_PASS"):
+        env.pop(name, None)
+    proc = subprocess.run([sys.executable, "-c", _COMPILE_FORMS], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = {name.rsplit(".", 1)[-1] for name in proc.stdout.split()}
+    def rows(mode):
+        return _row_loads.LITTLE_ENDIAN and _row_loads.row_loads(2, mode) == "rows"
+
+    want = {"linear_2d_zeros_rows" if rows(0) else "linear_2d_zeros",
+            "cubic_2d_zeros_rows" if rows(2) else "cubic_2d_zeros"}
+    if vector_width() == 512 and not rows(0):
+        want.add("linear_2d_zeros_one")
+    assert want <= found, sorted(found)
+    assert _engine.ONE_PASS_ENTRIES  # the table the one-pass name comes from
+
+
 def _dtypes_listed(text, entry):
     """The x dtypes ``gridsample info`` lists for ``entry``."""
     found = re.search(rf"\b{entry} \(([^)]*)\)", text)

@@ -147,23 +147,28 @@ def test_a_runtime_padding_keeps_every_branch(copied):
     assert copied["_costly"] == 2 and copied["_cheap"] == 1
 
 
-def test_the_zeros_entry_copies_no_other_paddings_code(copied):
-    """The real 2-D linear and cubic zeros entries: none of reflection's or the index
-    paddings' per-axis code is copied into them (each copy is typed and compiled), while
-    the reflection entry copies reflection's."""
+def test_the_zeros_entry_copies_no_other_paddings_code(copied, monkeypatch):
+    """The real 2-D linear and cubic zeros entries (the one pass's too): none of
+    reflection's or the index paddings' per-axis code is copied into them (each copy is
+    typed and compiled), while the reflection entry copies reflection's."""
     import numpy as np
 
     import gridsample
     from gridsample import _vector_entries
     from gridsample._engine import use_kernels
 
-    x = np.zeros((1, 1, 4, 4), np.float32)
+    # The gathering entries (two channels, gathers), or the one pass (one channel, forced).
+    monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "gather")
+    monkeypatch.setenv("GRIDSAMPLE_ONE_PASS", "on")
     grid = np.zeros((1, 2, 2, 2), np.float32)
     other = {"_reflect", "reflect_residue", "_reflect_taps", "_index_pair", "_period", "_fold",
              "_index_coordinate", "_distant"}
-    for mode, padding, entry in (("linear", "zeros", _vector_entries.linear_2d_zeros),
-                                 ("cubic", "zeros", _vector_entries.cubic_2d_zeros),
-                                 ("linear", "reflection", _vector_entries.linear_2d_reflection)):
+    for mode, padding, channels, entry in (
+            ("linear", "zeros", 2, _vector_entries.linear_2d_zeros),
+            ("linear", "zeros", 1, _vector_entries.linear_2d_zeros_one),
+            ("cubic", "zeros", 1, _vector_entries.cubic_2d_zeros),
+            ("linear", "reflection", 2, _vector_entries.linear_2d_reflection)):
+        x = np.zeros((1, channels, 4, 4), np.float32)
         with use_kernels("vector"):  # compiled or loaded: its signature is known
             gridsample.grid_sample(x, grid, mode, padding)
         copied.clear()

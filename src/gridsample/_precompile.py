@@ -91,11 +91,14 @@ def combinations(x_dtypes=DEFAULT_DTYPES, grid_dtypes=("float32",), ranks=DEFAUL
     return out
 
 
-def _example(c: Combination):
-    """A tiny ``x``, grid and output gradient of combination ``c``."""
+def _example(c: Combination, channels: int | None = None):
+    """A tiny ``x``, grid and output gradient of combination ``c`` (``channels``: default
+    1, or :data:`_INTERLEAVED_CHANNELS` channel-last)."""
     xd, gd = resolve_dtype(c.x_dtype), resolve_dtype(c.grid_dtype)
-    spatial = (2,) * c.rank  # 2**rank elements: any rank the kernels take stays small
-    channels = c.channels or (_INTERLEAVED_CHANNELS if c.channel_last else 1)
+    # 2**(rank-1) * 4 elements: any rank the kernels take stays small, and the innermost axis
+    # is a row of cubic taps wide, so that the row-load entries run where real input takes them.
+    spatial = (2,) * (c.rank - 1) + (4,)
+    channels = channels or c.channels or (_INTERLEAVED_CHANNELS if c.channel_last else 1)
     shape = (1, *spatial, channels) if c.channel_last else (1, channels, *spatial)
     x = np.zeros(shape, xd)
     grid = np.zeros((1, *(1,) * c.rank, c.rank), gd)
@@ -115,6 +118,11 @@ def compile_combination(c: Combination) -> float:
                              fill_value=fill)
     else:
         grid_sample(x, grid, c.mode, c.padding, channel_last=c.channel_last, fill_value=fill)
+        if not (c.channel_last or c.channels):
+            # Two channels as well: a single channel may run an entry of its own (the 2-D
+            # linear one pass), several the planned sweep.
+            x2 = _example(c, channels=2)[0]
+            grid_sample(x2, grid, c.mode, c.padding, fill_value=fill)
     return time.perf_counter() - start
 
 
