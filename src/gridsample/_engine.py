@@ -359,8 +359,8 @@ def row_loads_apply(plan: ForwardPlan, sizes: np.ndarray, strides: np.ndarray, o
             and row_loads(plan.rank, plan.kernel_mode) == "rows")
 
 
-#: The environment variable that turns the one-pass entries off (:func:`one_pass_applies`),
-#: and what it may say.
+#: The environment variable that forces the one-pass entries on or off
+#: (:func:`one_pass_applies`), and what it may say.
 ONE_PASS_VARIABLE = "GRIDSAMPLE_ONE_PASS"
 ONE_PASS_SETTINGS = ("auto", "on", "off")
 
