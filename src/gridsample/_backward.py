@@ -175,33 +175,29 @@ def _fill_mass_gradient(plan: ForwardPlan, gout, x, grid, dt):
 
 def _gradients(plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
     """The kernels' gradients in the compute dtype (no fill term, no final cast)."""
-    return PreparedGradients(plan, gout, x, grid, want_x, want_grid).run(gout, x, grid)
+    return PreparedGradients.prepare(plan, gout, x, grid, want_x, want_grid)[1]
 
 
 class PreparedGradients:
     """Everything :func:`_gradients` derives from a plan, the arrays' shapes, strides and
     dtypes and the settings in force: the kernels, their constants, blocks and thread
-    count.  Made from a call's arrays but holding none of them, so the public function
-    keeps it for the next call with the same signature (:mod:`gridsample._prepared`)."""
+    count.  Made from a call's arrays (as the kernels read them: ``xw``, ``g3``, None when
+    no kernel runs) but holding none of them, so the public function keeps it for the next
+    call with the same signature (:mod:`gridsample._prepared`)."""
 
-    def __init__(self, plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
-        self.plan, self.want_x, self.want_grid = plan, want_x, want_grid
-        dt = self.dt = _compute_dtype(x, grid)
+    def __init__(self, plan: ForwardPlan, dt, xw, g3, want_x: bool, want_grid: bool):
+        self.plan, self.dt, self.want_x, self.want_grid = plan, dt, want_x, want_grid
         r = plan.rank
-        # Nearest is piecewise constant: its grid gradient is 0 (also at NaN
-        # points, as in PyTorch), so the kernels skip it.
-        self.grid_in_kernel = want_grid and plan.mode != MODE_NEAREST
-        self.empty = plan.is_empty or not (want_x or self.grid_in_kernel)
+        self.grid_in_kernel = _grid_in_kernel(plan, want_grid)
+        self.empty = xw is None
         if self.empty:
             return
         K = self.K = taps_per_point(plan.kernel_mode, r)
-        xw = self._x(x)
         self.xs_n, self.xs_c, xs_sp = split_channels(flat_strides(xw.shape, xw.strides,
                                                                   xw.itemsize),
                                                      plan.channel_last)
-        self.x_size, self.x_bytes = xw.size, xw.nbytes
+        self.x_size = xw.size
         strides = self.strides = np.array(xs_sp[::-1], np.int64)
-        g3 = self._gout(gout)
         self.gs_n, self.gs_c, (self.gs_p,) = split_channels(
             flat_strides(g3.shape, g3.strides, g3.itemsize), plan.channel_last)
         sizes = self.sizes = np.array(plan.in_spatial[::-1], np.int64)
@@ -233,22 +229,27 @@ class PreparedGradients:
         self.vector, self.scatter = vector, scatter
         self.wconst = np.array([0.0, 1.0, np.nan], dt)
 
-    def _x(self, x):
-        # x contiguous in its own layout, so that x and its gradient share the tap offsets
-        # (a copy only for strided x).  The grid gradient alone reads x through any
-        # non-negative strides (the fill term's ones are one broadcast value).
-        return (np.ascontiguousarray(x, self.dt) if self.want_x
-                else x.astype(self.dt, copy=False))
-
-    def _gout(self, gout):
-        # grad_output as (N, C, P) or (N, P, C) in its own layout (a view when possible).
-        plan = self.plan
-        shape3 = ((plan.batch, plan.out_points, plan.channels) if plan.channel_last
-                  else (plan.batch, plan.channels, plan.out_points))
-        return gout.astype(self.dt, copy=False).reshape(shape3)
+    @classmethod
+    def prepare(cls, plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
+        """``(prepared, gradients)``: a prepared run for these arrays and its result on
+        them, each array converted for the kernels once."""
+        dt = _compute_dtype(x, grid)
+        xw = g3 = None
+        if not plan.is_empty and (want_x or _grid_in_kernel(plan, want_grid)):
+            xw, g3 = _kernel_x(x, dt, want_x), _kernel_gout(gout, plan, dt)
+        prepared = cls(plan, dt, xw, g3, want_x, want_grid)
+        return prepared, prepared._run(xw, g3, x, grid)
 
     def run(self, gout, x, grid):
         """``(grad_x, grad_grid)`` in the compute dtype (None where not wanted)."""
+        if self.empty:
+            return self._run(None, None, x, grid)
+        return self._run(_kernel_x(x, self.dt, self.want_x),
+                         _kernel_gout(gout, self.plan, self.dt), x, grid)
+
+    def _run(self, xw, g3, x, grid):
+        """:meth:`run` on ``x`` and ``grad_output`` as the kernels read them (``xw``,
+        ``g3``)."""
         plan, dt, r = self.plan, self.dt, self.plan.rank
         want_x, want_grid, grid_in_kernel = self.want_x, self.want_grid, self.grid_in_kernel
         if self.empty:
@@ -256,8 +257,8 @@ class PreparedGradients:
             grad_grid = np.zeros(grid.shape, dt) if want_grid else None
             return grad_x, grad_grid
         K, G, Q, threads = self.K, self.G, self.Q, self.threads
-        xflat, _ = flat_view(self._x(x))
-        gflat, _ = flat_view(self._gout(gout))
+        xflat, _ = flat_view(xw)
+        gflat, _ = flat_view(g3)
         sizes, strides, axc, kc, dk = self.sizes, self.strides, self.axc, self.kc, self.dk
         xs_n, xs_c, gs_n, gs_c, gs_p = self.xs_n, self.xs_c, self.gs_n, self.gs_c, self.gs_p
         grid3 = grid.reshape(plan.grid_batch, plan.out_points, r)
@@ -312,6 +313,27 @@ class PreparedGradients:
         elif want_grid:
             grad_grid = np.zeros(grid.shape, dt)
         return grad_x, grad_grid
+
+
+def _grid_in_kernel(plan: ForwardPlan, want_grid: bool) -> bool:
+    """Whether the kernels compute the grid gradient: nearest is piecewise constant, its
+    grid gradient 0 (also at NaN points, as in PyTorch), so the kernels skip it."""
+    return want_grid and plan.mode != MODE_NEAREST
+
+
+def _kernel_x(x, dt, want_x: bool):
+    """``x`` as the backward kernels read it: contiguous in its own layout, so that x and
+    its gradient share the tap offsets (a copy only for strided x).  The grid gradient alone
+    reads x through any non-negative strides (the fill term's ones are one broadcast
+    value)."""
+    return np.ascontiguousarray(x, dt) if want_x else x.astype(dt, copy=False)
+
+
+def _kernel_gout(gout, plan: ForwardPlan, dt):
+    """grad_output as (N, C, P) or (N, P, C) in its own layout (a view when possible)."""
+    shape3 = ((plan.batch, plan.out_points, plan.channels) if plan.channel_last
+              else (plan.batch, plan.channels, plan.out_points))
+    return gout.astype(dt, copy=False).reshape(shape3)
 
 
 def _interleaved(plan: ForwardPlan) -> bool:
@@ -437,8 +459,9 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
             displacement=displacement, prefilter=prefilter)
         if plan.prefilter or (plan.fill is not None and plan.mode != MODE_NEAREST):
             return run_backward(plan, gout, x, grid, want_x, want_grid)
-        prepared = PreparedGradients(plan, gout, x, grid, want_x, want_grid)
+        prepared, (grad_x, grad_grid) = PreparedGradients.prepare(plan, gout, x, grid, want_x,
+                                                                 want_grid)
         _prepared.put(key, prepared)
-        grad_output = gout
-    grad_x, grad_grid = prepared.run(grad_output, x, grid)
+    else:
+        grad_x, grad_grid = prepared.run(grad_output, x, grid)
     return _finish(grad_x, x.dtype), _finish(grad_grid, grid.dtype)

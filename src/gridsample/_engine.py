@@ -162,11 +162,17 @@ _HALF_GRID_CHUNK_POINTS = 1 << 16
 
 def flat_strides(shape: tuple, strides: tuple, itemsize: int) -> tuple:
     """The element strides :func:`flat_view` gives an array of ``shape`` and byte
-    ``strides``: its own, or where a stride is negative or not a multiple of the item size
-    (the array is then copied) those of a C-contiguous array."""
-    if any(s < 0 or s % itemsize for s in strides):
+    ``strides``: its own, or where :func:`_copied` says it is copied those of a
+    C-contiguous array."""
+    if _copied(strides, itemsize):
         return c_strides(shape)
     return tuple(s // itemsize for s in strides)
+
+
+def _copied(strides: tuple, itemsize: int) -> bool:
+    """Whether :func:`flat_view` copies an array with these byte strides first: a stride is
+    negative or not a multiple of the item size."""
+    return any(s < 0 or s % itemsize for s in strides)
 
 
 def c_strides(shape: tuple) -> tuple:
@@ -187,7 +193,7 @@ def flat_view(a: np.ndarray, writeable: bool = False):
     copied once (to C order) first.
     """
     item = a.itemsize
-    if any(s < 0 or s % item for s in a.strides):
+    if _copied(a.strides, item):
         a = np.ascontiguousarray(a)
     strides = tuple(s // item for s in a.strides)
     if a.flags.c_contiguous:  # the common case, without as_strided's cost (~5 us a call)
