@@ -96,14 +96,17 @@ def test_where_the_one_pass_does_not_apply(rng, monkeypatch, case):
     x = x.astype(np.float16 if case == "float16" else np.float32)
     grid = rng.uniform(-1, 1, (1, 4, 5, 2)).astype(np.float64 if case == "wider grid"
                                                     else np.float32)
-    if case == "row loads":
+    padding = "zeros"
+    if case == "row loads":  # where the explicit vectors do not serve (reflection)
         monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "rows")
+        padding = "reflection"
     last = case == "channel-last pair"
     if last:
         x = np.ascontiguousarray(np.moveaxis(x, 1, -1))
     ran = _spy(monkeypatch)
+    monkeypatch.setenv("GRIDSAMPLE_ONE_PASS", "on")
     gridsample.grid_sample(x, grid, "nearest" if case == "nearest" else "linear",
-                           channel_last=last)
+                           padding_mode=padding, channel_last=last)
     assert ran in ([False], [])  # [] where the general kernels serve it
 
 
@@ -126,11 +129,17 @@ def test_the_setting_is_checked(rng, monkeypatch):
                                   sample(monkeypatch, "", x, grid))
 
 
-def test_the_default_takes_it_with_512_bit_vectors_only(rng, monkeypatch):
+@pytest.mark.parametrize("padding", ["zeros", "border", "constant", "reflection", "wrap"])
+def test_the_default_takes_it_where_explicit_vectors_serve_or_with_512_bit_vectors(
+        rng, monkeypatch, padding):
+    from gridsample._simd import AVAILABLE
     from gridsample._target import vector_width
 
     x = rng.standard_normal((1, 1, 6, 7)).astype(np.float32)
     grid = rng.uniform(-1, 1, (1, 3, 4, 2)).astype(np.float32)
-    ran = _spy(monkeypatch)
-    sample(monkeypatch, "auto", x, grid)
-    assert ran == [vector_width() == 512]
+    explicit = AVAILABLE and padding in ("zeros", "border", "constant")
+    for rows in ("rows", "gather"):  # the explicit vectors run ahead of the row loads
+        monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", rows)
+        ran = _spy(monkeypatch)
+        sample(monkeypatch, "auto", x, grid, padding_mode=padding)
+        assert ran == [explicit or (rows == "gather" and vector_width() == 512)]

@@ -44,6 +44,8 @@ MODE_CODES = {"cubic": MODE_CUBIC, "linear": MODE_LINEAR}
 @pytest.fixture(autouse=True)
 def _user_kernels(monkeypatch):
     monkeypatch.setenv("GRIDSAMPLE_KERNELS", "auto")
+    # A single float32 2-D linear channel would run the one pass (test_explicit_vectors.py)
+    monkeypatch.setenv("GRIDSAMPLE_ONE_PASS", "off")
 
 
 def sample(monkeypatch, loads, *args, **kwargs):

@@ -38,6 +38,8 @@ from ._options import MODE_CUBIC, MODE_LINEAR
 from ._plan import ForwardPlan, common_padding
 from ._registry import MODES, PAD_CONSTANT, PAD_ZEROS, kernel_name, padding_of, taps_per_point
 from ._row_loads import LITTLE_ENDIAN, ROW_LOAD_ROWS, ROW_LOADS_VARIABLE, ROW_TAPS, row_loads
+from ._simd import AVAILABLE as SIMD_AVAILABLE
+from ._simd_linear import GROUP_PADDINGS
 from ._taps import axis_constants, weight_constants
 from ._target import vector_width
 from ._threads import THREAD_MIN_WORK_VARIABLE, num_threads, run_shared, threads_for
@@ -371,26 +373,40 @@ ONE_PASS_VARIABLE = "GRIDSAMPLE_ONE_PASS"
 ONE_PASS_SETTINGS = ("auto", "on", "off")
 
 
-def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool) -> bool:
+def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool, pad: int) -> bool:
     """Whether a single channel's points are planned and summed in one loop, without a plan
     table (2-D linear, :func:`gridsample._vector.sum_linear_2d_one`): one channel into
-    contiguous output points, where the row loads do not run, with weights in the
-    coordinates' dtype (the one pass keeps them in registers unrounded).
+    contiguous output points, with weights in the coordinates' dtype (the one pass keeps
+    them in registers unrounded), under the vector padding ``pad``.
 
-    ``GRIDSAMPLE_ONE_PASS``: ``auto`` (the default) takes it with 512-bit vectors, where it
-    measured 0.85x the planned entry's time; with AVX2 code it measured 0.96-1.05x with
-    Skylake's tuning and 2.6x with Haswell's (whose cost model keeps the loop scalar), so
-    AVX2 keeps the plan table.  ``on`` takes it wherever it applies, ``off`` never (tests,
-    benchmarks); either way the same bits."""
+    ``GRIDSAMPLE_ONE_PASS``: ``auto`` (the default) takes it where its explicit vectors
+    serve the call (:func:`explicit_vectors_serve`: float32 under zeros, constant or border
+    on x86 with AVX2 or AVX-512), ahead of the row loads (0.6-0.7x their time with AVX2
+    code); elsewhere with 512-bit vectors where the row loads do not run (LLVM's vectors:
+    0.85x the planned entry's time; with AVX2 code 0.96-1.05x, so AVX2 keeps the plan
+    table there).  ``on`` takes it also where the row loads do not run, ``off`` never
+    (tests, benchmarks); either way the same bits (docs/kernels.md, "Explicit vectors")."""
     if not (plan.rank == 2 and plan.kernel_mode == MODE_LINEAR and plan.channels == 1
-            and os_p == 1 and not by_rows and plan.coord_dtype == plan.weight_dtype):
+            and os_p == 1 and plan.coord_dtype == plan.weight_dtype):
         return False
     raw = os.environ.get(ONE_PASS_VARIABLE, "")
     value = raw.strip().lower() or "auto"
     if value not in ONE_PASS_SETTINGS:
         raise GridSampleError(f"{ONE_PASS_VARIABLE}={raw!r} is not allowed: use one of "
                               f"{', '.join(ONE_PASS_SETTINGS)}")
-    return value == "on" or (value == "auto" and vector_width() == 512)
+    if value == "off":
+        return False
+    if explicit_vectors_serve(plan, pad):
+        return True
+    return not by_rows and (value == "on" or vector_width() == 512)
+
+
+def explicit_vectors_serve(plan: ForwardPlan, pad: int) -> bool:
+    """Whether :func:`gridsample._simd_linear.sum_linear_2d_groups` sums a 2-D linear
+    call's points (the rest of its conditions: :func:`one_pass_applies`)."""
+    return (SIMD_AVAILABLE and pad in GROUP_PADDINGS and plan.out_dtype == np.float32
+            and plan.coord_dtype == np.float32 and not any(plan.spline_pad or ())
+            and not (plan.align_corners and 1 in plan.in_spatial))
 
 
 def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
@@ -474,9 +490,10 @@ class PreparedForward:
             entry = functools.partial(vector_entry, r, plan.kernel_mode, self.vector_pad,
                                       plan.coord_dtype, plan.weight_dtype, sizes, strides,
                                       conv.kind)
-            if one_pass_applies(plan, os_p, self.by_rows):
+            if one_pass_applies(plan, os_p, self.by_rows, self.vector_pad):
                 self.vector = entry(one=True)  # None for the other element families
                 self.one_pass = self.vector is not None
+                self.by_rows = self.by_rows and not self.one_pass
             if self.vector is None:
                 self.vector = entry(strided=os_p != 1, rows=self.by_rows)
         self.general = (kern.task_nd if family == "nd"

@@ -70,6 +70,7 @@ from ._row_loads import (
     plan_rows_linear_2d,
     plan_rows_linear_3d,
 )
+from ._simd_linear import sum_linear_2d_groups
 from ._taps import (
     AXIS_HIGH,
     AXIS_MUL,
@@ -467,14 +468,17 @@ def sum_linear_2d_one(points, n, p0, nb, xflat, xs_n, strides, axc, outflat, os_
     the same weights summed in the same order (the same bits; weights in the coordinates'
     dtype, so the engine runs it where that is the weights' dtype).  With one channel the
     table is written and read once per point for nothing (docs/kernels.md, "One pass for
-    one channel")."""
+    one channel").  Float32 under zeros, constant or border: whole groups of lanes with
+    explicit vectors first (:func:`gridsample._simd_linear.sum_linear_2d_groups`)."""
     ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
     st0, st1 = np.int32(strides[0]), np.int32(strides[1])
     one, zero = wconst[1], azero[0]
     xc = xflat[n * xs_n:]
     oc = outflat[n * os_n + p0 * os_p:]
+    # Explicit vectors where they serve (float32, zeros or border), the rest one by one.
+    first = sum_linear_2d_groups(points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad)
     distant = False
-    for j in range(nb):
+    for j in range(first, nb):
         o0, o1, o2, o3, dx, dy, far = linear_2d_taps(points[2 * j], points[2 * j + 1], pad, ax0,
                                                      ax1, st0, st1, False)
         store(oc, j, _linear_weighted(
