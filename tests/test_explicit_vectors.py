@@ -1,12 +1,15 @@
-"""The single 2-D linear channel summed with explicit vectors
-(gridsample._simd_linear.sum_linear_2d_groups, on gridsample._simd): run on its own, it must
-give the planned sweep's bits (``GRIDSAMPLE_ONE_PASS=off``, a different loop) for every
-point it sums, sum every whole group of lanes, and write nothing else; with AVX-512's 16
-lanes here and, in a child process compiling for Haswell, AVX2's 8.
+"""The 2-D linear kernels written with explicit vectors (gridsample._simd_linear, on
+gridsample._simd): the single channel's one pass, and the planner with the gathering sweeps
+(one channel, two channels) over its table.  Each is run on its own and must give, for every
+point it does, the bits of the planned sweep as the LLVM-vectorized loops compute it (a child
+process compiled for Sandy Bridge, where no explicit vectors serve), do every whole group of
+lanes and write nothing else: with AVX-512's 16 lanes here and, in a child process compiled
+for Haswell, AVX2's 8.  Through ``grid_sample`` they also run in every 2-D linear test of
+test_vector_kernels.py, test_row_loads.py and test_one_pass.py.
 
-The planned sweep reads a tap outside through a clamped offset and a select; the explicit
-loop through a masked gather, and its NaN points through a NaN coordinate rather than a
-NaN weight: the same numbers, a NaN as any NaN (test_one_pass.py).
+The scalar loops read a tap outside through a clamped offset and a select, the explicit ones
+through a masked gather, and a NaN point through a NaN coordinate rather than a NaN weight:
+the same numbers, a NaN as any NaN (test_one_pass.py).
 """
 
 from __future__ import annotations
@@ -23,7 +26,12 @@ import pytest
 import gridsample
 from conftest import ALIGNS
 from gridsample._simd import AVAILABLE, LANES, has_avx2
-from gridsample._simd_linear import sum_linear_2d_groups
+from gridsample._simd_linear import (
+    plan_linear_2d_groups,
+    sum_linear_2d_groups,
+    sweep_linear_2d_groups,
+    sweep_linear_2d_pair_groups,
+)
 from gridsample._taps import axis_constants
 from test_one_pass import assert_same_bits
 from test_vector_kernels import nasty_grid
@@ -39,9 +47,26 @@ def _groups(points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad):
     return sum_linear_2d_groups(points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad)
 
 
-def explicit_sums(x, grid, padding, align, fill):
-    """The explicit loop over every point of ``grid`` (1, H', W', 2) on ``x`` (H, W), a
-    strided view allowed: (points summed, output with NaN where it wrote nothing)."""
+@numba.njit
+def _planned_groups(points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad):
+    off = np.full((4, nb), -7, np.int32)
+    wts = np.zeros((4, nb), np.float32)
+    planned = plan_linear_2d_groups(points, nb, off, wts, ax0, ax1, st0, st1, pad)
+    swept = sweep_linear_2d_groups(xc, off, wts, planned, oc, zero)
+    # the two-channel sweep, here of the same channel twice: the same sums
+    pair_a, pair_b = np.full(nb, np.nan, np.float32), np.full(nb, np.nan, np.float32)
+    paired = sweep_linear_2d_pair_groups(xc, xc, off, wts, planned, pair_a, pair_b, zero, zero)
+    same = paired == planned
+    for j in range(nb):
+        for v in (pair_a[j], pair_b[j]):
+            same = same and (v == oc[j] or (v != v and oc[j] != oc[j]))
+    return planned if swept == planned and same and (off[:, planned:] == -7).all() else -1
+
+
+def explicit_sums(x, grid, padding, align, fill, planned=False):
+    """The explicit one pass (or with ``planned`` the planner, then the sweep) over every
+    point of ``grid`` (1, H', W', 2) on ``x`` (H, W), a strided view allowed: (points done,
+    output with NaN where nothing was written)."""
     h, w = x.shape
     base = x.base if x.base is not None else x
     xc = base.reshape(-1)
@@ -53,8 +78,9 @@ def explicit_sums(x, grid, padding, align, fill):
     out = np.full(nb, np.nan, np.float32)
     ax0 = tuple(axis_constants(w, align, np.float32, pad=_PAD_CODES[padding]))
     ax1 = tuple(axis_constants(h, align, np.float32, pad=_PAD_CODES[padding]))
-    done = _groups(points, nb, xc[start:], out, ax0, ax1, st0, st1, np.float32(fill),
-                   _PAD_CODES[padding])
+    run = _planned_groups if planned else _groups
+    done = run(points, nb, xc[start:], out, ax0, ax1, st0, st1, np.float32(fill),
+               _PAD_CODES[padding])
     return done, out
 
 
@@ -87,47 +113,85 @@ def _check(got, want, lanes):
     assert np.isnan(out[done:]).all()  # nothing written past the groups
 
 
-@needs_vectors
-def test_the_groups_give_the_planned_sweeps_bits(monkeypatch):
-    for x, grid, padding, align in _inputs(0):
-        fill = 2.5 if padding == "constant" else 0.0
-        got = explicit_sums(x, grid, padding, align, fill)
-        want = _planned(monkeypatch, x, grid, padding, align, fill)
-        if align and 1 in x.shape:  # c = 0 would turn ±inf into NaN: left to the scalar loop
-            assert got[0] == 0
-            continue
-        _check(got, want, LANES)
+@pytest.fixture(scope="module")
+def before(tmp_path_factory):
+    """The planned sweep's results on :func:`_inputs` as the tree before the explicit vectors
+    computed them: the LLVM-vectorized loops, forced by compiling for a CPU without AVX2
+    (``sandybridge``: no vectors serve there)."""
+    return _child(tmp_path_factory.mktemp("before"), "sandybridge", "before")
 
 
-@needs_vectors
-def test_the_groups_with_avx2_code_in_a_child_process(monkeypatch, tmp_path):
-    """8 lanes and AVX2's gathers, compiled for Haswell (also on an AVX-512 machine)."""
+def _child(cache, cpu, what):
     code = (
         "import json, sys, numpy as np\n"
         "sys.path.insert(0, sys.argv[1])\n"
-        "from test_explicit_vectors import explicit_sums, _inputs\n"
-        "from gridsample._simd import LANES\n"
-        "rows = [LANES]\n"
-        "for x, grid, padding, align in _inputs(0):\n"
-        "    done, out = explicit_sums(x, grid, padding, align,\n"
-        "                              2.5 if padding == 'constant' else 0.0)\n"
-        "    rows.append([int(done), out.view(np.uint32).tolist()])\n"
-        "print(json.dumps(rows))\n")
-    env = dict(os.environ, NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES="",
-               GRIDSAMPLE_CACHE_DIR=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path))
+        "import test_explicit_vectors as t\n"
+        "print(json.dumps(t.child_rows(sys.argv[2])))\n")
+    env = dict(os.environ, NUMBA_CPU_NAME=cpu, NUMBA_CPU_FEATURES="",
+               GRIDSAMPLE_CACHE_DIR=str(cache), NUMBA_CACHE_DIR=str(cache),
+               GRIDSAMPLE_ONE_PASS="off", GRIDSAMPLE_ROW_LOADS="gather",
+               GRIDSAMPLE_KERNELS="auto")
     env.pop("GRIDSAMPLE_VECTOR_WIDTH", None)
-    proc = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__)],
-                          capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__), what],
+                          capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = json.loads(proc.stdout.splitlines()[-1])
-    assert rows[0] == 8
-    for (x, grid, padding, align), (done, bits) in zip(_inputs(0), rows[1:]):
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def child_rows(what):
+    """What a child process reports: its lanes, then per input of :func:`_inputs` the
+    planned sweep's result bits (``before``) or the explicit kernels' (points done, bits)
+    for the one pass and the planner with the sweep."""
+    from gridsample._simd import LANES as lanes
+
+    rows = [lanes]
+    for x, grid, padding, align in _inputs(0):
         fill = 2.5 if padding == "constant" else 0.0
-        if align and 1 in x.shape:
-            assert done == 0
+        if what == "before":
+            kwargs = {"fill_value": fill} if padding == "constant" else {}
+            out = gridsample.grid_sample(x[None, None], grid, "linear", padding, align,
+                                         **kwargs).reshape(-1)
+            rows.append(out.view(np.uint32).tolist())
             continue
-        out = np.array(bits, np.uint32).view(np.float32)
-        _check((done, out), _planned(monkeypatch, x, grid, padding, align, fill), 8)
+        for planned in (False, True):
+            done, out = explicit_sums(x, grid, padding, align, fill, planned)
+            rows.append([int(done), out.view(np.uint32).tolist()])
+    return rows
+
+
+def _floats(bits):
+    return np.array(bits, np.uint32).view(np.float32)
+
+
+@needs_vectors
+def test_the_groups_give_the_planned_sweeps_bits(monkeypatch, before):
+    assert before[0] == 8 and not has_avx2("", "sandybridge")
+    for (x, grid, padding, align), want in zip(_inputs(0), before[1:]):
+        fill = 2.5 if padding == "constant" else 0.0
+        want = _floats(want)
+        np.testing.assert_array_equal(want, _planned(monkeypatch, x, grid, padding, align,
+                                                     fill))
+        for planned in (False, True):
+            got = explicit_sums(x, grid, padding, align, fill, planned)
+            if align and 1 in x.shape:  # c = 0 would turn ±inf into NaN: the scalar loop
+                assert got[0] == 0
+                continue
+            _check(got, want, LANES)
+
+
+@needs_vectors
+def test_the_groups_with_avx2_code_in_a_child_process(tmp_path, before):
+    """8 lanes and AVX2's gathers, compiled for Haswell (also on an AVX-512 machine)."""
+    rows = _child(tmp_path, "haswell", "explicit")
+    assert rows[0] == 8
+    results = iter(rows[1:])
+    for (x, _, _, align), want in zip(_inputs(0), before[1:]):
+        for _ in range(2):  # the one pass, then the planner and sweep
+            done, bits = next(results)
+            if align and 1 in x.shape:
+                assert done == 0
+                continue
+            _check((done, _floats(bits)), _floats(want), 8)
 
 
 @pytest.mark.parametrize("features,cpu,expected", [

@@ -41,7 +41,7 @@ from ._row_loads import LITTLE_ENDIAN, ROW_LOAD_ROWS, ROW_LOADS_VARIABLE, ROW_TA
 from ._simd import AVAILABLE as SIMD_AVAILABLE
 from ._simd_linear import GROUP_PADDINGS
 from ._taps import axis_constants, weight_constants
-from ._target import vector_width
+from ._target import fast_gathers, vector_width
 from ._threads import THREAD_MIN_WORK_VARIABLE, num_threads, run_shared, threads_for
 from ._vector import fits_int32
 from ._vector_entries import CHANNEL_LAST_ENTRIES, ONE_PASS_ENTRIES, PLAN_ROWS, ROW_LOAD_ENTRIES
@@ -381,10 +381,10 @@ def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool, pad: int) -> b
 
     ``GRIDSAMPLE_ONE_PASS``: ``auto`` (the default) takes it where its explicit vectors
     serve the call (:func:`explicit_vectors_serve`: float32 under zeros, constant or border
-    on x86 with AVX2 or AVX-512), ahead of the row loads (0.6-0.7x their time with AVX2
-    code); elsewhere with 512-bit vectors where the row loads do not run (LLVM's vectors:
-    0.85x the planned entry's time; with AVX2 code 0.96-1.05x, so AVX2 keeps the plan
-    table there).  ``on`` takes it also where the row loads do not run, ``off`` never
+    on x86 with AVX2 or AVX-512 and fast gathers), ahead of the row loads (0.6-0.7x their
+    time with AVX2 code on Intel); elsewhere with 512-bit vectors where the row loads do not
+    run (LLVM's vectors: 0.85x the planned entry's time; with AVX2 code 0.96-1.05x, so AVX2
+    keeps the plan table there).  ``on`` takes it also where the row loads do not run, ``off`` never
     (tests, benchmarks); either way the same bits (docs/kernels.md, "Explicit vectors")."""
     if not (plan.rank == 2 and plan.kernel_mode == MODE_LINEAR and plan.channels == 1
             and os_p == 1 and plan.coord_dtype == plan.weight_dtype):
@@ -402,10 +402,14 @@ def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool, pad: int) -> b
 
 
 def explicit_vectors_serve(plan: ForwardPlan, pad: int) -> bool:
-    """Whether :func:`gridsample._simd_linear.sum_linear_2d_groups` sums a 2-D linear
-    call's points (the rest of its conditions: :func:`one_pass_applies`)."""
-    return (SIMD_AVAILABLE and pad in GROUP_PADDINGS and plan.out_dtype == np.float32
-            and plan.coord_dtype == np.float32 and not any(plan.spline_pad or ())
+    """Whether a 2-D linear call's one pass runs with explicit vectors ahead of the row loads
+    (:func:`~gridsample._simd_linear.sum_linear_2d_groups`): float32 under zeros, constant
+    or border where the vectors exist and the CPU's gathers are fast
+    (:func:`gridsample._target.fast_gathers`; on Zen 1-3 the row loads keep a single
+    channel; the rest of the conditions: :func:`one_pass_applies`)."""
+    return (SIMD_AVAILABLE and fast_gathers() and pad in GROUP_PADDINGS
+            and plan.out_dtype == np.float32 and plan.coord_dtype == np.float32
+            and not any(plan.spline_pad or ())
             and not (plan.align_corners and 1 in plan.in_spatial))
 
 

@@ -13,7 +13,9 @@ Here a loop over groups of :data:`LANES` points is written with vectors:
     combine masks.
 ``splat(v, lanes)``, ``load_pairs(a, i, lanes)``, ``store_vector(a, i, v)``
     a constant vector, the even and odd elements of ``a[i : i + 2 lanes]`` (a grid's
-    interleaved coordinates), a store of ``lanes`` elements at ``a[i]``.
+    interleaved coordinates), a store of ``lanes`` elements at ``a[i]``;
+``load_row(t, k, i, lanes)``, ``store_row(t, k, i, v)``
+    the same at ``t[k, i]`` of a C-contiguous 2-D table (a plan's rows).
 ``select(m, a, b)``, ``floor(v)``, ``truncate(v)``, ``gather(a, start, q, m, outside)``
     a blend; a round down; float32 to int32 with x86's defined result for NaN and huge
     values; ``a[start + q]`` where ``m`` holds, ``outside`` elsewhere, with AVX2's or
@@ -39,7 +41,8 @@ from numba.extending import intrinsic, models, overload, register_model
 
 from ._target import target_cpu_name, target_features, target_has_avx512, vector_width
 
-__all__ = ["AVAILABLE", "LANES", "Vector", "splat", "load_pairs", "store_vector", "select",
+__all__ = ["AVAILABLE", "LANES", "Vector", "splat", "load_pairs", "store_vector", "load_row",
+           "store_row", "select",
            "floor", "truncate", "gather", "has_avx2"]
 
 #: LLVM CPU names (prefixes) whose own features include AVX2.
@@ -92,10 +95,14 @@ def _lanes_constant(values) -> ir.Constant:
     return ir.Constant(ir.VectorType(ir.IntType(32), len(values)), list(values))
 
 
-def _element_pointer(context, builder, array_type, array, index):
-    """A pointer to ``array[index]`` (a contiguous 1-D array; no bounds check)."""
-    data = context.make_array(array_type)(context, builder, array).data
-    return builder.gep(data, [index])
+def _element_pointer(context, builder, signature, args, count):
+    """A pointer to ``args[0][args[1 : 1 + count]]`` (no bounds check; the vectors read and
+    write from there on, so the last axis must be contiguous)."""
+    array_type = signature.args[0]
+    array_struct = context.make_array(array_type)(context, builder, args[0])
+    indices = [context.cast(builder, v, t, types.intp)
+               for v, t in zip(args[1:1 + count], signature.args[1:1 + count])]
+    return cgutils.get_item_pointer(context, builder, array_type, array_struct, indices)
 
 
 def _call(builder, name: str, result, args):
@@ -131,7 +138,7 @@ def load_pairs(typingctx, array, start, lanes):
     result = types.UniTuple(vector, 2)
 
     def codegen(context, builder, signature, args):
-        pointer = _element_pointer(context, builder, signature.args[0], args[0], args[1])
+        pointer = _element_pointer(context, builder, signature, args, 1)
         element = context.get_value_type(array.dtype)
         wide = ir.VectorType(element, 2 * count)
         both = builder.load(builder.bitcast(pointer, wide.as_pointer()),
@@ -146,17 +153,49 @@ def load_pairs(typingctx, array, start, lanes):
 
 @intrinsic
 def store_vector(typingctx, array, start, value):
-    """``array[start : start + lanes] = value``."""
-    if not (isinstance(value, Vector) and isinstance(array, types.Array)
+    """``array[start : start + lanes] = value`` (1-D ``array``)."""
+    if not (isinstance(value, Vector) and isinstance(array, types.Array) and array.ndim == 1
             and value.dtype == array.dtype):
         return None
 
     def codegen(context, builder, signature, args):
-        pointer = _element_pointer(context, builder, signature.args[0], args[0], args[1])
+        pointer = _element_pointer(context, builder, signature, args, 1)
         builder.store(args[2], builder.bitcast(pointer, args[2].type.as_pointer()),
                       align=array.dtype.bitwidth // 8)
 
     return types.void(array, start, value), codegen
+
+
+@intrinsic
+def store_row(typingctx, table, row, start, value):
+    """``table[row, start : start + lanes] = value`` (a 2-D table, rows contiguous)."""
+    if not (isinstance(value, Vector) and isinstance(table, types.Array) and table.ndim == 2
+            and table.layout == "C" and value.dtype == table.dtype):
+        return None
+
+    def codegen(context, builder, signature, args):
+        pointer = _element_pointer(context, builder, signature, args, 2)
+        builder.store(args[3], builder.bitcast(pointer, args[3].type.as_pointer()),
+                      align=table.dtype.bitwidth // 8)
+
+    return types.void(table, row, start, value), codegen
+
+
+@intrinsic(prefer_literal=True)
+def load_row(typingctx, table, row, start, lanes):
+    """``table[row, start : start + lanes]`` (a 2-D table, rows contiguous)."""
+    if not (isinstance(lanes, types.IntegerLiteral) and isinstance(table, types.Array)
+            and table.ndim == 2 and table.layout == "C"):
+        return None
+    vector = Vector(table.dtype, lanes.literal_value)
+
+    def codegen(context, builder, signature, args):
+        pointer = _element_pointer(context, builder, signature, args, 2)
+        ty = context.get_value_type(vector)
+        return builder.load(builder.bitcast(pointer, ty.as_pointer()),
+                            align=table.dtype.bitwidth // 8)
+
+    return vector(table, row, start, lanes), codegen
 
 
 def _lane_operation(float_op, int_op, compare=None):
@@ -266,7 +305,7 @@ def gather(typingctx, array, start, q, mask, outside):
     def codegen(context, builder, signature, args):
         _, _, offsets, lanes_on, fill = args
         base = builder.bitcast(
-            _element_pointer(context, builder, signature.args[0], args[0], args[1]),
+            _element_pointer(context, builder, signature, args, 1),
             ir.IntType(8).as_pointer())
         if q.lanes == 8:  # AVX2: the mask is the sign bit of a float vector
             sign = builder.bitcast(builder.sext(lanes_on, offsets.type), fill.type)

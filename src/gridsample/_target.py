@@ -162,6 +162,13 @@ def tune_cpu() -> str | None:
     return _tune
 
 
+def fast_gathers() -> bool:
+    """Whether the target CPU's vector gathers are fast enough to read taps with: not AMD
+    Zen 1-3 (:data:`SCALAR_GATHER_TUNINGS`, microcoded gathers) without AVX-512.  Where they
+    are not, the sweeps that avoid gathers (row loads) keep their place."""
+    return target_has_avx512() or target_cpu_name() not in SCALAR_GATHER_TUNINGS
+
+
 def function_attributes() -> tuple:
     """The LLVM string attributes every function gridsample compiles carries (as IR text).
 

@@ -70,7 +70,12 @@ from ._row_loads import (
     plan_rows_linear_2d,
     plan_rows_linear_3d,
 )
-from ._simd_linear import sum_linear_2d_groups
+from ._simd_linear import (
+    plan_linear_2d_groups,
+    sum_linear_2d_groups,
+    sweep_linear_2d_groups,
+    sweep_linear_2d_pair_groups,
+)
 from ._taps import (
     AXIS_HIGH,
     AXIS_MUL,
@@ -421,8 +426,12 @@ def plan_linear_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts, 
     """
     ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
     st0, st1 = np.int32(strides[0]), np.int32(strides[1])
+    # Explicit vectors where they serve (float32, zeros or border), the rest one by one.
+    first = 0
+    if pad == PAD_ZEROS or pad == PAD_BORDER:
+        first = plan_linear_2d_groups(grid, nb, off, wts, ax0, ax1, st0, st1, pad)
     distant = False  # an or of bools: an int64 count narrowed the loop's vectors
-    for j in range(nb):
+    for j in range(first, nb):
         o0, o1, o2, o3, dx, dy, far = linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad, ax0,
                                                      ax1, st0, st1, False)
         _store_linear_2d(off, wts, j, o0, o1, o2, o3, dx, dy, one)
@@ -476,7 +485,9 @@ def sum_linear_2d_one(points, n, p0, nb, xflat, xs_n, strides, axc, outflat, os_
     xc = xflat[n * xs_n:]
     oc = outflat[n * os_n + p0 * os_p:]
     # Explicit vectors where they serve (float32, zeros or border), the rest one by one.
-    first = sum_linear_2d_groups(points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad)
+    first = 0
+    if pad == PAD_ZEROS or pad == PAD_BORDER:
+        first = sum_linear_2d_groups(points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad)
     distant = False
     for j in range(first, nb):
         o0, o1, o2, o3, dx, dy, far = linear_2d_taps(points[2 * j], points[2 * j + 1], pad, ax0,
@@ -933,7 +944,9 @@ def sweep_linear_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, aze
         oa = outflat[c0 * os_c:]
         ob = outflat[(c0 + 1) * os_c:]
         za, zb = azero[c0], azero[c0 + 1]
-        for j in range(nb):
+        # Explicit vectors where they serve (float32), the rest one by one.
+        first = sweep_linear_2d_pair_groups(xa, xb, off, wts, nb, oa, ob, za, zb)
+        for j in range(first, nb):
             store(oa, j, _linear_sum(xa, kind, off, wts, j, za), kind)
             store(ob, j, _linear_sum(xb, kind, off, wts, j, zb), kind)
     if C % 2:
@@ -941,7 +954,8 @@ def sweep_linear_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, aze
         zero = azero[c]
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
-        for j in range(nb):
+        first = sweep_linear_2d_groups(xc, off, wts, nb, oc, zero)
+        for j in range(first, nb):
             store(oc, j, _linear_sum(xc, kind, off, wts, j, zero), kind)
 
 
