@@ -18,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 import numba
 import numpy as np
@@ -30,7 +31,7 @@ from gridsample._simd_linear import (
     plan_linear_2d_groups,
     sum_linear_2d_groups,
     sweep_linear_2d_groups,
-    sweep_linear_2d_pair_groups,
+    whole_groups,
 )
 from gridsample._taps import axis_constants
 from test_one_pass import assert_same_bits
@@ -44,18 +45,20 @@ _PAD_CODES = {"zeros": 0, "border": 1, "constant": 0}
 
 @numba.njit
 def _groups(points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad):
-    return sum_linear_2d_groups(points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad)
+    return sum_linear_2d_groups(points, whole_groups(nb, ax0, ax1, pad), xc, oc, ax0, ax1, st0,
+                                st1, zero, pad)
 
 
 @numba.njit
 def _planned_groups(points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad):
     off = np.full((4, nb), -7, np.int32)
     wts = np.zeros((4, nb), np.float32)
-    planned = plan_linear_2d_groups(points, nb, off, wts, ax0, ax1, st0, st1, pad)
-    swept = sweep_linear_2d_groups(xc, off, wts, planned, oc, zero)
+    planned = plan_linear_2d_groups(points, whole_groups(nb, ax0, ax1, pad), off, wts, ax0, ax1,
+                                    st0, st1, pad)
+    swept = sweep_linear_2d_groups(xc, xc, off, wts, planned, oc, oc, zero, zero, 0)
     # the two-channel sweep, here of the same channel twice: the same sums
     pair_a, pair_b = np.full(nb, np.nan, np.float32), np.full(nb, np.nan, np.float32)
-    paired = sweep_linear_2d_pair_groups(xc, xc, off, wts, planned, pair_a, pair_b, zero, zero)
+    paired = sweep_linear_2d_groups(xc, xc, off, wts, planned, pair_a, pair_b, zero, zero, 1)
     same = paired == planned
     for j in range(nb):
         for v in (pair_a[j], pair_b[j]):
@@ -202,11 +205,26 @@ def test_avx2_is_read_from_the_cpu_name_and_features(features, cpu, expected):
     assert has_avx2(features, cpu) is expected
 
 
-def test_interpreted_or_elsewhere_it_sums_nothing():
-    """The Python body (``NUMBA_DISABLE_JIT=1``, or no AVX2) leaves every point to the
-    scalar loop."""
-    out = np.zeros(16, np.float32)
-    ax = tuple(axis_constants(4, False, np.float32))
-    assert sum_linear_2d_groups(np.zeros(32, np.float32), 16, np.ones(16, np.float32), out,
-                                ax, ax, 1, 4, np.float32(0), 0) == 0
-    assert not out.any()
+def test_interpreted_the_scalar_loops_do_every_point(rng):
+    """With ``NUMBA_DISABLE_JIT=1`` the kernels are plain-Python stand-ins that do no point
+    and the scalar loops do them all: the compiled result, in a child process."""
+    x = rng.standard_normal((1, 2, 5, 6)).astype(np.float32)
+    grid = nasty_grid(rng, (1, 4, 5, 2), np.float32)
+    code = (
+        "import sys, numpy as np, gridsample\n"
+        "from gridsample import _simd_linear as s\n"
+        "assert s.sum_linear_2d_groups is s._nothing\n"
+        "x, grid = np.load(sys.argv[1]), np.load(sys.argv[2])\n"
+        "one = gridsample.grid_sample(x[:, :1], grid)\n"
+        "np.save(sys.argv[3], np.concatenate([gridsample.grid_sample(x, grid), one], 1))\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [os.path.join(tmp, f"{name}.npy") for name in ("x", "grid", "out")]
+        np.save(paths[0], x)
+        np.save(paths[1], grid)
+        env = dict(os.environ, NUMBA_DISABLE_JIT="1")
+        proc = subprocess.run([sys.executable, "-c", code, *paths], capture_output=True,
+                              text=True, env=env, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        out = np.load(paths[2])
+    want = gridsample.grid_sample(x, grid)
+    np.testing.assert_array_equal(out, np.concatenate([want, want[:, :1]], 1))

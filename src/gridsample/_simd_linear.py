@@ -16,256 +16,278 @@ where the vectors do not serve: other dtypes, other CPUs, interpreted code).
 
 from __future__ import annotations
 
-import numpy as np
+import numba
+from llvmlite import ir
 from numba import types
-from numba.extending import overload, register_jitable
+from numba.core import cgutils
+from numba.extending import intrinsic
 
+from ._jit import skeleton
 from ._registry import PAD_BORDER, PAD_ZEROS
-from ._simd import (
-    AVAILABLE,
-    LANES,
-    floor,
-    gather,
-    load_pairs,
-    load_row,
-    select,
-    splat,
-    store_row,
-    store_vector,
-    truncate,
-)
+from ._simd import AVAILABLE, LANES, Lanes, element_pointer
 from ._taps import AXIS_HIGH, AXIS_MUL, AXIS_OFFSET, AXIS_ONE, AXIS_SCALE, AXIS_SHIFT, AXIS_SUB
 
-__all__ = ["sum_linear_2d_groups", "plan_linear_2d_groups", "sweep_linear_2d_groups",
-           "sweep_linear_2d_pair_groups", "GROUP_PADDINGS"]
+__all__ = ["whole_groups", "sum_linear_2d_groups", "plan_linear_2d_groups",
+           "sweep_linear_2d_groups", "GROUP_PADDINGS"]
 
 #: The paddings the vectors serve (constant runs as zeros with a fill).
 GROUP_PADDINGS = (PAD_ZEROS, PAD_BORDER)
 
-_JIT = {"error_model": "numpy"}
 
-
-def sum_linear_2d_groups(points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad):
-    """Plan and sum the first ``nb - nb mod LANES`` points of a single 2-D linear channel
-    (coordinates ``points[2j], points[2j+1]``, taps read from ``xc``, sums into ``oc[j]``;
-    ``zero``: what a tap outside reads); return how many it did.
-
-    Compiled for float32 X, output and points where :data:`gridsample._simd.AVAILABLE`
-    (the overload below); elsewhere, and interpreted, it does none and returns 0."""
+@skeleton
+def whole_groups(nb, ax0, ax1, pad):
+    """How many of a block's ``nb`` points the vectors do (whole groups of ``LANES``), or 0
+    where they do not serve: paddings other than zeros (constant) and border, and axes
+    where the unnormalization's dropped steps matter (see :func:`_emit_taps`): size 1 with
+    align_corners (``c = 0``) and B-spline coefficients (an offset)."""
+    zero = ax0[AXIS_HIGH] - ax0[AXIS_HIGH]
+    if ((pad == PAD_ZEROS or pad == PAD_BORDER)
+            and ax0[AXIS_MUL] * ax0[AXIS_SCALE] != zero
+            and ax1[AXIS_MUL] * ax1[AXIS_SCALE] != zero
+            and ax0[AXIS_OFFSET] == zero and ax1[AXIS_OFFSET] == zero):
+        return nb - nb % LANES
     return 0
 
 
-def plan_linear_2d_groups(points, nb, off, wts, ax0, ax1, st0, st1, pad):
-    """:func:`gridsample._vector.plan_linear_2d` for the first ``nb - nb mod LANES`` points:
-    their offsets (``-1`` outside) and weights into the plan table ``off``, ``wts``; return
-    how many it did (float32 points and weights; elsewhere none, as above)."""
-    return 0
-
-
-def sweep_linear_2d_groups(xc, off, wts, nb, oc, zero):
-    """:func:`gridsample._vector.sweep_linear_2d` of one channel for the first
-    ``nb - nb mod LANES`` points of a planned block, from ``xc`` into ``oc[j]`` (contiguous),
-    a tap outside reading ``zero``; return how many it did (float32; elsewhere none)."""
-    return 0
-
-
-def sweep_linear_2d_pair_groups(xa, xb, off, wts, nb, oa, ob, za, zb):
-    """:func:`sweep_linear_2d_groups` of two channels in one pass (``xa`` into ``oa``, ``xb``
-    into ``ob``; ``za``, ``zb`` read outside): each group's offsets, masks and weights are
-    loaded once for both, and their gathers overlap; return how many points it did."""
-    return 0
+# The three kernels, each a loop emitted into its caller by an intrinsic (no function of
+# its own to compile), computing what these say, and returning how many points it did.
+#
+# sum_linear_2d_groups(points, done, xc, oc, ax0, ax1, st0, st1, zero, pad): plan and sum
+#     the first ``done`` points (whole_groups) of a single 2-D linear channel: coordinates
+#     ``points[2j], points[2j+1]``, taps read from ``xc``, sums into ``oc[j]``, a tap
+#     outside reading ``zero`` (float32 X, output and points).
+# plan_linear_2d_groups(points, done, off, wts, ax0, ax1, st0, st1, pad):
+#     gridsample._vector.plan_linear_2d for the first ``done`` points: their offsets (-1
+#     outside) and weights into the plan table ``off``, ``wts`` (float32 points and weights).
+# sweep_linear_2d_groups(xa, xb, off, wts, nb, oa, ob, za, zb, two):
+#     gridsample._vector.sweep_linear_2d for the first ``nb - nb mod LANES`` points of a
+#     planned block: channel ``xa`` into ``oa[j]`` (contiguous), a tap outside reading
+#     ``za``, and with ``two`` (a constant) 1 channel ``xb`` into ``ob`` in the same pass
+#     (each group's offsets, masks and weights loaded once for both, their gathers
+#     overlapping) (float32).
+#
+# Where the vectors do not serve (other dtypes, other CPUs) each does no point and returns 0;
+# interpreted, so does its plain-Python stand-in.
 
 
 def _float32(*arrays) -> bool:
+    """Whether the vectors serve these arrays: float32, where the vectors exist."""
     return AVAILABLE and all(isinstance(a, types.Array) and a.dtype == types.float32
                              for a in arrays)
 
 
 def _table(table, dtype) -> bool:
+    """Whether ``table`` is a plan table of ``dtype`` (2-D, rows contiguous)."""
     return (isinstance(table, types.Array) and table.ndim == 2 and table.layout == "C"
             and table.dtype == dtype)
 
 
-@register_jitable
-def _constants(ax0, ax1, st0, st1):
-    """The loop constants of a block, as vectors (see :func:`_taps`), and whether the
-    vectors serve these axes.
+def _axis(builder, row):
+    """The per-axis constants (``_taps.axis_constants``, a tuple of floats) as LLVM values."""
+    return [builder.extract_value(row, i) for i in range(AXIS_OFFSET + 1)]
 
-    The unnormalization ``((g + shift) a - b) c`` of each axis (``_taps``) without its
-    offset and without ``_unnormalize``'s select that keeps ``±inf``: the formula keeps
-    ``±inf`` when ``a c > 0``, and ``u + 0`` differs from ``u`` only at ``u = -0``, which
-    gives the same taps and weights.  So the scalar loop takes the axes where either matters:
-    size 1 with align_corners (``c = 0``) and B-spline coefficients (an offset).
+
+def _emit_taps(v, g0, g1, ax0, ax1, s0, s1, border):
+    """:func:`gridsample._vector.linear_2d_taps` and ``_linear_2d_weights`` of ``LANES``
+    points (zeros or border, ``border`` an i1): the int32 offsets of the four taps (vectors),
+    whether each lies inside (masks), and their weights (in the coordinates' dtype:
+    ``one * d == d``).  The constants are made here; LLVM hoists them out of the loop.
+
+    The unnormalization ``((g + shift) a - b) c`` (``_taps``) drops its offset, 0 where the
+    vectors serve (``u + 0`` differs from ``u`` only at ``u = -0``, which gives the same taps
+    and weights), and ``_unnormalize``'s select that keeps ``±inf`` (the formula keeps it
+    where ``a c > 0``).  Two more changes keep every number: a coordinate outside
+    ``(-2, S+1)`` is clamped to the interval's ends (``maxps``, ``minps``) where the scalar
+    loop moves it to -3 -- both are integers whose taps lie outside, so the weights are the
+    same ``1, 0`` and every tap reads the outside value; a NaN coordinate stays NaN: its
+    fraction, so its weights and sum, are NaN, every inside test is false and
+    :meth:`~gridsample._simd.Lanes.truncate` makes its offsets ``-2**31``, never read (the
+    scalar loop moves it to 0 and blends NaN into the fractions: the NaN's sign may differ).
     """
-    L = LANES
-    zero = ax0[AXIS_HIGH] - ax0[AXIS_HIGH]
-    serve = (ax0[AXIS_MUL] * ax0[AXIS_SCALE] != zero and ax1[AXIS_MUL] * ax1[AXIS_SCALE] != zero
-             and ax0[AXIS_OFFSET] == zero and ax1[AXIS_OFFSET] == zero)
-    one = splat(ax0[AXIS_ONE], L)
-    nought = splat(zero, L)
-    two = one + one
-    high0, high1 = splat(ax0[AXIS_HIGH], L), splat(ax1[AXIS_HIGH], L)
-    return serve, (
-        splat(ax0[AXIS_SHIFT], L), splat(ax0[AXIS_MUL], L), splat(ax0[AXIS_SUB], L),
-        splat(ax0[AXIS_SCALE], L),
-        splat(ax1[AXIS_SHIFT], L), splat(ax1[AXIS_MUL], L), splat(ax1[AXIS_SUB], L),
-        splat(ax1[AXIS_SCALE], L),
-        high0, high1, high0 + two, high1 + two, nought, one, nought - two, nought - one,
-        splat(np.int32(st0), L), splat(np.int32(st1), L))
+    one = v.splat(ax0[AXIS_ONE])
+    nought = v.sub(one, one)
+    two = v.add(one, one)
+    lo, minus_one = v.sub(nought, two), v.sub(nought, one)
+    high0, high1 = v.splat(ax0[AXIS_HIGH]), v.splat(ax1[AXIS_HIGH])
+
+    def unnormalize(g, ax):
+        u = v.mul(v.add(g, v.splat(ax[AXIS_SHIFT])), v.splat(ax[AXIS_MUL]))
+        return v.mul(v.sub(u, v.splat(ax[AXIS_SUB])), v.splat(ax[AXIS_SCALE]))
+
+    def clip(u, high):  # _clip: NaN stays NaN
+        u = v.select(v.less(u, nought), nought, u)
+        return v.select(v.less(high, u), high, u)
+
+    u0, u1 = unnormalize(g0, ax0), unnormalize(g1, ax1)
+    u0 = v.select(border, clip(u0, high0), u0)
+    u1 = v.select(border, clip(u1, high1), u1)
+    top0, top1 = v.add(high0, two), v.add(high1, two)
+    x = v.select(v.less(u0, lo), lo, u0)
+    x = v.select(v.less(top0, x), top0, x)
+    y = v.select(v.less(u1, lo), lo, u1)
+    y = v.select(v.less(top1, y), top1, y)
+    fx, fy = v.floor(x), v.floor(y)
+    x0 = v.both(v.at_most(nought, fx), v.at_most(fx, high0))
+    x1 = v.both(v.at_most(minus_one, fx), v.less(fx, high0))
+    y0 = v.both(v.at_most(nought, fy), v.at_most(fy, high1))
+    y1 = v.both(v.at_most(minus_one, fy), v.less(fy, high1))
+    b = v.add(v.mul(v.truncate(fy), s1), v.mul(v.truncate(fx), s0))
+    b1 = v.add(b, s1)
+    dx, dy = v.sub(x, fx), v.sub(y, fy)
+    wx0, wy0 = v.sub(one, dx), v.sub(one, dy)
+    return ((b, v.add(b, s0), b1, v.add(b1, s0)),
+            (v.both(x0, y0), v.both(x1, y0), v.both(x0, y1), v.both(x1, y1)),
+            (v.mul(wx0, wy0), v.mul(dx, wy0), v.mul(wx0, dy), v.mul(dx, dy)))
 
 
-@register_jitable
-def _taps(g0, g1, k, pad):
-    """:func:`gridsample._vector.linear_2d_taps` of ``LANES`` points (zeros or border): the
-    offsets of the four taps, whether each lies inside, and the fractions ``dx, dy``.
-
-    Two changes that keep every number: a coordinate outside ``(-2, S+1)`` is clamped to the
-    interval's ends (``maxps``, ``minps``) where the scalar loop moves it to -3 -- both are
-    integers whose taps lie outside, so the weights are the same ``1, 0`` and every tap
-    reads the outside value; a NaN coordinate stays NaN: its fraction, so its weights and
-    sum, are NaN, every inside test is false and :func:`~gridsample._simd.truncate` makes
-    its offsets ``-2**31``, never read (the scalar loop moves it to 0 and blends NaN into the
-    fractions: the NaN's sign may differ).
-    """
-    (shift0, mul0, sub0, scale0, shift1, mul1, sub1, scale1, high0, high1, top0, top1,
-     nought, one, lo, minus_one, s0, s1) = k
-    u0 = ((g0 + shift0) * mul0 - sub0) * scale0
-    u1 = ((g1 + shift1) * mul1 - sub1) * scale1
-    if pad == PAD_BORDER:  # _clip: NaN stays NaN
-        u0 = select(nought > u0, nought, u0)
-        u0 = select(high0 < u0, high0, u0)
-        u1 = select(nought > u1, nought, u1)
-        u1 = select(high1 < u1, high1, u1)
-    x = select(lo > u0, lo, u0)
-    x = select(top0 < x, top0, x)
-    y = select(lo > u1, lo, u1)
-    y = select(top1 < y, top1, y)
-    fx, fy = floor(x), floor(y)
-    x0 = (fx >= nought) & (fx <= high0)
-    x1 = (fx >= minus_one) & (fx < high0)
-    y0 = (fy >= nought) & (fy <= high1)
-    y1 = (fy >= minus_one) & (fy < high1)
-    b = truncate(fy) * s1 + truncate(fx) * s0
-    b1 = b + s1
-    return (b, b + s0, b1, b1 + s0, x0 & y0, x1 & y0, x0 & y1, x1 & y1, x - fx, y - fy, one)
+def _emit_sum(v, base, taps, masks, weights, outside):
+    """``w0 v0 + w1 v1 + w2 v2 + w3 v3`` left to right (``_linear_point_sum``), each tap one
+    masked gather from ``base``."""
+    acc = None
+    for q, m, w in zip(taps, masks, weights):
+        term = v.mul(w, v.gather(base, q, m, outside))
+        acc = term if acc is None else v.add(acc, term)
+    return acc
 
 
-@register_jitable
-def _weights(dx, dy, one):
-    """:func:`gridsample._vector._linear_2d_weights` with weights in the coordinates' dtype
-    (``one * d == d``)."""
-    wx0, wy0 = one - dx, one - dy
-    return wx0 * wy0, dx * wy0, wx0 * dy, dx * dy
+class _Kernel:
+    """What the codegen of a group loop needs: the arguments by name, pointers into them."""
+
+    def __init__(self, context, builder, signature, args, names):
+        self.context, self.builder = context, builder
+        self.types = dict(zip(names, signature.args))
+        self.values = dict(zip(names, args))
+        self.v = Lanes(builder)
+
+    def __getitem__(self, name):
+        return self.values[name]
+
+    def int32(self, name):
+        return self.context.cast(self.builder, self.values[name], self.types[name], types.int32)
+
+    def float32(self, name):
+        return self.context.cast(self.builder, self.values[name], self.types[name],
+                                 types.float32)
+
+    def at(self, name, *indices):
+        """A pointer to ``name[indices]`` (LLVM intp values)."""
+        return element_pointer(self.context, self.builder, self.types[name], self.values[name],
+                               [(i, types.intp) for i in indices])
+
+    def intp(self, value: int):
+        return ir.Constant(self.context.get_value_type(types.intp), value)
+
+    def groups(self, count, body) -> None:
+        """``body(j)`` for ``j = 0, LANES, …`` below ``count`` (an LLVM intp)."""
+        with cgutils.for_range_slice(self.builder, self.intp(0), count, self.intp(LANES),
+                                     count.type) as (j, _):
+            body(j)
+
+    def taps(self, j):
+        """The taps, masks and weights of the points from ``j`` on."""
+        b, v = self.builder, self.v
+        g0, g1 = v.load_pairs(self.at("points", b.mul(j, self.intp(2))))
+        border = b.icmp_signed("==", self.int32("pad"), ir.Constant(ir.IntType(32), PAD_BORDER))
+        return _emit_taps(v, g0, g1, _axis(b, self["ax0"]), _axis(b, self["ax1"]),
+                          v.splat(self.int32("st0")), v.splat(self.int32("st1")), border)
 
 
-@register_jitable
-def _whole_groups(nb, serve, pad):
-    if serve and (pad == PAD_ZEROS or pad == PAD_BORDER):
-        return nb - nb % LANES
+def _count(context, builder, signature, args, serves):
+    """The points done: ``done`` (argument 1) where the vectors serve, else 0."""
+    if not serves:
+        return context.get_constant(types.intp, 0)
+    return context.cast(builder, args[1], signature.args[1], types.intp)
+
+
+_SUM = ("points", "done", "xc", "oc", "ax0", "ax1", "st0", "st1", "zero", "pad")
+
+
+@intrinsic
+def _sum_linear_2d_groups(typingctx, points, done, xc, oc, ax0, ax1, st0, st1, zero, pad):
+    serves = _float32(points, xc, oc)
+
+    def codegen(context, builder, signature, args):
+        count = _count(context, builder, signature, args, serves)
+        if serves:
+            k = _Kernel(context, builder, signature, args, _SUM)
+            outside = k.v.splat(k.float32("zero"))
+            base = k.at("xc", k.intp(0))
+
+            def group(j):
+                taps, masks, weights = k.taps(j)
+                k.v.store(k.at("oc", j), _emit_sum(k.v, base, taps, masks, weights, outside))
+
+            k.groups(count, group)
+        return count
+
+    return types.intp(points, done, xc, oc, ax0, ax1, st0, st1, zero, pad), codegen
+
+
+_PLAN = ("points", "done", "off", "wts", "ax0", "ax1", "st0", "st1", "pad")
+
+
+@intrinsic
+def _plan_linear_2d_groups(typingctx, points, done, off, wts, ax0, ax1, st0, st1, pad):
+    serves = _float32(points) and _table(off, types.int32) and _table(wts, types.float32)
+
+    def codegen(context, builder, signature, args):
+        count = _count(context, builder, signature, args, serves)
+        if serves:
+            k = _Kernel(context, builder, signature, args, _PLAN)
+            none = k.v.splat(ir.Constant(ir.IntType(32), -1))
+
+            def group(j):
+                taps, masks, weights = k.taps(j)
+                for row, (q, m, w) in enumerate(zip(taps, masks, weights)):
+                    k.v.store(k.at("off", k.intp(row), j), k.v.select(m, q, none))
+                    k.v.store(k.at("wts", k.intp(row), j), w)
+
+            k.groups(count, group)
+        return count
+
+    return types.intp(points, done, off, wts, ax0, ax1, st0, st1, pad), codegen
+
+
+_SWEEP = ("xa", "xb", "off", "wts", "nb", "oa", "ob", "za", "zb", "two")
+
+
+@intrinsic(prefer_literal=True)
+def _sweep_linear_2d_groups(typingctx, xa, xb, off, wts, nb, oa, ob, za, zb, two):
+    serves = (_float32(xa, xb, oa, ob) and _table(off, types.int32)
+              and _table(wts, types.float32) and isinstance(two, types.IntegerLiteral))
+
+    def codegen(context, builder, signature, args):
+        if not serves:
+            return context.get_constant(types.intp, 0)
+        k = _Kernel(context, builder, signature, args, _SWEEP)
+        nb = context.cast(builder, k["nb"], k.types["nb"], types.intp)
+        count = builder.sub(nb, builder.srem(nb, k.intp(LANES)))
+        channels = [("xa", "oa", "za")] + ([("xb", "ob", "zb")] if two.literal_value else [])
+        bases = [(k.at(x, k.intp(0)), o, k.v.splat(k.float32(z))) for x, o, z in channels]
+        minus_one = k.v.splat(ir.Constant(ir.IntType(32), -1))
+
+        def group(j):
+            rows = [k.intp(row) for row in range(4)]
+            taps = [k.v.load(k.at("off", r, j), k.v.i32) for r in rows]
+            masks = [k.v.less(minus_one, q) for q in taps]
+            weights = [k.v.load(k.at("wts", r, j), k.v.f32) for r in rows]
+            for base, o, outside in bases:
+                k.v.store(k.at(o, j), _emit_sum(k.v, base, taps, masks, weights, outside))
+
+        k.groups(count, group)
+        return count
+
+    return types.intp(xa, xb, off, wts, nb, oa, ob, za, zb, two), codegen
+
+
+def _nothing(*args) -> int:
+    """Interpreted (``NUMBA_DISABLE_JIT=1``): the vectors do no point."""
     return 0
 
 
-@overload(sum_linear_2d_groups, jit_options=_JIT)
-def _sum_linear_2d_groups(points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad):
-    if not _float32(points, xc, oc):
-        return lambda points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad: 0
-
-    def groups(points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad):
-        L = LANES
-        serve, k = _constants(ax0, ax1, st0, st1)
-        outside = splat(zero, L)
-        done = _whole_groups(nb, serve, pad)
-        for j in range(0, done, L):
-            g0, g1 = load_pairs(points, 2 * j, L)
-            q0, q1, q2, q3, m0, m1, m2, m3, dx, dy, one = _taps(g0, g1, k, pad)
-            w0, w1, w2, w3 = _weights(dx, dy, one)
-            acc = w0 * gather(xc, 0, q0, m0, outside)
-            acc = acc + w1 * gather(xc, 0, q1, m1, outside)
-            acc = acc + w2 * gather(xc, 0, q2, m2, outside)
-            acc = acc + w3 * gather(xc, 0, q3, m3, outside)
-            store_vector(oc, j, acc)
-        return done
-
-    return groups
-
-
-@overload(plan_linear_2d_groups, jit_options=_JIT)
-def _plan_linear_2d_groups(points, nb, off, wts, ax0, ax1, st0, st1, pad):
-    if not (_float32(points) and _table(off, types.int32) and _table(wts, types.float32)):
-        return lambda points, nb, off, wts, ax0, ax1, st0, st1, pad: 0
-
-    def groups(points, nb, off, wts, ax0, ax1, st0, st1, pad):
-        L = LANES
-        serve, k = _constants(ax0, ax1, st0, st1)
-        none = splat(np.int32(-1), L)
-        done = _whole_groups(nb, serve, pad)
-        for j in range(0, done, L):
-            g0, g1 = load_pairs(points, 2 * j, L)
-            q0, q1, q2, q3, m0, m1, m2, m3, dx, dy, one = _taps(g0, g1, k, pad)
-            store_row(off, 0, j, select(m0, q0, none))
-            store_row(off, 1, j, select(m1, q1, none))
-            store_row(off, 2, j, select(m2, q2, none))
-            store_row(off, 3, j, select(m3, q3, none))
-            w0, w1, w2, w3 = _weights(dx, dy, one)
-            store_row(wts, 0, j, w0)
-            store_row(wts, 1, j, w1)
-            store_row(wts, 2, j, w2)
-            store_row(wts, 3, j, w3)
-        return done
-
-    return groups
-
-
-@overload(sweep_linear_2d_groups, jit_options=_JIT)
-def _sweep_linear_2d_groups(xc, off, wts, nb, oc, zero):
-    if not (_float32(xc, oc) and _table(off, types.int32) and _table(wts, types.float32)):
-        return lambda xc, off, wts, nb, oc, zero: 0
-
-    def groups(xc, off, wts, nb, oc, zero):
-        L = LANES
-        outside = splat(zero, L)
-        inside = splat(np.int32(0), L)
-        done = nb - nb % L
-        for j in range(0, done, L):
-            q0, q1 = load_row(off, 0, j, L), load_row(off, 1, j, L)
-            q2, q3 = load_row(off, 2, j, L), load_row(off, 3, j, L)
-            acc = load_row(wts, 0, j, L) * gather(xc, 0, q0, q0 >= inside, outside)
-            acc = acc + load_row(wts, 1, j, L) * gather(xc, 0, q1, q1 >= inside, outside)
-            acc = acc + load_row(wts, 2, j, L) * gather(xc, 0, q2, q2 >= inside, outside)
-            acc = acc + load_row(wts, 3, j, L) * gather(xc, 0, q3, q3 >= inside, outside)
-            store_vector(oc, j, acc)
-        return done
-
-    return groups
-
-
-@overload(sweep_linear_2d_pair_groups, jit_options=_JIT)
-def _sweep_linear_2d_pair_groups(xa, xb, off, wts, nb, oa, ob, za, zb):
-    if not (_float32(xa, xb, oa, ob) and _table(off, types.int32)
-            and _table(wts, types.float32)):
-        return lambda xa, xb, off, wts, nb, oa, ob, za, zb: 0
-
-    def groups(xa, xb, off, wts, nb, oa, ob, za, zb):
-        L = LANES
-        outside_a, outside_b = splat(za, L), splat(zb, L)
-        inside = splat(np.int32(0), L)
-        done = nb - nb % L
-        for j in range(0, done, L):
-            q0, q1 = load_row(off, 0, j, L), load_row(off, 1, j, L)
-            q2, q3 = load_row(off, 2, j, L), load_row(off, 3, j, L)
-            m0, m1, m2, m3 = q0 >= inside, q1 >= inside, q2 >= inside, q3 >= inside
-            w0, w1 = load_row(wts, 0, j, L), load_row(wts, 1, j, L)
-            w2, w3 = load_row(wts, 2, j, L), load_row(wts, 3, j, L)
-            a = w0 * gather(xa, 0, q0, m0, outside_a)
-            b = w0 * gather(xb, 0, q0, m0, outside_b)
-            a = a + w1 * gather(xa, 0, q1, m1, outside_a)
-            b = b + w1 * gather(xb, 0, q1, m1, outside_b)
-            a = a + w2 * gather(xa, 0, q2, m2, outside_a)
-            b = b + w2 * gather(xb, 0, q2, m2, outside_b)
-            a = a + w3 * gather(xa, 0, q3, m3, outside_a)
-            b = b + w3 * gather(xb, 0, q3, m3, outside_b)
-            store_vector(oa, j, a)
-            store_vector(ob, j, b)
-        return done
-
-    return groups
+if numba.config.DISABLE_JIT:
+    sum_linear_2d_groups = plan_linear_2d_groups = sweep_linear_2d_groups = _nothing
+else:
+    sum_linear_2d_groups = _sum_linear_2d_groups
+    plan_linear_2d_groups = _plan_linear_2d_groups
+    sweep_linear_2d_groups = _sweep_linear_2d_groups

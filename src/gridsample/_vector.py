@@ -74,7 +74,7 @@ from ._simd_linear import (
     plan_linear_2d_groups,
     sum_linear_2d_groups,
     sweep_linear_2d_groups,
-    sweep_linear_2d_pair_groups,
+    whole_groups,
 )
 from ._taps import (
     AXIS_HIGH,
@@ -429,7 +429,8 @@ def plan_linear_2d(grid, nb, pad, axc, kc, sizes, strides, one, nanw, off, wts, 
     # Explicit vectors where they serve (float32, zeros or border), the rest one by one.
     first = 0
     if pad == PAD_ZEROS or pad == PAD_BORDER:
-        first = plan_linear_2d_groups(grid, nb, off, wts, ax0, ax1, st0, st1, pad)
+        first = plan_linear_2d_groups(grid, whole_groups(nb, ax0, ax1, pad), off, wts, ax0,
+                                      ax1, st0, st1, pad)
     distant = False  # an or of bools: an int64 count narrowed the loop's vectors
     for j in range(first, nb):
         o0, o1, o2, o3, dx, dy, far = linear_2d_taps(grid[2 * j], grid[2 * j + 1], pad, ax0,
@@ -487,7 +488,8 @@ def sum_linear_2d_one(points, n, p0, nb, xflat, xs_n, strides, axc, outflat, os_
     # Explicit vectors where they serve (float32, zeros or border), the rest one by one.
     first = 0
     if pad == PAD_ZEROS or pad == PAD_BORDER:
-        first = sum_linear_2d_groups(points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad)
+        first = sum_linear_2d_groups(points, whole_groups(nb, ax0, ax1, pad), xc, oc, ax0,
+                                     ax1, st0, st1, zero, pad)
     distant = False
     for j in range(first, nb):
         o0, o1, o2, o3, dx, dy, far = linear_2d_taps(points[2 * j], points[2 * j + 1], pad, ax0,
@@ -945,7 +947,7 @@ def sweep_linear_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, aze
         ob = outflat[(c0 + 1) * os_c:]
         za, zb = azero[c0], azero[c0 + 1]
         # Explicit vectors where they serve (float32), the rest one by one.
-        first = sweep_linear_2d_pair_groups(xa, xb, off, wts, nb, oa, ob, za, zb)
+        first = sweep_linear_2d_groups(xa, xb, off, wts, nb, oa, ob, za, zb, 1)
         for j in range(first, nb):
             store(oa, j, _linear_sum(xa, kind, off, wts, j, za), kind)
             store(ob, j, _linear_sum(xb, kind, off, wts, j, zb), kind)
@@ -954,7 +956,7 @@ def sweep_linear_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, aze
         zero = azero[c]
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
-        first = sweep_linear_2d_groups(xc, off, wts, nb, oc, zero)
+        first = sweep_linear_2d_groups(xc, xc, off, wts, nb, oc, oc, zero, zero, 0)
         for j in range(first, nb):
             store(oc, j, _linear_sum(xc, kind, off, wts, j, zero), kind)
 
