@@ -370,8 +370,8 @@ def test_installed_script_info():
     proc = run("info", script=True)
     check_ok(proc)
     assert proc.stdout.startswith(f"gridsample {gridsample.__version__}")
-    for word in ("kernels:", "threads:", "code:", "vector width", "cache:", "pillow",
-                 "tifffile", "gridsample.onnx"):
+    for word in ("kernels:", "threads:", "code:", "vector width", "strategies:",
+                 "explicit vectors", "cache:", "pillow", "tifffile", "gridsample.onnx"):
         assert word in proc.stdout
 
 

@@ -105,6 +105,19 @@ def _cache_lines():
     return lines
 
 
+def _strategy_line() -> str:
+    """What the kernels pick on this CPU, and the variables that force it."""
+    from .._simd import AVAILABLE, LANES
+    from .._target import fast_gathers
+
+    explicit = f"{LANES} lanes" if AVAILABLE else "not available (x86-64 with AVX2 only)"
+    gathers = ("fast" if fast_gathers()
+               else "microcoded (the row loads keep a single channel)")
+    return ("strategies: explicit vectors with masked gathers (2-D linear, float32, zeros / "
+            f"constant / border): {explicit}; gathers {gathers} "
+            "(GRIDSAMPLE_ONE_PASS, GRIDSAMPLE_ROW_LOADS)")
+
+
 def info_lines() -> list:
     """The lines ``gridsample info`` prints."""
     lines = [f"gridsample {gridsample.__version__} ({Path(gridsample.__file__).parent})",
@@ -116,6 +129,7 @@ def info_lines() -> list:
     from .._jit import code_description
 
     lines.append(f"code: {code_description()} (GRIDSAMPLE_VECTOR_WIDTH, GRIDSAMPLE_TUNE_CPU)")
+    lines.append(_strategy_line())
     lines += _cache_lines()
     lines.append("optional libraries:")
     for dists, import_name, use in _OPTIONAL:
