@@ -228,3 +228,18 @@ def test_interpreted_the_scalar_loops_do_every_point(rng):
         out = np.load(paths[2])
     want = gridsample.grid_sample(x, grid)
     np.testing.assert_array_equal(out, np.concatenate([want, want[:, :1]], 1))
+
+
+@pytest.mark.parametrize("case", ["zeros", "border", "reflection", "size 1 aligned", "offset",
+                                  "longer than 2**24"])
+def test_which_blocks_the_vectors_take(case):
+    """``whole_groups``: every whole group of lanes where the vectors' dropped steps keep
+    every number, none elsewhere (the scalar loops take those blocks)."""
+    pad = {"border": 1, "reflection": 2}.get(case, 0)
+    size = {"size 1 aligned": 1, "longer than 2**24": 2 ** 24 + 1}.get(case, 40)
+    ax = tuple(axis_constants(size, case == "size 1 aligned", np.float32, pad=pad,
+                              offset=2 if case == "offset" else 0))
+    wide = tuple(axis_constants(50, False, np.float32, pad=pad))
+    expected = 100 - 100 % LANES if case in ("zeros", "border") else 0
+    assert whole_groups(100, ax, wide, pad) == expected
+    assert whole_groups(100, wide, ax, pad) == expected

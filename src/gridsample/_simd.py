@@ -108,6 +108,10 @@ class Lanes:
             return self.builder.fcmp_ordered("<", a, b)
         return self.builder.icmp_signed("<", a, b)
 
+    def below(self, a, b):
+        """``a < b`` on int32 lanes read as unsigned: a mask (``0 <= a < b`` for ``b >= 0``)."""
+        return self.builder.icmp_unsigned("<", a, b)
+
     def at_most(self, a, b):
         """``a <= b`` on floats: a mask (ordered: false for NaN)."""
         return self.builder.fcmp_ordered("<=", a, b)

@@ -25,13 +25,25 @@ from numba.extending import intrinsic
 from ._jit import skeleton
 from ._registry import PAD_BORDER, PAD_ZEROS
 from ._simd import AVAILABLE, LANES, Lanes, element_pointer
-from ._taps import AXIS_HIGH, AXIS_MUL, AXIS_OFFSET, AXIS_ONE, AXIS_SCALE, AXIS_SHIFT, AXIS_SUB
+from ._taps import (
+    AXIS_HIGH,
+    AXIS_MUL,
+    AXIS_OFFSET,
+    AXIS_ONE,
+    AXIS_SCALE,
+    AXIS_SHIFT,
+    AXIS_SIZE,
+    AXIS_SUB,
+)
 
 __all__ = ["whole_groups", "sum_linear_2d_groups", "plan_linear_2d_groups",
            "sweep_linear_2d_groups", "GROUP_PADDINGS"]
 
 #: The paddings the vectors serve (constant runs as zeros with a fill).
 GROUP_PADDINGS = (PAD_ZEROS, PAD_BORDER)
+#: The vectors serve axes shorter than this: their sizes and tap indices exact in float32
+#: (``S = 2**24 + 1`` is stored as ``2**24``, so the bound is strict).
+_EXACT = 2 ** 24
 
 
 @skeleton
@@ -39,12 +51,14 @@ def whole_groups(nb, ax0, ax1, pad):
     """How many of a block's ``nb`` points the vectors do (whole groups of ``LANES``), or 0
     where they do not serve: paddings other than zeros (constant) and border, and axes
     where the unnormalization's dropped steps matter (see :func:`_emit_taps`): size 1 with
-    align_corners (``c = 0``) and B-spline coefficients (an offset)."""
+    align_corners (``c = 0``) and B-spline coefficients (an offset); and axes of 2**24
+    elements or more, whose sizes float32 may not hold."""
     zero = ax0[AXIS_HIGH] - ax0[AXIS_HIGH]
     if ((pad == PAD_ZEROS or pad == PAD_BORDER)
             and ax0[AXIS_MUL] * ax0[AXIS_SCALE] != zero
             and ax1[AXIS_MUL] * ax1[AXIS_SCALE] != zero
-            and ax0[AXIS_OFFSET] == zero and ax1[AXIS_OFFSET] == zero):
+            and ax0[AXIS_OFFSET] == zero and ax1[AXIS_OFFSET] == zero
+            and ax0[AXIS_SIZE] < _EXACT and ax1[AXIS_SIZE] < _EXACT):
         return nb - nb % LANES
     return 0
 
@@ -87,7 +101,7 @@ def _axis(builder, row):
     return [builder.extract_value(row, i) for i in range(AXIS_OFFSET + 1)]
 
 
-def _emit_taps(v, g0, g1, ax0, ax1, s0, s1, border):
+def _emit_taps(v, g0, g1, ax0, ax1, size0, size1, s0, s1, border):
     """:func:`gridsample._vector.linear_2d_taps` and ``_linear_2d_weights`` of ``LANES``
     points (zeros or border, ``border`` an i1): the int32 offsets of the four taps (vectors),
     whether each lies inside (masks), and their weights (in the coordinates' dtype:
@@ -107,7 +121,7 @@ def _emit_taps(v, g0, g1, ax0, ax1, s0, s1, border):
     one = v.splat(ax0[AXIS_ONE])
     nought = v.sub(one, one)
     two = v.add(one, one)
-    lo, minus_one = v.sub(nought, two), v.sub(nought, one)
+    lo = v.sub(nought, two)
     high0, high1 = v.splat(ax0[AXIS_HIGH]), v.splat(ax1[AXIS_HIGH])
 
     def unnormalize(g, ax):
@@ -127,12 +141,17 @@ def _emit_taps(v, g0, g1, ax0, ax1, s0, s1, border):
     y = v.select(v.less(u1, lo), lo, u1)
     y = v.select(v.less(top1, y), top1, y)
     fx, fy = v.floor(x), v.floor(y)
-    x0 = v.both(v.at_most(nought, fx), v.at_most(fx, high0))
-    x1 = v.both(v.at_most(minus_one, fx), v.less(fx, high0))
-    y0 = v.both(v.at_most(nought, fy), v.at_most(fy, high1))
-    y1 = v.both(v.at_most(minus_one, fy), v.less(fy, high1))
-    b = v.add(v.mul(v.truncate(fy), s1), v.mul(v.truncate(fx), s0))
+    ix, iy = v.truncate(fx), v.truncate(fy)
+    # Which taps lie inside: 0 <= i < S (S <= 2**24: whole_groups), as unsigned compares
+    # (a NaN point's -2**31 is outside) -- the scalar loop's 0 <= floor(x) <= S - 1 on floats.
+    unit = v.splat(ir.Constant(ir.IntType(32), 1))
+    n0, n1 = v.splat(size0), v.splat(size1)
+    x0, x1 = v.below(ix, n0), v.below(v.add(ix, unit), n0)
+    y0, y1 = v.below(iy, n1), v.below(v.add(iy, unit), n1)
+    b = v.mul(iy, s1)
+    b = v.add(b, ix if s0 is None else v.mul(ix, s0))
     b1 = v.add(b, s1)
+    s0 = unit if s0 is None else s0
     dx, dy = v.sub(x, fx), v.sub(y, fy)
     wx0, wy0 = v.sub(one, dx), v.sub(one, dy)
     return ((b, v.add(b, s0), b1, v.add(b1, s0)),
@@ -183,13 +202,30 @@ class _Kernel:
                                      count.type) as (j, _):
             body(j)
 
+    def point_groups(self, count, body) -> None:
+        """:meth:`groups` of a loop that plans points (:meth:`taps`), emitted twice: for X's
+        innermost stride 1, the common case, whose offsets need one multiplication less,
+        and for any stride."""
+        unit = self.builder.icmp_signed("==", self.int32("st0"), ir.Constant(ir.IntType(32), 1))
+        with self.builder.if_else(unit) as (contiguous, strided):
+            with contiguous:
+                self.unit_stride = True
+                self.groups(count, body)
+            with strided:
+                self.unit_stride = False
+                self.groups(count, body)
+
     def taps(self, j):
         """The taps, masks and weights of the points from ``j`` on."""
         b, v = self.builder, self.v
         g0, g1 = v.load_pairs(self.at("points", b.mul(j, self.intp(2))))
         border = b.icmp_signed("==", self.int32("pad"), ir.Constant(ir.IntType(32), PAD_BORDER))
-        return _emit_taps(v, g0, g1, _axis(b, self["ax0"]), _axis(b, self["ax1"]),
-                          v.splat(self.int32("st0")), v.splat(self.int32("st1")), border)
+        ax0, ax1 = _axis(b, self["ax0"]), _axis(b, self["ax1"])
+        i32 = ir.IntType(32)
+        sizes = [b.fptosi(ax[AXIS_SIZE], i32) for ax in (ax0, ax1)]
+        s0 = None if self.unit_stride else v.splat(self.int32("st0"))
+        return _emit_taps(v, g0, g1, ax0, ax1, *sizes, s0, v.splat(self.int32("st1")),
+                          border)
 
 
 def _count(context, builder, signature, args, serves):
@@ -217,7 +253,7 @@ def _sum_linear_2d_groups(typingctx, points, done, xc, oc, ax0, ax1, st0, st1, z
                 taps, masks, weights = k.taps(j)
                 k.v.store(k.at("oc", j), _emit_sum(k.v, base, taps, masks, weights, outside))
 
-            k.groups(count, group)
+            k.point_groups(count, group)
         return count
 
     return types.intp(points, done, xc, oc, ax0, ax1, st0, st1, zero, pad), codegen
@@ -242,7 +278,7 @@ def _plan_linear_2d_groups(typingctx, points, done, off, wts, ax0, ax1, st0, st1
                     k.v.store(k.at("off", k.intp(row), j), k.v.select(m, q, none))
                     k.v.store(k.at("wts", k.intp(row), j), w)
 
-            k.groups(count, group)
+            k.point_groups(count, group)
         return count
 
     return types.intp(points, done, off, wts, ax0, ax1, st0, st1, pad), codegen
