@@ -112,10 +112,6 @@ class Lanes:
         """``a < b`` on int32 lanes read as unsigned: a mask (``0 <= a < b`` for ``b >= 0``)."""
         return self.builder.icmp_unsigned("<", a, b)
 
-    def at_most(self, a, b):
-        """``a <= b`` on floats: a mask (ordered: false for NaN)."""
-        return self.builder.fcmp_ordered("<=", a, b)
-
     def both(self, a, b):
         return self.builder.and_(a, b)
 
