@@ -26,7 +26,7 @@ import pytest
 
 import gridsample
 from conftest import ALIGNS
-from gridsample._simd import AVAILABLE, LANES, has_avx2
+from gridsample._simd import AVAILABLE, LANES
 from gridsample._simd_linear import (
     plan_linear_2d_groups,
     sum_linear_2d_groups,
@@ -34,6 +34,7 @@ from gridsample._simd_linear import (
     whole_groups,
 )
 from gridsample._taps import axis_constants
+from gridsample._target import has_avx2
 from test_one_pass import assert_same_bits
 from test_vector_kernels import nasty_grid
 

@@ -29,32 +29,13 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 
-from ._target import target_cpu_name, target_features, target_has_avx512, vector_width
+from ._target import target_has_avx2, vector_width
 
-__all__ = ["AVAILABLE", "LANES", "Lanes", "element_pointer", "has_avx2"]
-
-#: LLVM CPU names (prefixes) whose own features include AVX2.
-_AVX2_CPUS = ("haswell", "broadwell", "skylake", "cascadelake", "cooperlake", "cannonlake",
-              "icelake", "tigerlake", "rocketlake", "alderlake", "raptorlake", "meteorlake",
-              "arrowlake", "lunarlake", "pantherlake", "gracemont", "sapphirerapids",
-              "emeraldrapids", "graniterapids", "diamondrapids", "sierraforest",
-              "clearwaterforest", "grandridge", "znver", "bdver4", "x86-64-v3", "x86-64-v4")
-
-
-def has_avx2(features: str, cpu_name: str) -> bool:
-    """Whether code for ``cpu_name`` with ``features`` may use AVX2 (the rules of
-    :func:`gridsample._target._has_avx512`: the named CPU's own features, changed by
-    ``+f``/``-f``)."""
-    flags = {f.strip() for f in features.split(",") if f.strip()}
-    if "-avx2" in flags:
-        return False
-    return "+avx2" in flags or cpu_name.startswith(_AVX2_CPUS)
-
+__all__ = ["AVAILABLE", "LANES", "Lanes", "element_pointer"]
 
 #: Whether the vector operations exist here: compiled code for an x86-64 CPU with AVX2.
 AVAILABLE = (not numba.config.DISABLE_JIT
-             and platform.machine().lower() in ("x86_64", "amd64")
-             and (target_has_avx512() or has_avx2(target_features(), target_cpu_name())))
+             and platform.machine().lower() in ("x86_64", "amd64") and target_has_avx2())
 #: float32 lanes of a vector: 16 with 512-bit vectors, 8 with AVX2's.
 LANES = 16 if vector_width() == 512 else 8
 

@@ -29,7 +29,8 @@ import re
 from ._errors import GridSampleError
 
 __all__ = ["vector_width", "tune_cpu", "SCALAR_GATHER_TUNINGS", "GATHER_TUNING",
-           "target_cpu_name", "target_features", "target_has_avx512", "target_isa",
+           "target_cpu_name", "target_features", "target_has_avx512", "target_has_avx2",
+           "has_avx2", "target_isa",
            "function_attributes"]
 
 #: Values ``GRIDSAMPLE_VECTOR_WIDTH`` may take.
@@ -82,17 +83,41 @@ _AVX512_CPUS = ("skylake-avx512", "cascadelake", "cooperlake", "icelake", "tiger
                 "diamondrapids", "znver4", "znver5", "x86-64-v4", "cannonlake", "knl", "knm")
 
 
-def _has_avx512(features: str, cpu_name: str) -> bool:
-    """Whether code for ``cpu_name`` with ``features`` may use AVX-512F.
+def _has_feature(features: str, cpu_name: str, feature: str, cpus: tuple) -> bool:
+    """Whether code for ``cpu_name`` with ``features`` may use ``feature``, which the CPUs
+    named by the prefixes ``cpus`` have of their own.
 
     LLVM starts from the named CPU's own features and changes those the string names
     (``+f`` adds, ``-f`` removes): ``haswell`` with ``+avx512f`` emits AVX-512 code, and
     ``skylake-avx512`` with ``+avx2`` keeps its AVX-512.
     """
     flags = {f.strip() for f in features.split(",") if f.strip()}
-    if "-avx512f" in flags:
+    if f"-{feature}" in flags:
         return False
-    return "+avx512f" in flags or cpu_name.startswith(_AVX512_CPUS)
+    return f"+{feature}" in flags or cpu_name.startswith(cpus)
+
+
+def _has_avx512(features: str, cpu_name: str) -> bool:
+    """Whether code for ``cpu_name`` with ``features`` may use AVX-512F."""
+    return _has_feature(features, cpu_name, "avx512f", _AVX512_CPUS)
+
+
+#: LLVM CPU names (prefixes) whose own features include AVX2.
+_AVX2_CPUS = ("haswell", "broadwell", "skylake", "cascadelake", "cooperlake", "cannonlake",
+              "icelake", "tigerlake", "rocketlake", "alderlake", "raptorlake", "meteorlake",
+              "arrowlake", "lunarlake", "pantherlake", "gracemont", "sapphirerapids",
+              "emeraldrapids", "graniterapids", "diamondrapids", "sierraforest",
+              "clearwaterforest", "grandridge", "znver", "bdver4", "x86-64-v3", "x86-64-v4")
+
+
+def has_avx2(features: str, cpu_name: str) -> bool:
+    """Whether code for ``cpu_name`` with ``features`` may use AVX2."""
+    return _has_feature(features, cpu_name, "avx2", _AVX2_CPUS)
+
+
+def target_has_avx2() -> bool:
+    """Whether the code Numba compiles may use AVX2 (its CPU name and features)."""
+    return target_has_avx512() or has_avx2(target_features(), target_cpu_name())
 
 
 _width: int | None | bool = False  # False: not yet decided
