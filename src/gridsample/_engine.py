@@ -39,7 +39,8 @@ from ._plan import ForwardPlan, common_padding
 from ._registry import MODES, PAD_CONSTANT, PAD_ZEROS, kernel_name, padding_of, taps_per_point
 from ._row_loads import LITTLE_ENDIAN, ROW_LOAD_ROWS, ROW_LOADS_VARIABLE, ROW_TAPS, row_loads
 from ._simd import AVAILABLE as SIMD_AVAILABLE
-from ._simd_linear import GROUP_PADDINGS
+from ._simd import LANES as SIMD_LANES
+from ._simd_linear import count_whole_groups
 from ._taps import axis_constants, weight_constants
 from ._target import fast_gathers, vector_width
 from ._threads import THREAD_MIN_WORK_VARIABLE, num_threads, run_shared, threads_for
@@ -373,11 +374,12 @@ ONE_PASS_VARIABLE = "GRIDSAMPLE_ONE_PASS"
 ONE_PASS_SETTINGS = ("auto", "on", "off")
 
 
-def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool, pad: int) -> bool:
+def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool, pad: int,
+                     axc: np.ndarray) -> bool:
     """Whether a single channel's points are planned and summed in one loop, without a plan
     table (2-D linear, :func:`gridsample._vector.sum_linear_2d_one`): one channel into
     contiguous output points, with weights in the coordinates' dtype (the one pass keeps
-    them in registers unrounded), under the vector padding ``pad``.
+    them in registers unrounded), under the vector padding ``pad``, axes ``axc``.
 
     ``GRIDSAMPLE_ONE_PASS``: ``auto`` (the default) takes it where its explicit vectors
     serve the call (:func:`explicit_vectors_serve`: float32 under zeros, constant or border
@@ -396,21 +398,21 @@ def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool, pad: int) -> b
                               f"{', '.join(ONE_PASS_SETTINGS)}")
     if value == "off":
         return False
-    if explicit_vectors_serve(plan, pad):
+    if explicit_vectors_serve(plan, pad, axc):
         return True
     return not by_rows and (value == "on" or vector_width() == 512)
 
 
-def explicit_vectors_serve(plan: ForwardPlan, pad: int) -> bool:
+def explicit_vectors_serve(plan: ForwardPlan, pad: int, axc: np.ndarray) -> bool:
     """Whether a 2-D linear call's one pass runs with explicit vectors ahead of the row loads
-    (:func:`~gridsample._simd_linear.sum_linear_2d_groups`): float32 under zeros, constant
-    or border where the vectors exist and the CPU's gathers are fast
-    (:func:`gridsample._target.fast_gathers`; on Zen 1-3 the row loads keep a single
-    channel; the rest of the conditions: :func:`one_pass_applies`)."""
-    return (SIMD_AVAILABLE and fast_gathers() and pad in GROUP_PADDINGS
-            and plan.out_dtype == np.float32 and plan.coord_dtype == np.float32
-            and not any(plan.spline_pad or ())
-            and not (plan.align_corners and 1 in plan.in_spatial))
+    (:func:`~gridsample._simd_linear.sum_linear_2d_groups`): float32 where the vectors exist,
+    the CPU's gathers are fast (:func:`gridsample._target.fast_gathers`; on Zen 1-3 the row
+    loads keep a single channel) and the kernels' own rule takes the axes ``axc`` under the
+    vector padding ``pad`` (:func:`~gridsample._simd_linear.count_whole_groups`; the rest of
+    the conditions: :func:`one_pass_applies`)."""
+    return (SIMD_AVAILABLE and fast_gathers() and plan.out_dtype == np.float32
+            and plan.coord_dtype == np.float32
+            and count_whole_groups(SIMD_LANES, axc[0], axc[1], pad) > 0)
 
 
 def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
@@ -494,7 +496,7 @@ class PreparedForward:
             entry = functools.partial(vector_entry, r, plan.kernel_mode, self.vector_pad,
                                       plan.coord_dtype, plan.weight_dtype, sizes, strides,
                                       conv.kind)
-            if one_pass_applies(plan, os_p, self.by_rows, self.vector_pad):
+            if one_pass_applies(plan, os_p, self.by_rows, self.vector_pad, self.axc):
                 self.vector = entry(one=True)  # None for the other element families
                 self.one_pass = self.vector is not None
                 self.by_rows = self.by_rows and not self.one_pass

@@ -36,18 +36,15 @@ from ._taps import (
     AXIS_SUB,
 )
 
-__all__ = ["whole_groups", "sum_linear_2d_groups", "plan_linear_2d_groups",
-           "sweep_linear_2d_groups", "GROUP_PADDINGS"]
+__all__ = ["whole_groups", "count_whole_groups", "sum_linear_2d_groups",
+           "plan_linear_2d_groups", "sweep_linear_2d_groups"]
 
-#: The paddings the vectors serve (constant runs as zeros with a fill).
-GROUP_PADDINGS = (PAD_ZEROS, PAD_BORDER)
 #: The vectors serve axes shorter than this: their sizes and tap indices exact in float32
 #: (``S = 2**24 + 1`` is stored as ``2**24``, so the bound is strict).
 _EXACT = 2 ** 24
 
 
-@skeleton
-def whole_groups(nb, ax0, ax1, pad):
+def count_whole_groups(nb, ax0, ax1, pad):
     """How many of a block's ``nb`` points the vectors do (whole groups of ``LANES``), or 0
     where they do not serve: paddings other than zeros (constant) and border, and axes
     where the unnormalization's dropped steps matter (see :func:`_emit_taps`): size 1 with
@@ -61,6 +58,11 @@ def whole_groups(nb, ax0, ax1, pad):
             and ax0[AXIS_SIZE] < _EXACT and ax1[AXIS_SIZE] < _EXACT):
         return nb - nb % LANES
     return 0
+
+
+#: :func:`count_whole_groups` for the kernels; the engine asks the plain function whether the
+#: vectors serve a call (one rule for both).
+whole_groups = skeleton(count_whole_groups)
 
 
 # The three kernels, each a loop emitted into its caller by an intrinsic (no function of
@@ -142,7 +144,7 @@ def _emit_taps(v, g0, g1, ax0, ax1, size0, size1, s0, s1, border):
     y = v.select(v.less(top1, y), top1, y)
     fx, fy = v.floor(x), v.floor(y)
     ix, iy = v.truncate(fx), v.truncate(fy)
-    # Which taps lie inside: 0 <= i < S (S <= 2**24: whole_groups), as unsigned compares
+    # Which taps lie inside: 0 <= i < S (S < 2**24: whole_groups), as unsigned compares
     # (a NaN point's -2**31 is outside) -- the scalar loop's 0 <= floor(x) <= S - 1 on floats.
     unit = v.splat(ir.Constant(ir.IntType(32), 1))
     n0, n1 = v.splat(size0), v.splat(size1)
@@ -177,6 +179,7 @@ class _Kernel:
         self.types = dict(zip(names, signature.args))
         self.values = dict(zip(names, args))
         self.v = Lanes(builder)
+        self.unit_stride = False  # X's innermost stride known to be 1 (point_groups)
 
     def __getitem__(self, name):
         return self.values[name]
