@@ -51,18 +51,20 @@ def test_compile_then_info_lists_the_entries(tmp_path):
 _COMPILE_FORMS = """
 from gridsample import _jit
 from gridsample.cli import main
-assert main(["compile", "--rank", "2", "--mode", "linear", "cubic", "--padding", "zeros",
-             "--dtype", "float32", "-q"]) == 0
+assert main(["compile", "--rank", "2", "--mode", "linear", "cubic", "nearest", "--padding",
+             "zeros", "--dtype", "float32", "-q"]) == 0
 print("\\n".join(sorted(_jit.compiled_functions())))
 """
 
 
 def test_compile_covers_every_form_a_call_may_take(tmp_path):
     """A single channel and several, rows a row of taps wide: the planned sweep, the one
-    pass (2-D linear, one channel, 512-bit vectors) and the row loads (2-D cubic on x86-64)
-    where this machine takes them, so that no first call compiles."""
+    pass (2-D linear, one channel, 512-bit vectors; 2-D nearest with explicit vectors) and
+    the row loads (2-D cubic on x86-64) where this machine takes them, so that no first call
+    compiles."""
     from gridsample import _engine, _row_loads
-    from gridsample._target import vector_width
+    from gridsample._simd import AVAILABLE
+    from gridsample._target import fast_gathers, vector_width
 
     env = dict(os.environ, GRIDSAMPLE_CACHE_DIR=str(tmp_path), GRIDSAMPLE_KERNELS="auto")
     for name in ("GRIDSAMPLE_ROW_LOADS", "GRIDSAMPLE_ONE_PASS"):
@@ -78,6 +80,9 @@ def test_compile_covers_every_form_a_call_may_take(tmp_path):
             "cubic_2d_zeros_rows" if rows(2) else "cubic_2d_zeros"}
     if vector_width() == 512 and not rows(0):
         want.add("linear_2d_zeros_one")
+    want.add("nearest_2d_zeros")
+    if AVAILABLE and fast_gathers():
+        want.add("nearest_2d_zeros_one")
     assert want <= found, sorted(found)
     assert _engine.ONE_PASS_ENTRIES  # the table the one-pass name comes from
 

@@ -1,11 +1,13 @@
-"""The 2-D linear kernels written with explicit vectors (gridsample._simd_linear, on
-gridsample._simd): the single channel's one pass, and the planner with the gathering sweeps
-(one channel, two channels) over its table.  Each is run on its own and must give, for every
+"""The 2-D kernels written with explicit vectors (gridsample._simd_linear, on
+gridsample._simd): linear's single-channel one pass, its planner with the gathering sweeps
+(one channel, two channels) over its table, and nearest's one pass over every channel of a
+point.  Each is run on its own and must give, for every
 point it does, the bits of the planned sweep as the LLVM-vectorized loops compute it (a child
 process compiled for Sandy Bridge, where no explicit vectors serve), do every whole group of
 lanes and write nothing else: with AVX-512's 16 lanes here and, in a child process compiled
 for Haswell, AVX2's 8.  Through ``grid_sample`` they also run in every 2-D linear test of
-test_vector_kernels.py, test_row_loads.py and test_one_pass.py.
+test_vector_kernels.py, test_row_loads.py and test_one_pass.py.  Nearest's planned sweep has
+no explicit vectors, so its one pass is compared with it in the same process.
 
 The scalar loops read a tap outside through a clamped offset and a select, the explicit ones
 through a masked gather, and a NaN point through a NaN coordinate rather than a NaN weight:
@@ -30,6 +32,7 @@ from gridsample._simd import AVAILABLE, LANES
 from gridsample._simd_linear import (
     plan_linear_2d_groups,
     sum_linear_2d_groups,
+    sum_nearest_2d_groups,
     sweep_linear_2d_groups,
     whole_groups,
 )
@@ -149,6 +152,11 @@ def child_rows(what):
     from gridsample._simd import LANES as lanes
 
     rows = [lanes]
+    if what == "nearest":
+        for x, grid, padding, align in _nearest_inputs(0):
+            done, out = explicit_nearest(x, grid, padding, align, _nearest_fills(padding))
+            rows.append([int(done), out.view(np.uint32).tolist()])
+        return rows
     for x, grid, padding, align in _inputs(0):
         fill = 2.5 if padding == "constant" else 0.0
         if what == "before":
@@ -161,6 +169,58 @@ def child_rows(what):
             done, out = explicit_sums(x, grid, padding, align, fill, planned)
             rows.append([int(done), out.view(np.uint32).tolist()])
     return rows
+
+
+@numba.njit
+def _nearest_groups(points, nb, xn, xs_c, C, on, os_c, ax0, ax1, st0, st1, azero, pad):
+    return sum_nearest_2d_groups(points, whole_groups(nb, ax0, ax1, pad), xn, xs_c, C, on,
+                                 os_c, ax0, ax1, st0, st1, azero, np.float32(1),
+                                 np.float32(np.nan), pad)
+
+
+def _nearest_inputs(seed: int):
+    """Two-channel inputs (2, H, W), strided views among them, with the grids of
+    :func:`_inputs`."""
+    rng = np.random.default_rng(seed)
+    wide = rng.standard_normal((2, 11, 26)).astype(np.float32)
+    wide.reshape(-1)[[0, 7, 30, 300]] = [np.inf, -np.inf, np.nan, -0.0]
+    cases = []
+    for padding in _PAD_CODES:
+        for align in ALIGNS:
+            for x in (wide[:, :, :13], wide[:, 1::2, ::2], wide[:, :1, :]):
+                grid = nasty_grid(rng, (1, 7, 11, 2), np.float32)  # 77 points: a tail
+                cases.append((x, grid, padding, align))
+    return cases
+
+
+def explicit_nearest(x, grid, padding, align, fills):
+    """The explicit nearest one pass over every point of ``grid`` (1, H', W', 2) and both
+    channels of ``x`` (2, H, W), a strided view allowed: (points done, output (2, points)
+    with NaN where nothing was written)."""
+    _, h, w = x.shape
+    base = x.base if x.base is not None else x
+    xs_c, st1, st0 = (s // x.itemsize for s in x.strides)
+    start = (x.__array_interface__["data"][0] - base.__array_interface__["data"][0]) \
+        // x.itemsize
+    points = np.ascontiguousarray(grid.reshape(-1))
+    nb = points.size // 2
+    out = np.full(2 * nb, np.nan, np.float32)
+    ax0 = tuple(axis_constants(w, align, np.float32, pad=_PAD_CODES[padding]))
+    ax1 = tuple(axis_constants(h, align, np.float32, pad=_PAD_CODES[padding]))
+    done = _nearest_groups(points, nb, base.reshape(-1)[start:], xs_c, 2, out, nb, ax0, ax1,
+                           st0, st1, np.asarray(fills, np.float32), _PAD_CODES[padding])
+    return done, out.reshape(2, nb)
+
+
+def _nearest_planned(monkeypatch, x, grid, padding, align, fills):
+    monkeypatch.setenv("GRIDSAMPLE_ONE_PASS", "off")
+    kwargs = {"fill_value": fills} if padding == "constant" else {}
+    return gridsample.grid_sample(x[None], grid, "nearest", padding, align,
+                                  **kwargs).reshape(2, -1)
+
+
+def _nearest_fills(padding):
+    return [2.5, -1.0] if padding == "constant" else [0.0, 0.0]
 
 
 def _floats(bits):
@@ -198,6 +258,35 @@ def test_the_groups_with_avx2_code_in_a_child_process(tmp_path, before):
             _check((done, _floats(bits)), _floats(want), 8)
 
 
+def _check_nearest(done, out, want, lanes, x, align):
+    if align and 1 in x.shape:  # c = 0 would turn ±inf into NaN: the scalar loop
+        assert done == 0
+        return
+    nb = want.shape[1]
+    assert done == nb - nb % lanes
+    for c in range(2):
+        assert_same_bits(out[c, :done], want[c, :done])
+    assert np.isnan(out[:, done:]).all()  # nothing written past the groups
+
+
+@needs_vectors
+def test_the_nearest_groups_give_the_planned_sweeps_bits(monkeypatch):
+    for x, grid, padding, align in _nearest_inputs(0):
+        fills = _nearest_fills(padding)
+        want = _nearest_planned(monkeypatch, x, grid, padding, align, fills)
+        done, out = explicit_nearest(x, grid, padding, align, fills)
+        _check_nearest(done, out, want, LANES, x, align)
+
+
+@needs_vectors
+def test_the_nearest_groups_with_avx2_code_in_a_child_process(tmp_path, monkeypatch):
+    rows = _child(tmp_path, "haswell", "nearest")
+    assert rows[0] == 8
+    for (x, grid, padding, align), (done, bits) in zip(_nearest_inputs(0), rows[1:]):
+        want = _nearest_planned(monkeypatch, x, grid, padding, align, _nearest_fills(padding))
+        _check_nearest(done, _floats(bits).reshape(2, -1), want, 8, x, align)
+
+
 @pytest.mark.parametrize("features,cpu,expected", [
     ("+avx2,+fma", "generic", True), ("", "haswell", True), ("", "znver3", True),
     ("-avx2", "haswell", False), ("", "sandybridge", False), ("+sse4.2", "x86-64", False),
@@ -214,7 +303,7 @@ def test_interpreted_the_scalar_loops_do_every_point(rng):
     code = (
         "import sys, numpy as np, gridsample\n"
         "from gridsample import _simd_linear as s\n"
-        "assert s.sum_linear_2d_groups is s._nothing\n"
+        "assert s.sum_linear_2d_groups is s.sum_nearest_2d_groups is s._nothing\n"
         "x, grid = np.load(sys.argv[1]), np.load(sys.argv[2])\n"
         "one = gridsample.grid_sample(x[:, :1], grid)\n"
         "np.save(sys.argv[3], np.concatenate([gridsample.grid_sample(x, grid), one], 1))\n")

@@ -25,7 +25,7 @@ def test_vector_entries_are_current():
 
 def test_every_registered_vector_kernel_has_entries():
     from gridsample import _engine
-    from gridsample._options import MODE_LINEAR
+    from gridsample._options import MODE_LINEAR, MODE_NEAREST
     from gridsample._registry import MODES, PADDINGS
 
     want = {(r, m.code, p.code, family) for m in MODES for r in m.vector_ranks
@@ -37,9 +37,9 @@ def test_every_registered_vector_kernel_has_entries():
 
     assert set(_engine.ROW_LOAD_ENTRIES) == {key for key in want if key[:2] in ROW_LOAD_ROWS
                                              and key[3] == "native"}
-    # 2-D linear, one channel in one pass, the native family
+    # 2-D linear and nearest in one pass, the native family
     assert set(_engine.ONE_PASS_ENTRIES) == {key for key in want
-                                             if key[:2] == (2, MODE_LINEAR)
+                                             if key[:2] in ((2, MODE_LINEAR), (2, MODE_NEAREST))
                                              and key[3] == "native"}
 
 

@@ -1,5 +1,6 @@
-"""A single channel's 2-D linear points planned and summed in one loop
-(gridsample._vector.sum_linear_2d_one): the same bits as the planned sweep
+"""2-D points planned and summed in one loop: a single linear channel
+(gridsample._vector.sum_linear_2d_one) and up to three nearest channels
+(gridsample._vector.sum_nearest_2d_one): the same bits as the planned sweep
 (``GRIDSAMPLE_ONE_PASS=off``), run exactly where it applies.
 
 Both forms compute the same operations in the same order, so the results are compared as
@@ -89,10 +90,34 @@ def test_broadcast_grid_strided_input_and_channel_last(rng, monkeypatch):
         assert_same_bits(one, planned)
 
 
+@pytest.mark.parametrize("channels", [1, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("align", ALIGNS)
+@pytest.mark.parametrize("pad", PADDINGS)
+def test_nearest_one_pass_gives_the_planned_sweeps_bits(rng, monkeypatch, pad, align, dtype,
+                                                       channels):
+    """Every padding (its scalar loop where the explicit vectors do not serve: float64, the
+    other paddings), 99 points an item: whole groups and a tail."""
+    x = rng.standard_normal((2, channels, 13, 17)).astype(dtype)
+    x.reshape(-1)[[0, 5, 40, 300]] = [np.inf, -np.inf, np.nan, -0.0]
+    grid = nasty_grid(rng, (2, 9, 11, 2), dtype)
+    kwargs = dict(padding_mode=pad, align_corners=align)
+    if pad == "constant":
+        kwargs["fill_value"] = [2.5, -1.0, 7.0][:channels]
+    ran = _spy(monkeypatch)
+    one = sample(monkeypatch, "on", x, grid, "nearest", **kwargs)
+    planned = sample(monkeypatch, "off", x, grid, "nearest", **kwargs)
+    assert ran == [True, False]
+    assert_same_bits(one, planned)
+    with _engine.use_kernels("general"):
+        np.testing.assert_array_equal(one, gridsample.grid_sample(x, grid, "nearest", **kwargs))
+
+
 @pytest.mark.parametrize("case", ["two channels", "float16", "wider grid", "row loads",
-                                  "channel-last pair", "nearest"])
+                                  "channel-last pair", "four nearest channels"])
 def test_where_the_one_pass_does_not_apply(rng, monkeypatch, case):
-    x = rng.standard_normal((1, 2 if case.endswith(("channels", "pair")) else 1, 8, 9))
+    channels = {"two channels": 2, "channel-last pair": 2, "four nearest channels": 4}
+    x = rng.standard_normal((1, channels.get(case, 1), 8, 9))
     x = x.astype(np.float16 if case == "float16" else np.float32)
     grid = rng.uniform(-1, 1, (1, 4, 5, 2)).astype(np.float64 if case == "wider grid"
                                                     else np.float32)
@@ -105,7 +130,7 @@ def test_where_the_one_pass_does_not_apply(rng, monkeypatch, case):
         x = np.ascontiguousarray(np.moveaxis(x, 1, -1))
     ran = _spy(monkeypatch)
     monkeypatch.setenv("GRIDSAMPLE_ONE_PASS", "on")
-    gridsample.grid_sample(x, grid, "nearest" if case == "nearest" else "linear",
+    gridsample.grid_sample(x, grid, "nearest" if case.endswith("nearest channels") else "linear",
                            padding_mode=padding, channel_last=last)
     assert ran in ([False], [])  # [] where the general kernels serve it
 
@@ -127,6 +152,18 @@ def test_the_setting_is_checked(rng, monkeypatch):
             sample(monkeypatch, bad, x, grid)
     np.testing.assert_array_equal(sample(monkeypatch, " OFF ", x, grid),
                                   sample(monkeypatch, "", x, grid))
+
+
+@pytest.mark.parametrize("padding", ["zeros", "border", "constant", "reflection", "wrap"])
+def test_the_default_takes_nearest_where_explicit_vectors_serve(rng, monkeypatch, padding):
+    from gridsample._simd import AVAILABLE
+    from gridsample._target import fast_gathers
+
+    x = rng.standard_normal((1, 3, 6, 7)).astype(np.float32)
+    grid = rng.uniform(-1, 1, (1, 3, 4, 2)).astype(np.float32)
+    ran = _spy(monkeypatch)
+    sample(monkeypatch, "auto", x, grid, "nearest", padding_mode=padding)
+    assert ran == [AVAILABLE and fast_gathers() and padding in ("zeros", "border", "constant")]
 
 
 @pytest.mark.parametrize("padding", ["zeros", "border", "constant", "reflection", "wrap"])

@@ -96,6 +96,9 @@ def test_the_engine_uses_them(monkeypatch):
 
     spied = {key: spy(f) for key, f in real.items()}
     monkeypatch.setattr(_engine, "VECTOR_ENTRIES", spied)
+    # 2-D nearest with a few channels runs in one pass (test_one_pass.py)
+    monkeypatch.setattr(_engine, "ONE_PASS_ENTRIES",
+                        {key: spy(f) for key, f in _engine.ONE_PASS_ENTRIES.items()})
     x = np.ones((1, 2, 5, 6), np.float32)
     gridsample.grid_sample(x, np.zeros((1, 3, 3, 2), np.float32))
     gridsample.grid_sample(x, np.zeros((1, 3, 3, 2), np.float32), "nearest")

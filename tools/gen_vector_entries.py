@@ -46,10 +46,10 @@ LAYOUTS = ("", "_cl")
 #: other element type or layout compiles its loops.
 ROW_LOAD_KERNELS = (("cubic", 2), ("linear", 2), ("linear", 3))
 
-#: Kernels with a form for a single channel that plans and sums each point in one loop
-#: (``sum_<mode>_<rank>d_one``, no plan table; tables ``ONE_PASS_ENTRIES``, entries that
-#: read a grid, native element family only).
-ONE_PASS_KERNELS = (("linear", 2),)
+#: Kernels with a form that plans and sums each point in one loop, no plan table
+#: (``sum_<mode>_<rank>d_one``: linear a single channel, nearest every channel of a point;
+#: tables ``ONE_PASS_ENTRIES``, entries that read a grid, native element family only).
+ONE_PASS_KERNELS = (("linear", 2), ("nearest", 2))
 
 #: Element families: name suffix, family key, the element kind the sweep
 #: fixes (None: the caller's ``kind``).  float16 and bfloat16 sweeps fix

@@ -34,7 +34,7 @@ from ._convert import KIND_BF16, KIND_F16, KIND_INT
 from ._dtypes import dtype_name, is_half, is_string, x_conversion
 from ._errors import GridSampleError
 from ._jit import read_only
-from ._options import MODE_CUBIC, MODE_LINEAR
+from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST
 from ._plan import ForwardPlan, common_padding
 from ._registry import MODES, PAD_CONSTANT, PAD_ZEROS, kernel_name, padding_of, taps_per_point
 from ._row_loads import LITTLE_ENDIAN, ROW_LOAD_ROWS, ROW_LOADS_VARIABLE, ROW_TAPS, row_loads
@@ -372,24 +372,34 @@ def row_loads_apply(plan: ForwardPlan, sizes: np.ndarray, strides: np.ndarray, o
 #: (:func:`one_pass_applies`), and what it may say.
 ONE_PASS_VARIABLE = "GRIDSAMPLE_ONE_PASS"
 ONE_PASS_SETTINGS = ("auto", "on", "off")
+#: The most channels a 2-D nearest one pass samples (each point's every channel at once: a
+#: store stream per channel).
+ONE_PASS_NEAREST_CHANNELS = 3
 
 
 def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool, pad: int,
                      axc: np.ndarray) -> bool:
-    """Whether a single channel's points are planned and summed in one loop, without a plan
-    table (2-D linear, :func:`gridsample._vector.sum_linear_2d_one`): one channel into
-    contiguous output points, with weights in the coordinates' dtype (the one pass keeps
-    them in registers unrounded), under the vector padding ``pad``, axes ``axc``.
+    """Whether points are planned and summed in one loop, without a plan table, into
+    contiguous output points, under the vector padding ``pad``, axes ``axc``: 2-D linear
+    with a single channel and weights in the coordinates' dtype (the one pass keeps them in
+    registers unrounded; :func:`gridsample._vector.sum_linear_2d_one`), 2-D nearest with up
+    to :data:`ONE_PASS_NEAREST_CHANNELS` channels (:func:`gridsample._vector.sum_nearest_2d_one`).
 
     ``GRIDSAMPLE_ONE_PASS``: ``auto`` (the default) takes it where its explicit vectors
     serve the call (:func:`explicit_vectors_serve`: float32 under zeros, constant or border
-    on x86 with AVX2 or AVX-512 and fast gathers), ahead of the row loads (0.6-0.7x their
-    time with AVX2 code on Intel); elsewhere with 512-bit vectors where the row loads do not
-    run (LLVM's vectors: 0.85x the planned entry's time; with AVX2 code 0.96-1.05x, so AVX2
-    keeps the plan table there).  ``on`` takes it also where the row loads do not run, ``off`` never
-    (tests, benchmarks); either way the same bits (docs/kernels.md, "Explicit vectors")."""
-    if not (plan.rank == 2 and plan.kernel_mode == MODE_LINEAR and plan.channels == 1
-            and os_p == 1 and plan.coord_dtype == plan.weight_dtype):
+    on x86 with AVX2 or AVX-512 and fast gathers), for linear ahead of the row loads
+    (0.6-0.7x their time with AVX2 code on Intel); linear also elsewhere with 512-bit
+    vectors where the row loads do not run (LLVM's vectors: 0.85x the planned entry's time;
+    with AVX2 code 0.96-1.05x, so AVX2 keeps the plan table there).  ``on`` takes it also
+    where the row loads do not run (nearest: wherever it applies, its scalar loop included),
+    ``off`` never (tests, benchmarks); either way the same bits (docs/kernels.md, "Explicit
+    vectors")."""
+    if plan.rank != 2 or os_p != 1:
+        return False
+    nearest = plan.kernel_mode == MODE_NEAREST and plan.channels <= ONE_PASS_NEAREST_CHANNELS
+    linear = (plan.kernel_mode == MODE_LINEAR and plan.channels == 1
+              and plan.coord_dtype == plan.weight_dtype)
+    if not (nearest or linear):
         return False
     raw = os.environ.get(ONE_PASS_VARIABLE, "")
     value = raw.strip().lower() or "auto"
@@ -400,12 +410,15 @@ def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool, pad: int,
         return False
     if explicit_vectors_serve(plan, pad, axc):
         return True
+    if nearest:
+        return value == "on"
     return not by_rows and (value == "on" or vector_width() == 512)
 
 
 def explicit_vectors_serve(plan: ForwardPlan, pad: int, axc: np.ndarray) -> bool:
-    """Whether a 2-D linear call's one pass runs with explicit vectors ahead of the row loads
-    (:func:`~gridsample._simd_linear.sum_linear_2d_groups`): float32 where the vectors exist,
+    """Whether a 2-D call's one pass runs with explicit vectors (linear's ahead of the row
+    loads; :func:`~gridsample._simd_linear.sum_linear_2d_groups`,
+    :func:`~gridsample._simd_linear.sum_nearest_2d_groups`): float32 where the vectors exist,
     the CPU's gathers are fast (:func:`gridsample._target.fast_gathers`; on Zen 1-3 the row
     loads keep a single channel) and the kernels' own rule takes the axes ``axc`` under the
     vector padding ``pad`` (:func:`~gridsample._simd_linear.count_whole_groups`; the rest of

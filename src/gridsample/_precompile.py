@@ -119,9 +119,9 @@ def compile_combination(c: Combination) -> float:
     else:
         grid_sample(x, grid, c.mode, c.padding, channel_last=c.channel_last, fill_value=fill)
         if not (c.channel_last or c.channels):
-            # Two channels as well: a single channel may run an entry of its own (the 2-D
-            # linear one pass), several the planned sweep.
-            x2 = _example(c, channels=2)[0]
+            # Four channels as well: a few channels may run an entry of their own (the 2-D
+            # linear one pass takes one, nearest's up to three), more the planned sweep.
+            x2 = _example(c, channels=4)[0]
             grid_sample(x2, grid, c.mode, c.padding, fill_value=fill)
     return time.perf_counter() - start
 

@@ -96,6 +96,18 @@ class Lanes:
     def both(self, a, b):
         return self.builder.and_(a, b)
 
+    def either(self, a, b):
+        return self.builder.or_(a, b)
+
+    def is_nan(self, a):
+        """Whether each float lane is NaN: a mask."""
+        return self.builder.fcmp_unordered("uno", a, a)
+
+    def rint(self, a):
+        """Round to an integral value in the current rounding mode (half to even), as
+        ``np.rint``."""
+        return self._call(f"llvm.rint.v{self.lanes}f32", a.type, [a])
+
     def select(self, mask, a, b):
         return self.builder.select(mask, a, b)
 

@@ -37,7 +37,7 @@ from ._taps import (
 )
 
 __all__ = ["whole_groups", "count_whole_groups", "sum_linear_2d_groups",
-           "plan_linear_2d_groups", "sweep_linear_2d_groups"]
+           "plan_linear_2d_groups", "sweep_linear_2d_groups", "sum_nearest_2d_groups"]
 
 #: The vectors serve axes shorter than this: their sizes and tap indices exact in float32
 #: (``S = 2**24 + 1`` is stored as ``2**24``, so the bound is strict).
@@ -319,6 +319,82 @@ def _sweep_linear_2d_groups(typingctx, xa, xb, off, wts, nb, oa, ob, za, zb, two
     return types.intp(xa, xb, off, wts, nb, oa, ob, za, zb, two), codegen
 
 
+_NEAREST = ("points", "done", "xn", "xs_c", "C", "on", "os_c", "ax0", "ax1", "st0", "st1",
+            "azero", "one", "nanw", "pad")
+
+
+def _emit_nearest(v, g0, g1, ax0, ax1, size0, size1, s0, s1, border):
+    """:func:`gridsample._vector._nearest_point` of ``LANES`` points (zeros or border,
+    ``border`` an i1): the int32 offset of each point's tap, whether it lies inside (a
+    mask), and whether the point is NaN (a mask).
+
+    The unnormalization is :func:`_emit_taps`'s.  A NaN coordinate stays NaN where the
+    scalar steps make it 0 first: its comparisons are false, so it is moved to ``far`` and
+    its tap lies outside (never read), where the scalar steps read element 0; either way
+    the point's weight is NaN and so is its value (the NaN's sign may differ)."""
+    one = v.splat(ax0[AXIS_ONE])
+    nought = v.sub(one, one)
+    lo = v.sub(nought, one)
+    far = v.sub(lo, v.add(one, one))
+
+    def axis(g, ax, size):
+        u = v.mul(v.add(g, v.splat(ax[AXIS_SHIFT])), v.splat(ax[AXIS_MUL]))
+        u = v.mul(v.sub(u, v.splat(ax[AXIS_SUB])), v.splat(ax[AXIS_SCALE]))
+        high = v.splat(ax[AXIS_HIGH])
+        clipped = v.select(v.less(u, nought), nought, u)  # _clip: NaN stays NaN
+        clipped = v.select(v.less(high, clipped), high, clipped)
+        u = v.select(border, clipped, u)
+        near = v.both(v.less(lo, u), v.less(u, v.add(high, one)))
+        i = v.truncate(v.rint(v.select(near, u, far)))
+        # 0 <= i <= S - 1 (i integral, S < 2**24) as one unsigned compare.
+        return i, v.below(i, v.splat(size)), v.is_nan(u)
+
+    ix, okx, nanx = axis(g0, ax0, size0)
+    iy, oky, nany = axis(g1, ax1, size1)
+    o = v.mul(iy, s1)
+    o = v.add(o, ix if s0 is None else v.mul(ix, s0))
+    return o, v.both(okx, oky), v.either(nanx, nany)
+
+
+@intrinsic
+def _sum_nearest_2d_groups(typingctx, points, done, xn, xs_c, C, on, os_c, ax0, ax1, st0, st1,
+                           azero, one, nanw, pad):
+    serves = (_float32(points, xn, on, azero) and one == types.float32
+              and nanw == types.float32)
+
+    def codegen(context, builder, signature, args):
+        count = _count(context, builder, signature, args, serves)
+        if serves:
+            k = _Kernel(context, builder, signature, args, _NEAREST)
+            v = k.v
+            i32 = ir.IntType(32)
+            border = builder.icmp_signed("==", k.int32("pad"), ir.Constant(i32, PAD_BORDER))
+            axes = _axis(builder, k["ax0"]), _axis(builder, k["ax1"])
+            sizes = [builder.fptosi(ax[AXIS_SIZE], i32) for ax in axes]
+            channels = context.cast(builder, k["C"], k.types["C"], types.intp)
+            xs_c = context.cast(builder, k["xs_c"], k.types["xs_c"], types.intp)
+            os_c = context.cast(builder, k["os_c"], k.types["os_c"], types.intp)
+            one, nanw = v.splat(k.float32("one")), v.splat(k.float32("nanw"))
+
+            def group(j):
+                g0, g1 = v.load_pairs(k.at("points", builder.mul(j, k.intp(2))))
+                s0 = None if k.unit_stride else v.splat(k.int32("st0"))
+                o, inside, nan = _emit_nearest(v, g0, g1, *axes, *sizes, s0,
+                                               v.splat(k.int32("st1")), border)
+                w = v.select(nan, nanw, one)
+                with cgutils.for_range(builder, channels) as loop:
+                    c = loop.index
+                    outside = v.splat(builder.load(k.at("azero", c)))
+                    value = v.gather(k.at("xn", builder.mul(c, xs_c)), o, inside, outside)
+                    v.store(k.at("on", builder.add(builder.mul(c, os_c), j)), v.mul(w, value))
+
+            k.point_groups(count, group)
+        return count
+
+    return (types.intp(points, done, xn, xs_c, C, on, os_c, ax0, ax1, st0, st1, azero, one,
+                       nanw, pad), codegen)
+
+
 def _nothing(*args) -> int:
     """Interpreted (``NUMBA_DISABLE_JIT=1``): the vectors do no point."""
     return 0
@@ -326,7 +402,9 @@ def _nothing(*args) -> int:
 
 if numba.config.DISABLE_JIT:
     sum_linear_2d_groups = plan_linear_2d_groups = sweep_linear_2d_groups = _nothing
+    sum_nearest_2d_groups = _nothing
 else:
     sum_linear_2d_groups = _sum_linear_2d_groups
     plan_linear_2d_groups = _plan_linear_2d_groups
     sweep_linear_2d_groups = _sweep_linear_2d_groups
+    sum_nearest_2d_groups = _sum_nearest_2d_groups

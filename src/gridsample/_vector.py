@@ -73,6 +73,7 @@ from ._row_loads import (
 from ._simd_linear import (
     plan_linear_2d_groups,
     sum_linear_2d_groups,
+    sum_nearest_2d_groups,
     sweep_linear_2d_groups,
     whole_groups,
 )
@@ -470,8 +471,8 @@ def _linear_2d_weights(dx, dy, one):
 
 
 @skeleton
-def sum_linear_2d_one(points, n, p0, nb, xflat, xs_n, strides, axc, outflat, os_n, os_p, wconst,
-                      kind, azero, pad):
+def sum_linear_2d_one(points, n, p0, nb, xflat, xs_n, xs_c, C, strides, axc, outflat, os_n, os_c,
+                      os_p, wconst, kind, azero, pad):
     """Plan and sum the ``nb`` points of a single channel's 2-D linear block (item ``n``,
     points from ``p0``) in one loop, each point's taps and weights kept in registers:
     :func:`plan_linear_2d` and :func:`sweep_linear_2d` without the plan table between them,
@@ -479,7 +480,9 @@ def sum_linear_2d_one(points, n, p0, nb, xflat, xs_n, strides, axc, outflat, os_
     dtype, so the engine runs it where that is the weights' dtype).  With one channel the
     table is written and read once per point for nothing (docs/kernels.md, "One pass for
     one channel").  Float32 under zeros, constant or border: whole groups of lanes with
-    explicit vectors first (:func:`gridsample._simd_linear.sum_linear_2d_groups`)."""
+    explicit vectors first (:func:`gridsample._simd_linear.sum_linear_2d_groups`).
+    ``xs_c``, ``C``, ``os_c`` (the channels) are the one-pass entries' common arguments:
+    here ``C == 1``."""
     ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
     st0, st1 = np.int32(strides[0]), np.int32(strides[1])
     one, zero = wconst[1], azero[0]
@@ -521,6 +524,58 @@ def _linear_weighted(v0, v1, v2, v3, dx, dy, one):
     acc = acc + w1 * v1
     acc = acc + w2 * v2
     return acc + w3 * v3
+
+
+@skeleton
+def _nearest_offset(points, j, pad, ax0, ax1, st0, st1, lo, far, zero):
+    """Point ``j``'s offset (``-1`` outside) and NaN flag under ``pad``, as the 2-D nearest
+    planners make them (:func:`_nearest_index_plan`, :func:`_nearest_pass`), the exact pass
+    taken at once for a point far outside."""
+    if pad >= PAD_MIRROR:
+        o, nan, distant = _nearest_index_point(points, j, pad, 2, ax0, ax1, ax0, st0, st1, st0,
+                                               zero, False)
+        if distant:
+            o = _nearest_index_point(points, j, pad, 2, ax0, ax1, ax0, st0, st1, st0, zero,
+                                     True)[0]
+        return o, nan
+    g0, g1 = points[2 * j], points[2 * j + 1]
+    o, nan, distant = _nearest_point(g0, g1, zero, pad, 2, ax0, ax1, ax0, st0, st1, st0, lo,
+                                     far, False)
+    if pad == PAD_REFLECTION and distant:
+        o = _nearest_point(g0, g1, zero, pad, 2, ax0, ax1, ax0, st0, st1, st0, lo, far,
+                           True)[0]
+    return o, nan
+
+
+@skeleton
+def sum_nearest_2d_one(points, n, p0, nb, xflat, xs_n, xs_c, C, strides, axc, outflat, os_n,
+                       os_c, os_p, wconst, kind, azero, pad):
+    """Plan and sample the ``nb`` points of a 2-D nearest block (item ``n``, points from
+    ``p0``) in one loop, every channel of a point at once: :func:`plan_nearest_2d` and
+    :func:`sweep_nearest_2d` without the plan table between them (the same offsets and
+    weights, so the same bits), into contiguous output points.  While a point's taps are
+    read (misses to memory on a scattered warp), the next points are planned.  Float32
+    under zeros, constant or border: whole groups of lanes with explicit vectors
+    (:func:`gridsample._simd_linear.sum_nearest_2d_groups`); the rest one point at a time
+    (the engine takes this entry only where the vectors serve)."""
+    ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
+    st0, st1 = np.int32(strides[0]), np.int32(strides[1])
+    one, nanw = wconst[1], wconst[2]
+    zero = ax0[AXIS_HIGH] - ax0[AXIS_HIGH]
+    lo = zero - ax0[AXIS_ONE]
+    far = lo - ax0[AXIS_ONE] - ax0[AXIS_ONE]
+    xn = xflat[n * xs_n:]
+    on = outflat[n * os_n + p0 * os_p:]
+    first = 0
+    if pad == PAD_ZEROS or pad == PAD_BORDER:
+        first = sum_nearest_2d_groups(points, whole_groups(nb, ax0, ax1, pad), xn, xs_c, C, on,
+                                      os_c, ax0, ax1, st0, st1, azero, one, nanw, pad)
+    for j in range(first, nb):
+        o, nan = _nearest_offset(points, j, pad, ax0, ax1, st0, st1, lo, far, zero)
+        w = nanw if nan else one
+        for c in range(C):
+            v = load(xn, kind, c * xs_c + o) if o >= 0 else azero[c]
+            store(on, c * os_c + j, w * v, kind)
 
 
 @skeleton
@@ -1291,12 +1346,12 @@ def _sample_block(points, n, p0, nb, xflat, xs_n, xs_c, sizes, strides, axc, kc,
     item, the output view at the block's first point.  ``coords`` is the planners'
     scratch for a planar copy of the points (:func:`planar_points`).
 
-    ``one_pass`` (a constant: 1 or 0): ``sweep`` is a template that plans and sums a single
-    channel's points itself (:func:`sum_linear_2d_one`), into contiguous output points;
-    ``plan`` is then not called."""
+    ``one_pass`` (a constant: 1 or 0): ``sweep`` is a template that plans and sums the
+    points itself (:func:`sum_linear_2d_one`, :func:`sum_nearest_2d_one`), into contiguous
+    output points; ``plan`` is then not called."""
     if one_pass == 1:
-        sweep(points, n, p0, nb, xflat, xs_n, strides, axc, outflat, os_n, os_p, wconst, kind,
-              azero, pad)
+        sweep(points, n, p0, nb, xflat, xs_n, xs_c, C, strides, axc, outflat, os_n, os_c, os_p,
+              wconst, kind, azero, pad)
     else:
         plan(points, nb, pad, axc, kc, sizes, strides, wconst[1], wconst[2], off, wts, coords)
         sweep(xflat[n * xs_n:], xs_c, off, wts, nb, C, outflat[n * os_n + p0 * os_p:], os_c,

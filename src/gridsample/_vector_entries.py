@@ -30,6 +30,7 @@ from ._vector import (
     plan_nearest_3d,
     run_blocks,
     sum_linear_2d_one,
+    sum_nearest_2d_one,
     sweep_cubic_2d,
     sweep_cubic_2d_cl,
     sweep_cubic_2d_rows,
@@ -691,6 +692,14 @@ def nearest_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
 
 
 @function
+def nearest_2d_zeros_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d, PAD_ZEROS,
+               sum_nearest_2d_one, 1)
+
+
+@function
 def nearest_2d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -752,6 +761,14 @@ def nearest_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_BORDER, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_border_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_BORDER, sum_nearest_2d_one, 1)
 
 
 @function
@@ -817,6 +834,15 @@ def nearest_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_reflection_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                              coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_REFLECTION, sum_nearest_2d_one, 1)
 
 
 @function
@@ -887,6 +913,14 @@ def nearest_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_MIRROR, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_index_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_MIRROR, sum_nearest_2d_one, 1)
 
 
 @function
@@ -2084,6 +2118,12 @@ ONE_PASS_ENTRIES = {
     (2, MODE_LINEAR, PAD_MIRROR, 'native'): linear_2d_index_one,
     (2, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_2d_index_one,
     (2, MODE_LINEAR, PAD_WRAP, 'native'): linear_2d_index_one,
+    (2, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_2d_zeros_one,
+    (2, MODE_NEAREST, PAD_BORDER, 'native'): nearest_2d_border_one,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_2d_reflection_one,
+    (2, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_2d_index_one,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_2d_index_one,
+    (2, MODE_NEAREST, PAD_WRAP, 'native'): nearest_2d_index_one,
 }
 
 #: Rows of the plan tables (``off``, ``wts``) of each (rank, mode code).
