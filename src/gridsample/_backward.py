@@ -54,7 +54,7 @@ GRAD_DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64")
 # that (cubic at high rank) it stays near 1 MiB.
 _MAX_SLOPES_PER_BLOCK = 1 << 17
 # Point chunks per item (see work_split): shapes-only constants.
-_MAX_CHUNKS = 4
+_MAX_CHUNKS = 2
 _MIN_CHUNK_POINTS = 1 << 14
 _MIN_BLOCK_POINTS = 1 << 10
 _MAX_EXTRA_BUFFER_BYTES = 256 << 20
@@ -115,11 +115,15 @@ def work_split(plan: ForwardPlan, buffer_bytes: int, threads: int) -> tuple:
     count: enough groups to give every thread work.  Point chunks scatter
     into private buffers summed afterwards, which changes the rounding, so
     ``Q`` is a function of the shapes only: used only when a single item
-    with a single channel offers no other parallelism (4 chunks), or for a
-    single channel-last item (2 chunks); at least 16 Ki points per chunk,
+    with a single channel offers no other parallelism, or for a single
+    channel-last item (2 chunks each); at least 16 Ki points per chunk,
     extra buffers (``buffer_bytes`` each) within 256 MiB.
     Measured on 1x3x1024² random grids: private buffers doubled the working
-    set and the time, while channel groups cost only a re-plan.
+    set and the time, while channel groups cost only a re-plan.  A single
+    channel took 4 chunks until 2026-12-03: each chunk's buffer is X's size,
+    zeroed, faulted in and summed again, and 2 chunks took 0.37-0.86x the
+    time of 4 at one and at two threads (1x1 256²-1024² linear and cubic,
+    Intel Xeon; 1 chunk 0.88-1.32x of 2 at two threads).
     """
     if plan.channel_last:
         # Channels share cache lines there: threads splitting them would
