@@ -58,23 +58,27 @@ def assert_same_bits(a, b):
     np.testing.assert_array_equal(a[numbers].view(bits), b[numbers].view(bits))
 
 
+@pytest.mark.parametrize("mode,channels", [("linear", 1), ("nearest", 1), ("nearest", 3)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("align", ALIGNS)
 @pytest.mark.parametrize("pad", PADDINGS)
-def test_one_pass_gives_the_planned_sweeps_bits(rng, monkeypatch, pad, align, dtype):
-    x = rng.standard_normal((2, 1, 13, 17)).astype(dtype)
-    x.reshape(-1)[[0, 5, 40]] = [np.inf, -np.inf, np.nan]
+def test_one_pass_gives_the_planned_sweeps_bits(rng, monkeypatch, pad, align, dtype, mode,
+                                                channels):
+    """Every padding (the scalar loops where the explicit vectors do not serve: float64, the
+    other paddings), 99 points an item: whole groups and a tail."""
+    x = rng.standard_normal((2, channels, 13, 17)).astype(dtype)
+    x.reshape(-1)[[0, 5, 40, 300]] = [np.inf, -np.inf, np.nan, -0.0]
     grid = nasty_grid(rng, (2, 9, 11, 2), dtype)
     kwargs = dict(padding_mode=pad, align_corners=align)
     if pad == "constant":
-        kwargs["fill_value"] = 2.5
+        kwargs["fill_value"] = [2.5, -1.0, 7.0][:channels]
     ran = _spy(monkeypatch)
-    one = sample(monkeypatch, "on", x, grid, "linear", **kwargs)
-    planned = sample(monkeypatch, "off", x, grid, "linear", **kwargs)
+    one = sample(monkeypatch, "on", x, grid, mode, **kwargs)
+    planned = sample(monkeypatch, "off", x, grid, mode, **kwargs)
     assert ran == [True, False]
     assert_same_bits(one, planned)
     with _engine.use_kernels("general"):
-        np.testing.assert_array_equal(one, gridsample.grid_sample(x, grid, "linear", **kwargs))
+        np.testing.assert_array_equal(one, gridsample.grid_sample(x, grid, mode, **kwargs))
 
 
 def test_broadcast_grid_strided_input_and_channel_last(rng, monkeypatch):
@@ -88,29 +92,6 @@ def test_broadcast_grid_strided_input_and_channel_last(rng, monkeypatch):
         planned = sample(monkeypatch, "off", data, grid, channel_last=last)
         assert ran == [True, False]
         assert_same_bits(one, planned)
-
-
-@pytest.mark.parametrize("channels", [1, 3])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("align", ALIGNS)
-@pytest.mark.parametrize("pad", PADDINGS)
-def test_nearest_one_pass_gives_the_planned_sweeps_bits(rng, monkeypatch, pad, align, dtype,
-                                                       channels):
-    """Every padding (its scalar loop where the explicit vectors do not serve: float64, the
-    other paddings), 99 points an item: whole groups and a tail."""
-    x = rng.standard_normal((2, channels, 13, 17)).astype(dtype)
-    x.reshape(-1)[[0, 5, 40, 300]] = [np.inf, -np.inf, np.nan, -0.0]
-    grid = nasty_grid(rng, (2, 9, 11, 2), dtype)
-    kwargs = dict(padding_mode=pad, align_corners=align)
-    if pad == "constant":
-        kwargs["fill_value"] = [2.5, -1.0, 7.0][:channels]
-    ran = _spy(monkeypatch)
-    one = sample(monkeypatch, "on", x, grid, "nearest", **kwargs)
-    planned = sample(monkeypatch, "off", x, grid, "nearest", **kwargs)
-    assert ran == [True, False]
-    assert_same_bits(one, planned)
-    with _engine.use_kernels("general"):
-        np.testing.assert_array_equal(one, gridsample.grid_sample(x, grid, "nearest", **kwargs))
 
 
 @pytest.mark.parametrize("case", ["two channels", "float16", "wider grid", "row loads",

@@ -111,10 +111,10 @@ def _strategy_line() -> str:
     from .._target import fast_gathers
 
     explicit = f"{LANES} lanes" if AVAILABLE else "not available (x86-64 with AVX2 only)"
-    gathers = ("fast" if fast_gathers()
-               else "microcoded (the row loads keep a single channel)")
-    return ("strategies: explicit vectors with masked gathers (2-D linear, float32, zeros / "
-            f"constant / border): {explicit}; gathers {gathers} "
+    gathers = ("fast (2-D nearest and a single linear channel in one pass)" if fast_gathers()
+               else "microcoded (the row loads keep a single channel, nearest its plan)")
+    return ("strategies: explicit vectors with masked gathers (2-D linear and nearest, "
+            f"float32, zeros / constant / border): {explicit}; gathers {gathers} "
             "(GRIDSAMPLE_ONE_PASS, GRIDSAMPLE_ROW_LOADS)")
 
 
