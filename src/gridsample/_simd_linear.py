@@ -328,14 +328,15 @@ def _emit_nearest(v, g0, g1, ax0, ax1, size0, size1, s0, s1, border):
     ``border`` an i1): the int32 offset of each point's tap, whether it lies inside (a
     mask), and whether the point is NaN (a mask).
 
-    The unnormalization is :func:`_emit_taps`'s.  A NaN coordinate stays NaN where the
-    scalar steps make it 0 first: its comparisons are false, so it is moved to ``far`` and
-    its tap lies outside (never read), where the scalar steps read element 0; either way
-    the point's weight is NaN and so is its value (the NaN's sign may differ)."""
+    The unnormalization is :func:`_emit_taps`'s.  A coordinate outside ``(-1, S)`` is
+    clamped to ``[-2, S]`` (``maxps``, ``minps``) where the scalar steps move it to -3: it
+    rounds to -2, -1 or S all the same, outside.  A NaN coordinate stays NaN where the
+    scalar steps make it 0 first: its comparisons are false, its index ``-2**31``, so its
+    tap lies outside (never read), where the scalar steps read element 0; either way the
+    point's weight is NaN and so is its value (the NaN's sign may differ)."""
     one = v.splat(ax0[AXIS_ONE])
     nought = v.sub(one, one)
-    lo = v.sub(nought, one)
-    far = v.sub(lo, v.add(one, one))
+    lo = v.sub(nought, v.add(one, one))
 
     def axis(g, ax, size):
         u = v.mul(v.add(g, v.splat(ax[AXIS_SHIFT])), v.splat(ax[AXIS_MUL]))
@@ -344,8 +345,9 @@ def _emit_nearest(v, g0, g1, ax0, ax1, size0, size1, s0, s1, border):
         clipped = v.select(v.less(u, nought), nought, u)  # _clip: NaN stays NaN
         clipped = v.select(v.less(high, clipped), high, clipped)
         u = v.select(border, clipped, u)
-        near = v.both(v.less(lo, u), v.less(u, v.add(high, one)))
-        i = v.truncate(v.rint(v.select(near, u, far)))
+        top = v.add(high, one)
+        x = v.select(v.less(u, lo), lo, u)
+        i = v.truncate(v.rint(v.select(v.less(top, x), top, x)))
         # 0 <= i <= S - 1 (i integral, S < 2**24) as one unsigned compare.
         return i, v.below(i, v.splat(size)), v.is_nan(u)
 
