@@ -1,7 +1,7 @@
 """The 2-D kernels written with explicit vectors (gridsample._simd_linear, on
 gridsample._simd): linear's single-channel one pass, its planner with the gathering sweeps
-(one channel, two channels) over its table, and nearest's one pass over every channel of a
-point.  Each is run on its own and must give, for every
+(one channel, two channels, three channel-last channels interleaved) over its table, and
+nearest's one pass over every channel of a point.  Each is run on its own and must give, for every
 point it does, the bits of the planned sweep as the LLVM-vectorized loops compute it (a child
 process compiled for Sandy Bridge, where no explicit vectors serve), do every whole group of
 lanes and write nothing else: with AVX-512's 16 lanes here and, in a child process compiled
@@ -33,6 +33,7 @@ from gridsample._simd_linear import (
     plan_linear_2d_groups,
     sum_linear_2d_groups,
     sum_nearest_2d_groups,
+    sweep_linear_2d_cl_groups,
     sweep_linear_2d_groups,
     whole_groups,
 )
@@ -152,6 +153,11 @@ def child_rows(what):
     from gridsample._simd import LANES as lanes
 
     rows = [lanes]
+    if what == "channel-last":
+        for x, grid, padding, align in _channel_last_inputs(0):
+            done, out = explicit_channel_last(x, grid, padding, align)
+            rows.append([int(done), out.view(np.uint32).tolist()])
+        return rows
     if what == "nearest":
         for x, grid, padding, align in _nearest_inputs(0):
             done, out = explicit_nearest(x, grid, padding, align, _nearest_fills(padding))
@@ -223,6 +229,68 @@ def _nearest_fills(padding):
     return [2.5, -1.0] if padding == "constant" else [0.0, 0.0]
 
 
+@numba.njit
+def _cl_groups(points, nb, xn, ax0, ax1, st0, st1, pad, out, azero):
+    off = np.full((4, nb), -7, np.int32)
+    wts = np.zeros((4, nb), np.float32)
+    planned = plan_linear_2d_groups(points, whole_groups(nb, ax0, ax1, pad), off, wts, ax0, ax1,
+                                    st0, st1, pad)
+    return sweep_linear_2d_cl_groups(xn, 1, 3, off, wts, planned, out, 1, 3, azero)
+
+
+def _channel_last_inputs(seed: int):
+    """Three-channel channel-last inputs (H, W, 3), strided views among them, with grids of 77
+    points (a tail)."""
+    rng = np.random.default_rng(seed)
+    wide = rng.standard_normal((11, 26, 3)).astype(np.float32)
+    wide.reshape(-1)[[0, 7, 30, 300]] = [np.inf, -np.inf, np.nan, -0.0]
+    return [(x, nasty_grid(rng, (1, 7, 11, 2), np.float32), padding, align)
+            for padding in _PAD_CODES for align in ALIGNS
+            for x in (wide[:, :13], wide[1::2, ::2], wide[:1])]
+
+
+def _channel_last_fills(padding):
+    return [2.5, -1.0, 7.0] if padding == "constant" else [0.0, 0.0, 0.0]
+
+
+def explicit_channel_last(x, grid, padding, align):
+    """The explicit planner, then the interleaving channel-last sweep, over every point of
+    ``grid`` on ``x`` (H, W, 3): (points done, output (points, 3) with NaN where nothing was
+    written)."""
+    h, w, _ = x.shape
+    base = x.base if x.base is not None else x
+    st1, st0, _ = (s // x.itemsize for s in x.strides)
+    start = (x.__array_interface__["data"][0] - base.__array_interface__["data"][0]) \
+        // x.itemsize
+    points = np.ascontiguousarray(grid.reshape(-1))
+    nb = points.size // 2
+    out = np.full(3 * nb, np.nan, np.float32)
+    ax0 = tuple(axis_constants(w, align, np.float32, pad=_PAD_CODES[padding]))
+    ax1 = tuple(axis_constants(h, align, np.float32, pad=_PAD_CODES[padding]))
+    done = _cl_groups(points, nb, base.reshape(-1)[start:], ax0, ax1, st0, st1,
+                      _PAD_CODES[padding], out, np.asarray(_channel_last_fills(padding),
+                                                           np.float32))
+    return done, out.reshape(nb, 3)
+
+
+def _channel_first_sums(x, grid, padding, align):
+    """The planned sweep's sums of ``x`` (H, W, 3) laid out channel-first, as (points, 3)."""
+    kwargs = {"fill_value": _channel_last_fills(padding)} if padding == "constant" else {}
+    first = np.ascontiguousarray(np.moveaxis(x, -1, 0))[None]
+    return gridsample.grid_sample(first, grid, "linear", padding, align,
+                                  **kwargs).reshape(3, -1).T
+
+
+def _check_channel_last(done, out, want, lanes, x, align):
+    if align and 1 in x.shape[:2]:  # c = 0: the planner leaves such axes to the scalar loop
+        assert done == 0
+        return
+    nb = want.shape[0]
+    assert done == nb - nb % lanes
+    assert_same_bits(out[:done], np.ascontiguousarray(want[:done]))
+    assert np.isnan(out[done:]).all()  # nothing written past the groups
+
+
 def _floats(bits):
     return np.array(bits, np.uint32).view(np.float32)
 
@@ -285,6 +353,34 @@ def test_the_nearest_groups_with_avx2_code_in_a_child_process(tmp_path, monkeypa
     for (x, grid, padding, align), (done, bits) in zip(_nearest_inputs(0), rows[1:]):
         want = _nearest_planned(monkeypatch, x, grid, padding, align, _nearest_fills(padding))
         _check_nearest(done, _floats(bits).reshape(2, -1), want, 8, x, align)
+
+
+@needs_vectors
+def test_the_channel_last_groups_give_the_channel_first_sums_bits(monkeypatch):
+    """Channel-last sums interleaved in registers: each the bits of the channel-first sweep's
+    (the same planner and sums), and through ``grid_sample`` the general kernels' numbers."""
+    monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "gather")
+    for x, grid, padding, align in _channel_last_inputs(0):
+        want = _channel_first_sums(x, grid, padding, align)
+        done, out = explicit_channel_last(x, grid, padding, align)
+        _check_channel_last(done, out, want, LANES, x, align)
+        kwargs = {"fill_value": _channel_last_fills(padding)} if padding == "constant" else {}
+        got = gridsample.grid_sample(x[None], grid, "linear", padding, align, channel_last=True,
+                                     **kwargs)
+        assert_same_bits(got.reshape(-1, 3), np.ascontiguousarray(want))
+        with gridsample._engine.use_kernels("general"):
+            np.testing.assert_array_equal(got, gridsample.grid_sample(
+                x[None], grid, "linear", padding, align, channel_last=True, **kwargs))
+
+
+@needs_vectors
+def test_the_channel_last_groups_with_avx2_code_in_a_child_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "gather")
+    rows = _child(tmp_path, "haswell", "channel-last")
+    assert rows[0] == 8
+    for (x, grid, padding, align), (done, bits) in zip(_channel_last_inputs(0), rows[1:]):
+        want = _channel_first_sums(x, grid, padding, align)
+        _check_channel_last(done, _floats(bits).reshape(-1, 3), want, 8, x, align)
 
 
 @pytest.mark.parametrize("features,cpu,expected", [

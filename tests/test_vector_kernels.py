@@ -490,6 +490,15 @@ def test_scattered_warps_sweep_a_channel_at_a_time(rng, monkeypatch, mode):
         np.testing.assert_array_equal(gridsample.grid_sample(x, grid, mode, pad, **kwargs),
                                       general(monkeypatch, x, grid, mode, pad, **kwargs))
     assert calls and all(len(groups) == 3 for groups in calls)
+    # Channel-last channels share cache lines: a scattered warp sweeps them together.
+    calls.clear()
+    last = np.ascontiguousarray(np.moveaxis(x, 1, -1))
+    np.testing.assert_array_equal(
+        gridsample.grid_sample(last, grid, mode, "constant", fill_value=fill,
+                               channel_last=True),
+        general(monkeypatch, last, grid, mode, "constant", fill_value=fill,
+                channel_last=True))
+    assert calls == [[(0, 3)]]
 
 
 @pytest.mark.parametrize("mode, padding", [("linear", "reflection"), ("cubic", "mirror"),

@@ -37,7 +37,8 @@ from ._taps import (
 )
 
 __all__ = ["whole_groups", "count_whole_groups", "sum_linear_2d_groups",
-           "plan_linear_2d_groups", "sweep_linear_2d_groups", "sum_nearest_2d_groups"]
+           "plan_linear_2d_groups", "sweep_linear_2d_groups", "sweep_linear_2d_cl_groups",
+           "sum_nearest_2d_groups"]
 
 #: The vectors serve axes shorter than this: their sizes and tap indices exact in float32
 #: (``S = 2**24 + 1`` is stored as ``2**24``, so the bound is strict).
@@ -319,6 +320,86 @@ def _sweep_linear_2d_groups(typingctx, xa, xb, off, wts, nb, oa, ob, za, zb, two
     return types.intp(xa, xb, off, wts, nb, oa, ob, za, zb, two), codegen
 
 
+_SWEEP_CL = ("xn", "xs_c", "C", "off", "wts", "nb", "on", "os_c", "os_p", "azero")
+
+#: The channel counts whose channel-last sweep interleaves its sums in registers.
+_INTERLEAVED = (3,)
+
+
+def _interleave(v, sums):
+    """The sums of ``C`` channels (``LANES`` points each) in the output's order, point by
+    point and channel within a point: ``C`` vectors, the ``k``-th holding elements
+    ``k LANES … (k + 1) LANES - 1`` of ``p0c0, p0c1, …, p1c0, …``.  The sums are joined
+    into one wide vector (pairwise shuffles; an undefined fourth for three), then each
+    output vector picks its elements from it."""
+    n = v.lanes
+    parts = list(sums)
+    if len(parts) % 2:
+        parts.append(ir.Constant(parts[0].type, ir.Undefined))
+    while len(parts) > 1:
+        width = 2 * parts[0].type.count
+        parts = [v.builder.shuffle_vector(parts[i], parts[i + 1],
+                                          ir.Constant(ir.VectorType(ir.IntType(32), width),
+                                                      list(range(width))))
+                 for i in range(0, len(parts), 2)]
+    wide = parts[0]
+    C = len(sums)
+    undefined = ir.Constant(wide.type, ir.Undefined)
+    out = []
+    for k in range(C):
+        picks = [(e % C) * n + e // C for e in range(k * n, (k + 1) * n)]
+        out.append(v.builder.shuffle_vector(
+            wide, undefined, ir.Constant(ir.VectorType(ir.IntType(32), n), picks)))
+    return out
+
+
+@intrinsic
+def _sweep_linear_2d_cl_groups(typingctx, xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
+    serves = (_float32(xn, on, azero) and _table(off, types.int32)
+              and _table(wts, types.float32))
+
+    def codegen(context, builder, signature, args):
+        if not serves:
+            return context.get_constant(types.intp, 0)
+        k = _Kernel(context, builder, signature, args, _SWEEP_CL)
+        v = k.v
+        intp = context.get_value_type(types.intp)
+
+        def value(name):
+            return context.cast(builder, k[name], k.types[name], types.intp)
+
+        channels, nb, os_c, os_p, xs_c = (value(name) for name in
+                                          ("C", "nb", "os_c", "os_p", "xs_c"))
+        count = builder.sub(nb, builder.srem(nb, k.intp(LANES)))
+        done = cgutils.alloca_once_value(builder, ir.Constant(intp, 0))
+        # Channel-last output whose points are the channels apart (os_p == C, os_c == 1).
+        packed = builder.and_(builder.icmp_signed("==", os_p, channels),
+                              builder.icmp_signed("==", os_c, k.intp(1)))
+        minus_one = v.splat(ir.Constant(ir.IntType(32), -1))
+        for C in _INTERLEAVED:
+            wanted = builder.and_(packed, builder.icmp_signed("==", channels, k.intp(C)))
+            with builder.if_then(wanted):
+                bases = [(k.at("xn", builder.mul(k.intp(c), xs_c)),
+                          v.splat(builder.load(k.at("azero", k.intp(c))))) for c in range(C)]
+
+                def group(j, C=C, bases=bases):
+                    rows = [k.intp(row) for row in range(4)]
+                    taps = [v.load(k.at("off", r, j), v.i32) for r in rows]
+                    masks = [v.less(minus_one, q) for q in taps]
+                    weights = [v.load(k.at("wts", r, j), v.f32) for r in rows]
+                    sums = [_emit_sum(v, base, taps, masks, weights, outside)
+                            for base, outside in bases]
+                    first = builder.mul(j, k.intp(C))
+                    for i, vector in enumerate(_interleave(v, sums)):
+                        v.store(k.at("on", builder.add(first, k.intp(i * LANES))), vector)
+
+                k.groups(count, group)
+                builder.store(count, done)
+        return builder.load(done)
+
+    return types.intp(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero), codegen
+
+
 _NEAREST = ("points", "done", "xn", "xs_c", "C", "on", "os_c", "ax0", "ax1", "st0", "st1",
             "azero", "one", "nanw", "pad")
 
@@ -404,9 +485,10 @@ def _nothing(*args) -> int:
 
 if numba.config.DISABLE_JIT:
     sum_linear_2d_groups = plan_linear_2d_groups = sweep_linear_2d_groups = _nothing
-    sum_nearest_2d_groups = _nothing
+    sum_nearest_2d_groups = sweep_linear_2d_cl_groups = _nothing
 else:
     sum_linear_2d_groups = _sum_linear_2d_groups
     plan_linear_2d_groups = _plan_linear_2d_groups
     sweep_linear_2d_groups = _sweep_linear_2d_groups
     sum_nearest_2d_groups = _sum_nearest_2d_groups
+    sweep_linear_2d_cl_groups = _sweep_linear_2d_cl_groups

@@ -74,6 +74,7 @@ from ._simd_linear import (
     plan_linear_2d_groups,
     sum_linear_2d_groups,
     sum_nearest_2d_groups,
+    sweep_linear_2d_cl_groups,
     sweep_linear_2d_groups,
     whole_groups,
 )
@@ -1019,12 +1020,23 @@ def sweep_linear_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, aze
 @skeleton
 def sweep_linear_2d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """:func:`sweep_linear_2d` into output points ``os_p`` elements apart, a channel at a
-    time."""
+    time.  Float32 channel-last output of 3 channels: whole groups of lanes with explicit
+    vectors first, every channel of a group summed and interleaved in registers, then stored
+    contiguously (:func:`gridsample._simd_linear.sweep_linear_2d_cl_groups`)."""
+    first = sweep_linear_2d_cl_groups(xflat, xs_c, C, off, wts, nb, outflat, os_c, os_p, azero)
+    if first == 0:
+        _sweep_cl_from(xflat, xs_c, off, wts, 0, nb, C, outflat, os_c, os_p, kind, azero)
+    else:
+        _sweep_cl_from(xflat, xs_c, off, wts, first, nb, C, outflat, os_c, os_p, kind, azero)
+
+
+@skeleton
+def _sweep_cl_from(xflat, xs_c, off, wts, first, nb, C, outflat, os_c, os_p, kind, azero):
     for c in range(C):
         zero = azero[c]
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
-        for j in range(nb):
+        for j in range(first, nb):
             store(oc, j * os_p, _linear_sum(xc, kind, off, wts, j, zero), kind)
 
 
