@@ -55,11 +55,19 @@ def _groups(points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad):
 
 
 @numba.njit
-def _planned_groups(points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad):
+def _plan_table(points, nb, ax0, ax1, st0, st1, pad):
+    """The explicit planner's table of ``nb`` points (-7 where it wrote nothing) and how many
+    points it planned."""
     off = np.full((4, nb), -7, np.int32)
     wts = np.zeros((4, nb), np.float32)
     planned = plan_linear_2d_groups(points, whole_groups(nb, ax0, ax1, pad), off, wts, ax0, ax1,
                                     st0, st1, pad)
+    return off, wts, planned
+
+
+@numba.njit
+def _planned_groups(points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad):
+    off, wts, planned = _plan_table(points, nb, ax0, ax1, st0, st1, pad)
     swept = sweep_linear_2d_groups(xc, xc, off, wts, planned, oc, oc, zero, zero, 0)
     # the two-channel sweep, here of the same channel twice: the same sums
     pair_a, pair_b = np.full(nb, np.nan, np.float32), np.full(nb, np.nan, np.float32)
@@ -71,24 +79,31 @@ def _planned_groups(points, nb, xc, oc, ax0, ax1, st0, st1, zero, pad):
     return planned if swept == planned and same and (off[:, planned:] == -7).all() else -1
 
 
+def _flat_from(x):
+    """The memory of the view ``x`` flat from its first element, and its element strides."""
+    base = x.base if x.base is not None else x
+    start = (x.__array_interface__["data"][0] - base.__array_interface__["data"][0]) \
+        // x.itemsize
+    return base.reshape(-1)[start:], tuple(s // x.itemsize for s in x.strides)
+
+
+def _points_and_axes(grid, h, w, padding, align):
+    """``grid``'s points flat, their count, and the axis constants of an (h, w) input."""
+    points = np.ascontiguousarray(grid.reshape(-1))
+    ax0 = tuple(axis_constants(w, align, np.float32, pad=_PAD_CODES[padding]))
+    ax1 = tuple(axis_constants(h, align, np.float32, pad=_PAD_CODES[padding]))
+    return points, points.size // 2, ax0, ax1
+
+
 def explicit_sums(x, grid, padding, align, fill, planned=False):
     """The explicit one pass (or with ``planned`` the planner, then the sweep) over every
     point of ``grid`` (1, H', W', 2) on ``x`` (H, W), a strided view allowed: (points done,
     output with NaN where nothing was written)."""
-    h, w = x.shape
-    base = x.base if x.base is not None else x
-    xc = base.reshape(-1)
-    st1, st0 = (s // x.itemsize for s in x.strides)
-    start = (x.__array_interface__["data"][0] - base.__array_interface__["data"][0]) \
-        // x.itemsize
-    points = np.ascontiguousarray(grid.reshape(-1))
-    nb = points.size // 2
+    xc, (st1, st0) = _flat_from(x)
+    points, nb, ax0, ax1 = _points_and_axes(grid, *x.shape, padding, align)
     out = np.full(nb, np.nan, np.float32)
-    ax0 = tuple(axis_constants(w, align, np.float32, pad=_PAD_CODES[padding]))
-    ax1 = tuple(axis_constants(h, align, np.float32, pad=_PAD_CODES[padding]))
     run = _planned_groups if planned else _groups
-    done = run(points, nb, xc[start:], out, ax0, ax1, st0, st1, np.float32(fill),
-               _PAD_CODES[padding])
+    done = run(points, nb, xc, out, ax0, ax1, st0, st1, np.float32(fill), _PAD_CODES[padding])
     return done, out
 
 
@@ -203,18 +218,11 @@ def explicit_nearest(x, grid, padding, align, fills):
     """The explicit nearest one pass over every point of ``grid`` (1, H', W', 2) and both
     channels of ``x`` (2, H, W), a strided view allowed: (points done, output (2, points)
     with NaN where nothing was written)."""
-    _, h, w = x.shape
-    base = x.base if x.base is not None else x
-    xs_c, st1, st0 = (s // x.itemsize for s in x.strides)
-    start = (x.__array_interface__["data"][0] - base.__array_interface__["data"][0]) \
-        // x.itemsize
-    points = np.ascontiguousarray(grid.reshape(-1))
-    nb = points.size // 2
+    xn, (xs_c, st1, st0) = _flat_from(x)
+    points, nb, ax0, ax1 = _points_and_axes(grid, *x.shape[1:], padding, align)
     out = np.full(2 * nb, np.nan, np.float32)
-    ax0 = tuple(axis_constants(w, align, np.float32, pad=_PAD_CODES[padding]))
-    ax1 = tuple(axis_constants(h, align, np.float32, pad=_PAD_CODES[padding]))
-    done = _nearest_groups(points, nb, base.reshape(-1)[start:], xs_c, 2, out, nb, ax0, ax1,
-                           st0, st1, np.asarray(fills, np.float32), _PAD_CODES[padding])
+    done = _nearest_groups(points, nb, xn, xs_c, 2, out, nb, ax0, ax1, st0, st1,
+                           np.asarray(fills, np.float32), _PAD_CODES[padding])
     return done, out.reshape(2, nb)
 
 
@@ -231,10 +239,7 @@ def _nearest_fills(padding):
 
 @numba.njit
 def _cl_groups(points, nb, xn, ax0, ax1, st0, st1, pad, out, azero):
-    off = np.full((4, nb), -7, np.int32)
-    wts = np.zeros((4, nb), np.float32)
-    planned = plan_linear_2d_groups(points, whole_groups(nb, ax0, ax1, pad), off, wts, ax0, ax1,
-                                    st0, st1, pad)
+    off, wts, planned = _plan_table(points, nb, ax0, ax1, st0, st1, pad)
     return sweep_linear_2d_cl_groups(xn, 1, 3, off, wts, planned, out, 1, 3, azero)
 
 
@@ -257,19 +262,11 @@ def explicit_channel_last(x, grid, padding, align):
     """The explicit planner, then the interleaving channel-last sweep, over every point of
     ``grid`` on ``x`` (H, W, 3): (points done, output (points, 3) with NaN where nothing was
     written)."""
-    h, w, _ = x.shape
-    base = x.base if x.base is not None else x
-    st1, st0, _ = (s // x.itemsize for s in x.strides)
-    start = (x.__array_interface__["data"][0] - base.__array_interface__["data"][0]) \
-        // x.itemsize
-    points = np.ascontiguousarray(grid.reshape(-1))
-    nb = points.size // 2
+    xn, (st1, st0, _) = _flat_from(x)
+    points, nb, ax0, ax1 = _points_and_axes(grid, *x.shape[:2], padding, align)
     out = np.full(3 * nb, np.nan, np.float32)
-    ax0 = tuple(axis_constants(w, align, np.float32, pad=_PAD_CODES[padding]))
-    ax1 = tuple(axis_constants(h, align, np.float32, pad=_PAD_CODES[padding]))
-    done = _cl_groups(points, nb, base.reshape(-1)[start:], ax0, ax1, st0, st1,
-                      _PAD_CODES[padding], out, np.asarray(_channel_last_fills(padding),
-                                                           np.float32))
+    done = _cl_groups(points, nb, xn, ax0, ax1, st0, st1, _PAD_CODES[padding], out,
+                      np.asarray(_channel_last_fills(padding), np.float32))
     return done, out.reshape(nb, 3)
 
 
