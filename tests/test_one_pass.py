@@ -81,15 +81,17 @@ def test_one_pass_gives_the_planned_sweeps_bits(rng, monkeypatch, pad, align, dt
         np.testing.assert_array_equal(one, gridsample.grid_sample(x, grid, mode, **kwargs))
 
 
-def test_broadcast_grid_strided_input_and_channel_last(rng, monkeypatch):
-    x = rng.standard_normal((3, 1, 20, 24)).astype(np.float32)
+@pytest.mark.parametrize("mode,channels", [("linear", 1), ("nearest", 1), ("nearest", 3)])
+def test_broadcast_grid_strided_input_and_channel_last(rng, monkeypatch, mode, channels):
+    x = rng.standard_normal((3, channels, 20, 24)).astype(np.float32)
     grid = nasty_grid(rng, (1, 7, 9, 2), np.float32)
-    cases = [(x, False), (x[:, :, 2:18:3, 1:22:2], False),
-             (np.ascontiguousarray(np.moveaxis(x, 1, -1)), True)]
+    cases = [(x, False), (x[:, :, 2:18:3, 1:22:2], False), (x[::-1, :, ::-1], False)]
+    if channels == 1:  # channel-last points are the channels apart: several take the plan
+        cases.append((np.ascontiguousarray(np.moveaxis(x, 1, -1)), True))
     for data, last in cases:
         ran = _spy(monkeypatch)
-        one = sample(monkeypatch, "on", data, grid, channel_last=last)
-        planned = sample(monkeypatch, "off", data, grid, channel_last=last)
+        one = sample(monkeypatch, "on", data, grid, mode, channel_last=last)
+        planned = sample(monkeypatch, "off", data, grid, mode, channel_last=last)
         assert ran == [True, False]
         assert_same_bits(one, planned)
 
