@@ -35,6 +35,7 @@ from ._taps import (
     AXIS_SIZE,
     AXIS_SUB,
 )
+from ._target import fast_gathers
 
 __all__ = ["whole_groups", "count_whole_groups", "sum_linear_2d_groups",
            "plan_linear_2d_groups", "sweep_linear_2d_groups", "sweep_linear_2d_cl_groups",
@@ -355,7 +356,9 @@ def _interleave(v, sums):
 
 @intrinsic
 def _sweep_linear_2d_cl_groups(typingctx, xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
-    serves = (_float32(xn, on, azero) and _table(off, types.int32)
+    # Where gathers are fast only: LLVM's strided loop may read taps without gathers on
+    # Zen 1-3, and these loops were not measured there.
+    serves = (fast_gathers() and _float32(xn, on, azero) and _table(off, types.int32)
               and _table(wts, types.float32))
 
     def codegen(context, builder, signature, args):

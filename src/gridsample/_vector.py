@@ -1020,9 +1020,10 @@ def sweep_linear_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, aze
 @skeleton
 def sweep_linear_2d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """:func:`sweep_linear_2d` into output points ``os_p`` elements apart, a channel at a
-    time.  Float32 channel-last output of 3 channels: whole groups of lanes with explicit
-    vectors first, every channel of a group summed and interleaved in registers, then stored
-    contiguously (:func:`gridsample._simd_linear.sweep_linear_2d_cl_groups`)."""
+    time.  Float32 channel-last output of 3 channels, where gathers are fast (not Zen 1-3):
+    whole groups of lanes with explicit vectors first, every channel of a group summed and
+    interleaved in registers, then stored contiguously
+    (:func:`gridsample._simd_linear.sweep_linear_2d_cl_groups`)."""
     first = sweep_linear_2d_cl_groups(xflat, xs_c, C, off, wts, nb, outflat, os_c, os_p, azero)
     if first == 0:
         _sweep_cl_from(xflat, xs_c, off, wts, 0, nb, C, outflat, os_c, os_p, kind, azero)
