@@ -1,5 +1,6 @@
-"""2-D linear kernels written with explicit vectors: a single channel's one pass, the planner
-of a block's plan table and the gathering sweep over it.
+"""2-D kernels written with explicit vectors: linear's single-channel one pass, the planner of
+a block's plan table and the gathering sweeps over it (channel-first, and three channel-last
+channels interleaved), and nearest's one pass over every channel of a point.
 
 :mod:`gridsample._vector` writes these as scalar loops that LLVM vectorizes.  Here they do the
 same operations on :data:`~gridsample._simd.LANES` points at once with
@@ -9,9 +10,11 @@ where the LLVM-vectorized loops clamp the offset, gather and select the outside 
 (docs/kernels.md, "Explicit vectors").  The steps and their order are those of
 :func:`~gridsample._vector.linear_2d_taps`, :func:`~gridsample._vector._linear_2d_weights`,
 :func:`~gridsample._vector._store_linear_2d` and :func:`~gridsample._vector._linear_point_sum`,
-so the numbers are the same bits.  Each function does the whole groups of lanes of a block
-and returns how many points it did; the scalar loop it precedes does the rest (everything,
-where the vectors do not serve: other dtypes, other CPUs, interpreted code).
+so the numbers are the same bits (nearest's: those of
+:func:`~gridsample._vector._nearest_point` and :func:`~gridsample._vector.sweep_nearest_2d`).
+Each function does the whole groups of lanes of a block and returns how many points it did;
+the scalar loop it precedes does the rest (everything, where the vectors do not serve: other
+dtypes, other CPUs, interpreted code).
 """
 
 from __future__ import annotations
@@ -67,8 +70,8 @@ def count_whole_groups(nb, ax0, ax1, pad):
 whole_groups = skeleton(count_whole_groups)
 
 
-# The three kernels, each a loop emitted into its caller by an intrinsic (no function of
-# its own to compile), computing what these say, and returning how many points it did.
+# The kernels, each a loop emitted into its caller by an intrinsic (no function of its own
+# to compile), computing what these say, and returning how many points it did.
 #
 # sum_linear_2d_groups(points, done, xc, oc, ax0, ax1, st0, st1, zero, pad): plan and sum
 #     the first ``done`` points (whole_groups) of a single 2-D linear channel: coordinates
@@ -83,6 +86,14 @@ whole_groups = skeleton(count_whole_groups)
 #     ``za``, and with ``two`` (a constant) 1 channel ``xb`` into ``ob`` in the same pass
 #     (each group's offsets, masks and weights loaded once for both, their gathers
 #     overlapping) (float32).
+# sweep_linear_2d_cl_groups(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
+#     gridsample._vector.sweep_linear_2d_cl for the first ``nb - nb mod LANES`` points of a
+#     planned block whose ``C == 3`` channel-last channels (``os_p == C``, ``os_c == 1``)
+#     are summed together and stored interleaved, contiguously (float32; fast gathers).
+# sum_nearest_2d_groups(points, done, xn, xs_c, C, on, os_c, ax0, ax1, st0, st1, azero, one,
+#     nanw, pad): plan the first ``done`` points of a 2-D nearest block under zeros or
+#     border (constant: zeros with ``azero`` the fills) and read each of its ``C`` channels'
+#     tap, weighted ``one`` (``nanw`` for a NaN point), into ``on[c os_c + j]`` (float32).
 #
 # Where the vectors do not serve (other dtypes, other CPUs) each does no point and returns 0;
 # interpreted, so does its plain-Python stand-in.
@@ -220,6 +231,16 @@ class _Kernel:
                 self.unit_stride = False
                 self.groups(count, body)
 
+    def planned(self, j):
+        """The four taps (-1 outside), their inside masks and their weights of the planned
+        points from ``j`` on, loaded from the plan table ``off``, ``wts``."""
+        v = self.v
+        minus_one = v.splat(ir.Constant(ir.IntType(32), -1))
+        rows = [self.intp(row) for row in range(4)]
+        taps = [v.load(self.at("off", r, j), v.i32) for r in rows]
+        weights = [v.load(self.at("wts", r, j), v.f32) for r in rows]
+        return taps, [v.less(minus_one, q) for q in taps], weights
+
     def taps(self, j):
         """The taps, masks and weights of the points from ``j`` on."""
         b, v = self.builder, self.v
@@ -305,13 +326,9 @@ def _sweep_linear_2d_groups(typingctx, xa, xb, off, wts, nb, oa, ob, za, zb, two
         count = builder.sub(nb, builder.srem(nb, k.intp(LANES)))
         channels = [("xa", "oa", "za")] + ([("xb", "ob", "zb")] if two.literal_value else [])
         bases = [(k.at(x, k.intp(0)), o, k.v.splat(k.float32(z))) for x, o, z in channels]
-        minus_one = k.v.splat(ir.Constant(ir.IntType(32), -1))
 
         def group(j):
-            rows = [k.intp(row) for row in range(4)]
-            taps = [k.v.load(k.at("off", r, j), k.v.i32) for r in rows]
-            masks = [k.v.less(minus_one, q) for q in taps]
-            weights = [k.v.load(k.at("wts", r, j), k.v.f32) for r in rows]
+            taps, masks, weights = k.planned(j)
             for base, o, outside in bases:
                 k.v.store(k.at(o, j), _emit_sum(k.v, base, taps, masks, weights, outside))
 
@@ -378,7 +395,6 @@ def _sweep_linear_2d_cl_groups(typingctx, xn, xs_c, C, off, wts, nb, on, os_c, o
         # Channel-last output whose points are the channels apart (os_p == C, os_c == 1).
         packed = builder.and_(builder.icmp_signed("==", os_p, channels),
                               builder.icmp_signed("==", os_c, k.intp(1)))
-        minus_one = v.splat(ir.Constant(ir.IntType(32), -1))
         for C in _INTERLEAVED:
             wanted = builder.and_(packed, builder.icmp_signed("==", channels, k.intp(C)))
             with builder.if_then(wanted):
@@ -386,10 +402,7 @@ def _sweep_linear_2d_cl_groups(typingctx, xn, xs_c, C, off, wts, nb, on, os_c, o
                           v.splat(builder.load(k.at("azero", k.intp(c))))) for c in range(C)]
 
                 def group(j, C=C, bases=bases):
-                    rows = [k.intp(row) for row in range(4)]
-                    taps = [v.load(k.at("off", r, j), v.i32) for r in rows]
-                    masks = [v.less(minus_one, q) for q in taps]
-                    weights = [v.load(k.at("wts", r, j), v.f32) for r in rows]
+                    taps, masks, weights = k.planned(j)
                     sums = [_emit_sum(v, base, taps, masks, weights, outside)
                             for base, outside in bases]
                     first = builder.mul(j, k.intp(C))
