@@ -119,11 +119,11 @@ def work_split(plan: ForwardPlan, buffer_bytes: int, threads: int) -> tuple:
     channel-last item (2 chunks each); at least 16 Ki points per chunk,
     extra buffers (``buffer_bytes`` each) within 256 MiB.
     Measured on 1x3x1024² random grids: private buffers doubled the working
-    set and the time, while channel groups cost only a re-plan.  A single
-    channel took 4 chunks until 2026-12-03: each chunk's buffer is X's size,
-    zeroed, faulted in and summed again, and 2 chunks took 0.37-0.86x the
-    time of 4 at one and at two threads (1x1 256²-1024² linear and cubic,
-    Intel Xeon; 1 chunk 0.88-1.32x of 2 at two threads).
+    set and the time, while channel groups cost only a re-plan.  Two chunks,
+    not more: each chunk's buffer is X's size, zeroed, faulted in and summed
+    again (measured on 1x1 256²-1024² linear and cubic, Intel Xeon: 2 chunks
+    0.37-0.96x the time of 4 at one and at two threads; 1 chunk 0.88-1.32x
+    the time of 2 at two threads).
     """
     if plan.channel_last:
         # Channels share cache lines there: threads splitting them would

@@ -1033,6 +1033,9 @@ def sweep_linear_2d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, 
 
 @skeleton
 def _sweep_cl_from(xflat, xs_c, off, wts, first, nb, C, outflat, os_c, os_p, kind, azero):
+    """Points ``first … nb - 1`` of :func:`sweep_linear_2d_cl`'s strided loop.  Its caller
+    passes a literal 0 where the vectors did nothing: a loop that starts at a run-time value
+    compiled into code 1.3-1.6x slower (docs/kernels.md, "Channel-last")."""
     for c in range(C):
         zero = azero[c]
         xc = xflat[c * xs_c:]
