@@ -116,6 +116,17 @@ def _axis(builder, row):
     return [builder.extract_value(row, i) for i in range(AXIS_OFFSET + 1)]
 
 
+def _emit_coordinate(v, g, ax, border):
+    """The unnormalized coordinate ``((g + shift) a - b) c`` of ``g`` (``_taps``), clipped to
+    ``[0, S-1]`` under border (``border`` an i1; NaN stays NaN, as ``_clip``)."""
+    u = v.mul(v.add(g, v.splat(ax[AXIS_SHIFT])), v.splat(ax[AXIS_MUL]))
+    u = v.mul(v.sub(u, v.splat(ax[AXIS_SUB])), v.splat(ax[AXIS_SCALE]))
+    nought = v.sub(v.splat(ax[AXIS_ONE]), v.splat(ax[AXIS_ONE]))
+    high = v.splat(ax[AXIS_HIGH])
+    clipped = v.select(v.less(u, nought), nought, u)
+    return v.select(border, v.select(v.less(high, clipped), high, clipped), u)
+
+
 def _emit_taps(v, g0, g1, ax0, ax1, size0, size1, s0, s1, border):
     """:func:`gridsample._vector.linear_2d_taps` and ``_linear_2d_weights`` of ``LANES``
     points (zeros or border, ``border`` an i1): the int32 offsets of the four taps (vectors),
@@ -138,18 +149,7 @@ def _emit_taps(v, g0, g1, ax0, ax1, size0, size1, s0, s1, border):
     two = v.add(one, one)
     lo = v.sub(nought, two)
     high0, high1 = v.splat(ax0[AXIS_HIGH]), v.splat(ax1[AXIS_HIGH])
-
-    def unnormalize(g, ax):
-        u = v.mul(v.add(g, v.splat(ax[AXIS_SHIFT])), v.splat(ax[AXIS_MUL]))
-        return v.mul(v.sub(u, v.splat(ax[AXIS_SUB])), v.splat(ax[AXIS_SCALE]))
-
-    def clip(u, high):  # _clip: NaN stays NaN
-        u = v.select(v.less(u, nought), nought, u)
-        return v.select(v.less(high, u), high, u)
-
-    u0, u1 = unnormalize(g0, ax0), unnormalize(g1, ax1)
-    u0 = v.select(border, clip(u0, high0), u0)
-    u1 = v.select(border, clip(u1, high1), u1)
+    u0, u1 = _emit_coordinate(v, g0, ax0, border), _emit_coordinate(v, g1, ax1, border)
     top0, top1 = v.add(high0, two), v.add(high1, two)
     x = v.select(v.less(u0, lo), lo, u0)
     x = v.select(v.less(top0, x), top0, x)
@@ -241,8 +241,10 @@ class _Kernel:
         weights = [v.load(self.at("wts", r, j), v.f32) for r in rows]
         return taps, [v.less(minus_one, q) for q in taps], weights
 
-    def taps(self, j):
-        """The taps, masks and weights of the points from ``j`` on."""
+    def points(self, j):
+        """What a planning loop reads for the points from ``j`` on: their two coordinates, the
+        two axes' constants and int32 sizes, X's strides (the innermost None where it is 1)
+        and whether the padding is border (an i1)."""
         b, v = self.builder, self.v
         g0, g1 = v.load_pairs(self.at("points", b.mul(j, self.intp(2))))
         border = b.icmp_signed("==", self.int32("pad"), ir.Constant(ir.IntType(32), PAD_BORDER))
@@ -250,8 +252,19 @@ class _Kernel:
         i32 = ir.IntType(32)
         sizes = [b.fptosi(ax[AXIS_SIZE], i32) for ax in (ax0, ax1)]
         s0 = None if self.unit_stride else v.splat(self.int32("st0"))
-        return _emit_taps(v, g0, g1, ax0, ax1, *sizes, s0, v.splat(self.int32("st1")),
-                          border)
+        return g0, g1, ax0, ax1, *sizes, s0, v.splat(self.int32("st1")), border
+
+    def taps(self, j):
+        """The taps, masks and weights of the points from ``j`` on."""
+        return _emit_taps(self.v, *self.points(j))
+
+    def index(self, name):
+        """An integer argument as an LLVM intp."""
+        return self.context.cast(self.builder, self.values[name], self.types[name], types.intp)
+
+    def whole(self, nb):
+        """``nb - nb mod LANES`` (LLVM intp values): the points in whole groups."""
+        return self.builder.sub(nb, self.builder.srem(nb, self.intp(LANES)))
 
 
 def _count(context, builder, signature, args, serves):
@@ -322,8 +335,7 @@ def _sweep_linear_2d_groups(typingctx, xa, xb, off, wts, nb, oa, ob, za, zb, two
         if not serves:
             return context.get_constant(types.intp, 0)
         k = _Kernel(context, builder, signature, args, _SWEEP)
-        nb = context.cast(builder, k["nb"], k.types["nb"], types.intp)
-        count = builder.sub(nb, builder.srem(nb, k.intp(LANES)))
+        count = k.whole(k.index("nb"))
         channels = [("xa", "oa", "za")] + ([("xb", "ob", "zb")] if two.literal_value else [])
         bases = [(k.at(x, k.intp(0)), o, k.v.splat(k.float32(z))) for x, o, z in channels]
 
@@ -383,15 +395,9 @@ def _sweep_linear_2d_cl_groups(typingctx, xn, xs_c, C, off, wts, nb, on, os_c, o
             return context.get_constant(types.intp, 0)
         k = _Kernel(context, builder, signature, args, _SWEEP_CL)
         v = k.v
-        intp = context.get_value_type(types.intp)
-
-        def value(name):
-            return context.cast(builder, k[name], k.types[name], types.intp)
-
-        channels, nb, os_c, os_p, xs_c = (value(name) for name in
-                                          ("C", "nb", "os_c", "os_p", "xs_c"))
-        count = builder.sub(nb, builder.srem(nb, k.intp(LANES)))
-        done = cgutils.alloca_once_value(builder, ir.Constant(intp, 0))
+        channels, os_c, os_p, xs_c = (k.index(name) for name in ("C", "os_c", "os_p", "xs_c"))
+        count = k.whole(k.index("nb"))
+        done = cgutils.alloca_once_value(builder, k.intp(0))
         # Channel-last output whose points are the channels apart (os_p == C, os_c == 1).
         packed = builder.and_(builder.icmp_signed("==", os_p, channels),
                               builder.icmp_signed("==", os_c, k.intp(1)))
@@ -436,13 +442,8 @@ def _emit_nearest(v, g0, g1, ax0, ax1, size0, size1, s0, s1, border):
     lo = v.sub(nought, v.add(one, one))
 
     def axis(g, ax, size):
-        u = v.mul(v.add(g, v.splat(ax[AXIS_SHIFT])), v.splat(ax[AXIS_MUL]))
-        u = v.mul(v.sub(u, v.splat(ax[AXIS_SUB])), v.splat(ax[AXIS_SCALE]))
-        high = v.splat(ax[AXIS_HIGH])
-        clipped = v.select(v.less(u, nought), nought, u)  # _clip: NaN stays NaN
-        clipped = v.select(v.less(high, clipped), high, clipped)
-        u = v.select(border, clipped, u)
-        top = v.add(high, one)
+        u = _emit_coordinate(v, g, ax, border)
+        top = v.add(v.splat(ax[AXIS_HIGH]), one)
         x = v.select(v.less(u, lo), lo, u)
         i = v.truncate(v.rint(v.select(v.less(top, x), top, x)))
         # 0 <= i <= S - 1 (i integral, S < 2**24) as one unsigned compare.
@@ -466,20 +467,11 @@ def _sum_nearest_2d_groups(typingctx, points, done, xn, xs_c, C, on, os_c, ax0, 
         if serves:
             k = _Kernel(context, builder, signature, args, _NEAREST)
             v = k.v
-            i32 = ir.IntType(32)
-            border = builder.icmp_signed("==", k.int32("pad"), ir.Constant(i32, PAD_BORDER))
-            axes = _axis(builder, k["ax0"]), _axis(builder, k["ax1"])
-            sizes = [builder.fptosi(ax[AXIS_SIZE], i32) for ax in axes]
-            channels = context.cast(builder, k["C"], k.types["C"], types.intp)
-            xs_c = context.cast(builder, k["xs_c"], k.types["xs_c"], types.intp)
-            os_c = context.cast(builder, k["os_c"], k.types["os_c"], types.intp)
+            channels, xs_c, os_c = k.index("C"), k.index("xs_c"), k.index("os_c")
             one, nanw = v.splat(k.float32("one")), v.splat(k.float32("nanw"))
 
             def group(j):
-                g0, g1 = v.load_pairs(k.at("points", builder.mul(j, k.intp(2))))
-                s0 = None if k.unit_stride else v.splat(k.int32("st0"))
-                o, inside, nan = _emit_nearest(v, g0, g1, *axes, *sizes, s0,
-                                               v.splat(k.int32("st1")), border)
+                o, inside, nan = _emit_nearest(v, *k.points(j))
                 w = v.select(nan, nanw, one)
                 with cgutils.for_range(builder, channels) as loop:
                     c = loop.index
