@@ -28,8 +28,10 @@ import pytest
 
 import gridsample
 from conftest import ALIGNS
+from gridsample._grad_vector import _grad_linear_2d_point
 from gridsample._simd import AVAILABLE, LANES
 from gridsample._simd_linear import (
+    plan_grad_linear_2d_groups,
     plan_linear_2d_groups,
     sum_linear_2d_groups,
     sum_nearest_2d_groups,
@@ -37,7 +39,7 @@ from gridsample._simd_linear import (
     sweep_linear_2d_groups,
     whole_groups,
 )
-from gridsample._taps import axis_constants
+from gridsample._taps import AXIS_ONE, axis_constants
 from gridsample._target import fast_gathers, has_avx2
 from test_one_pass import assert_same_bits
 from test_vector_kernels import nasty_grid
@@ -168,6 +170,10 @@ def child_rows(what):
     from gridsample._simd import LANES as lanes
 
     rows = [lanes]
+    if what == "grad":
+        for x, grid, padding, align in _inputs(0):
+            rows.append(list(grad_tables_agree(x, grid, padding, align)))
+        return rows
     if what == "channel-last":
         for x, grid, padding, align in _channel_last_inputs(0):
             done, out = explicit_channel_last(x, grid, padding, align)
@@ -379,6 +385,69 @@ def test_the_channel_last_groups_with_avx2_code_in_a_child_process(tmp_path, mon
     for (x, grid, padding, align), (done, bits) in zip(_channel_last_inputs(0), rows[1:]):
         want = _channel_first_sums(x, grid, padding, align)
         _check_channel_last(done, _floats(bits).reshape(-1, 3), want, 8, x, align)
+
+
+@numba.njit(error_model="numpy")  # the kernels' flags: the scalar rule's NaN is 0 / 0
+def _grad_tables(points, nb, ax0, ax1, st0, st1, pad, explicit):
+    """The grid gradient's plan table of ``nb`` points by the explicit groups (``explicit``)
+    or by the scalar rule point by point, how many points were planned; -7 in the offsets
+    and 1234.5 in the other rows where nothing was written."""
+    off = np.full((4, nb), -7, np.int32)
+    dws = np.full((8, nb), 1234.5, np.float32)
+    chain = np.full((2, nb), 1234.5, np.float32)
+    if explicit:
+        done = plan_grad_linear_2d_groups(points, whole_groups(nb, ax0, ax1, pad), off, dws,
+                                          chain, ax0, ax1, st0, st1, pad)
+    else:
+        done = nb
+        for j in range(nb):
+            _grad_linear_2d_point(points, j, pad, ax0, ax1, st0, st1, ax0[AXIS_ONE], False,
+                                  off, dws, chain)
+    return done, off, dws, chain
+
+
+def grad_tables_agree(x, grid, padding, align):
+    """(points the explicit groups planned, whether their rows are the scalar rule's bits and
+    nothing past them was written).  A NaN as any NaN; a NaN point's offsets may differ (-1
+    from the vectors, the scalar rule's are those of a point moved to 0): its slopes are NaN,
+    so its sums are NaN whatever its taps read."""
+    _, (st1, st0) = _flat_from(x)
+    points, nb, ax0, ax1 = _points_and_axes(grid, *x.shape, padding, align)
+    pad = _PAD_CODES[padding]
+    done, *got = _grad_tables(points, nb, ax0, ax1, st0, st1, pad, True)
+    _, *want = _grad_tables(points, nb, ax0, ax1, st0, st1, pad, False)
+    same = all((a[:, done:] == (-7 if a.dtype == np.int32 else 1234.5)).all() for a in got)
+    (off, *rows), (want_off, *want_rows) = got, want
+    numbers = ~np.isnan(want_rows[0][:, :done]).any(axis=0)
+    same &= bool((off[:, :done][:, numbers] == want_off[:, :done][:, numbers]).all())
+    for a, b in zip(rows, want_rows):
+        a, b = a[:, :done], b[:, :done]
+        nan = np.isnan(a)
+        same &= bool((nan == np.isnan(b)).all())
+        same &= bool((a.view(np.uint32)[~nan] == b.view(np.uint32)[~nan]).all())
+    return int(done), same
+
+
+def _check_grad(rows, lanes):
+    for (x, _, _, align), (done, same) in zip(_inputs(0), rows):
+        assert same
+        if align and 1 in x.shape:  # c = 0: the scalar rule's (see whole_groups)
+            assert done == 0
+        else:
+            assert done == 77 - 77 % lanes
+
+
+@needs_vectors
+def test_the_grid_gradient_groups_give_the_scalar_plan_bits():
+    """Offsets, weight slopes and chain factors (border's clip, ±inf and NaN points)."""
+    _check_grad([grad_tables_agree(*case) for case in _inputs(0)], LANES)
+
+
+@needs_vectors
+def test_the_grid_gradient_groups_with_avx2_code_in_a_child_process(tmp_path):
+    rows = _child(tmp_path, "haswell", "grad")
+    assert rows[0] == 8
+    _check_grad(rows[1:], 8)
 
 
 @pytest.mark.parametrize("features,cpu,expected", [

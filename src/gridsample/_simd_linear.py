@@ -41,8 +41,8 @@ from ._taps import (
 from ._target import fast_gathers
 
 __all__ = ["whole_groups", "count_whole_groups", "sum_linear_2d_groups",
-           "plan_linear_2d_groups", "sweep_linear_2d_groups", "sweep_linear_2d_cl_groups",
-           "sum_nearest_2d_groups"]
+           "plan_linear_2d_groups", "plan_grad_linear_2d_groups", "sweep_linear_2d_groups",
+           "sweep_linear_2d_cl_groups", "sum_nearest_2d_groups"]
 
 #: The vectors serve axes shorter than this: their sizes and tap indices exact in float32
 #: (``S = 2**24 + 1`` is stored as ``2**24``, so the bound is strict).
@@ -80,6 +80,10 @@ whole_groups = skeleton(count_whole_groups)
 # plan_linear_2d_groups(points, done, off, wts, ax0, ax1, st0, st1, pad):
 #     gridsample._vector.plan_linear_2d for the first ``done`` points: their offsets (-1
 #     outside) and weights into the plan table ``off``, ``wts`` (float32 points and weights).
+# plan_grad_linear_2d_groups(points, done, off, dws, chain, ax0, ax1, st0, st1, pad):
+#     gridsample._grad_vector.plan_grad_linear_2d for the first ``done`` points: the
+#     offsets (``-1`` outside), the eight weight slopes and the two chain factors of a 2-D
+#     linear grid-gradient plan (float32).
 # sweep_linear_2d_groups(xa, xb, off, wts, nb, oa, ob, za, zb, two):
 #     gridsample._vector.sweep_linear_2d for the first ``nb - nb mod LANES`` points of a
 #     planned block: channel ``xa`` into ``oa[j]`` (contiguous), a tap outside reading
@@ -116,11 +120,16 @@ def _axis(builder, row):
     return [builder.extract_value(row, i) for i in range(AXIS_OFFSET + 1)]
 
 
-def _emit_coordinate(v, g, ax, border):
-    """The unnormalized coordinate ``((g + shift) a - b) c`` of ``g`` (``_taps``), clipped to
-    ``[0, S-1]`` under border (``border`` an i1; NaN stays NaN, as ``_clip``)."""
+def _emit_unnormalized(v, g, ax):
+    """The unnormalized coordinate ``((g + shift) a - b) c`` of ``g`` (``_taps``)."""
     u = v.mul(v.add(g, v.splat(ax[AXIS_SHIFT])), v.splat(ax[AXIS_MUL]))
-    u = v.mul(v.sub(u, v.splat(ax[AXIS_SUB])), v.splat(ax[AXIS_SCALE]))
+    return v.mul(v.sub(u, v.splat(ax[AXIS_SUB])), v.splat(ax[AXIS_SCALE]))
+
+
+def _emit_coordinate(v, g, ax, border):
+    """:func:`_emit_unnormalized`, clipped to ``[0, S-1]`` under border (``border`` an i1;
+    NaN stays NaN, as ``_clip``)."""
+    u = _emit_unnormalized(v, g, ax)
     nought = v.sub(v.splat(ax[AXIS_ONE]), v.splat(ax[AXIS_ONE]))
     high = v.splat(ax[AXIS_HIGH])
     clipped = v.select(v.less(u, nought), nought, u)
@@ -131,7 +140,16 @@ def _emit_taps(v, g0, g1, ax0, ax1, size0, size1, s0, s1, border):
     """:func:`gridsample._vector.linear_2d_taps` and ``_linear_2d_weights`` of ``LANES``
     points (zeros or border, ``border`` an i1): the int32 offsets of the four taps (vectors),
     whether each lies inside (masks), and their weights (in the coordinates' dtype:
-    ``one * d == d``).  The constants are made here; LLVM hoists them out of the loop.
+    ``one * d == d``)."""
+    taps, masks, dx, dy = _emit_corners(v, g0, g1, ax0, ax1, size0, size1, s0, s1, border)
+    one = v.splat(ax0[AXIS_ONE])
+    wx0, wy0 = v.sub(one, dx), v.sub(one, dy)
+    return taps, masks, (v.mul(wx0, wy0), v.mul(dx, wy0), v.mul(wx0, dy), v.mul(dx, dy))
+
+
+def _emit_corners(v, g0, g1, ax0, ax1, size0, size1, s0, s1, border):
+    """The taps and masks of :func:`_emit_taps` and the fractions ``dx, dy`` its weights are
+    made of.  The constants are made here; LLVM hoists them out of the loop.
 
     The unnormalization ``((g + shift) a - b) c`` (``_taps``) drops its offset, 0 where the
     vectors serve (``u + 0`` differs from ``u`` only at ``u = -0``, which gives the same taps
@@ -167,11 +185,9 @@ def _emit_taps(v, g0, g1, ax0, ax1, size0, size1, s0, s1, border):
     b = v.add(b, ix if s0 is None else v.mul(ix, s0))
     b1 = v.add(b, s1)
     s0 = unit if s0 is None else s0
-    dx, dy = v.sub(x, fx), v.sub(y, fy)
-    wx0, wy0 = v.sub(one, dx), v.sub(one, dy)
     return ((b, v.add(b, s0), b1, v.add(b1, s0)),
             (v.both(x0, y0), v.both(x1, y0), v.both(x0, y1), v.both(x1, y1)),
-            (v.mul(wx0, wy0), v.mul(dx, wy0), v.mul(wx0, dy), v.mul(dx, dy)))
+            v.sub(x, fx), v.sub(y, fy))
 
 
 def _emit_sum(v, base, taps, masks, weights, outside):
@@ -321,6 +337,64 @@ def _plan_linear_2d_groups(typingctx, points, done, off, wts, ax0, ax1, st0, st1
         return count
 
     return types.intp(points, done, off, wts, ax0, ax1, st0, st1, pad), codegen
+
+
+def _emit_chain(v, builder, g, ax, border):
+    """:func:`gridsample._grad_vector._chain` of zeros or border (``border`` an i1): the
+    scale ``a c`` of the unnormalization, times border's slope (1 strictly inside
+    ``(0, S-1)``, else 0), and 0 where the unnormalized coordinate is not finite
+    (``u - u`` is NaN exactly there).  The scalar rule's ``+ offset`` and its select that
+    keeps ``±inf`` change neither test where the vectors serve (:func:`_emit_taps`)."""
+    u = _emit_unnormalized(v, g, ax)
+    one = v.splat(ax[AXIS_ONE])
+    nought = v.sub(one, one)
+    inside = v.both(v.less(nought, u), v.less(u, v.splat(ax[AXIS_HIGH])))
+    slope = v.select(border, v.select(inside, one, nought), one)
+    scale = v.splat(builder.fmul(ax[AXIS_MUL], ax[AXIS_SCALE]))
+    return v.select(v.is_nan(v.sub(u, u)), nought, v.mul(scale, slope))
+
+
+_GRAD_PLAN = ("points", "done", "off", "dws", "chain", "ax0", "ax1", "st0", "st1", "pad")
+
+
+@intrinsic
+def _plan_grad_linear_2d_groups(typingctx, points, done, off, dws, chain, ax0, ax1, st0, st1,
+                                pad):
+    serves = (_float32(points) and _table(off, types.int32) and _table(dws, types.float32)
+              and _table(chain, types.float32))
+
+    def codegen(context, builder, signature, args):
+        count = _count(context, builder, signature, args, serves)
+        if serves:
+            k = _Kernel(context, builder, signature, args, _GRAD_PLAN)
+            v = k.v
+            none = v.splat(ir.Constant(ir.IntType(32), -1))
+
+            def group(j):
+                points = k.points(j)
+                g0, g1, ax0, ax1, border = points[0], points[1], points[2], points[3], points[8]
+                taps, masks, dx, dy = _emit_corners(v, *points)
+                for row, (q, m) in enumerate(zip(taps, masks)):
+                    v.store(k.at("off", k.intp(row), j), v.select(m, q, none))
+                # A NaN point: both fractions NaN, as the scalar loop's (each slope row has
+                # the other axis's factor only).
+                either = v.add(dx, dy)
+                nan = v.is_nan(either)
+                dx, dy = v.select(nan, either, dx), v.select(nan, either, dy)
+                one = v.splat(ax0[AXIS_ONE])
+                minus = v.sub(v.sub(one, one), one)  # -w as (-1) w: the same bits
+                wx0, wy0 = v.sub(one, dx), v.sub(one, dy)
+                rows = (v.mul(minus, wy0), wy0, v.mul(minus, dy), dy,
+                        v.mul(minus, wx0), v.mul(minus, dx), wx0, dx)
+                for row, d in enumerate(rows):
+                    v.store(k.at("dws", k.intp(row), j), d)
+                for row, (g, ax) in enumerate(((g0, ax0), (g1, ax1))):
+                    v.store(k.at("chain", k.intp(row), j), _emit_chain(v, builder, g, ax, border))
+
+            k.point_groups(count, group)
+        return count
+
+    return types.intp(points, done, off, dws, chain, ax0, ax1, st0, st1, pad), codegen
 
 
 _SWEEP = ("xa", "xb", "off", "wts", "nb", "oa", "ob", "za", "zb", "two")
@@ -493,10 +567,12 @@ def _nothing(*args) -> int:
 
 if numba.config.DISABLE_JIT:
     sum_linear_2d_groups = plan_linear_2d_groups = sweep_linear_2d_groups = _nothing
+    plan_grad_linear_2d_groups = _nothing
     sum_nearest_2d_groups = sweep_linear_2d_cl_groups = _nothing
 else:
     sum_linear_2d_groups = _sum_linear_2d_groups
     plan_linear_2d_groups = _plan_linear_2d_groups
+    plan_grad_linear_2d_groups = _plan_grad_linear_2d_groups
     sweep_linear_2d_groups = _sweep_linear_2d_groups
     sum_nearest_2d_groups = _sum_nearest_2d_groups
     sweep_linear_2d_cl_groups = _sweep_linear_2d_cl_groups
