@@ -43,7 +43,7 @@ from numba.extending import intrinsic
 
 from ._errors import GridSampleError
 from ._options import MODE_CUBIC, MODE_LINEAR
-from ._target import vector_width
+from ._target import vector_width, wide_gathers_beat_row_loads
 
 __all__ = ["ROW_LOAD_ROWS", "ROW_TAPS", "LANES", "LITTLE_ENDIAN", "ROW_LOADS",
            "ROW_LOADS_VARIABLE", "row_loads", "lowest_bit",
@@ -102,11 +102,11 @@ def row_loads(rank: int, mode: int) -> str:
 
     ``GRIDSAMPLE_ROW_LOADS`` forces one (``rows``, ``gather``; read at each call, for
     tests and benchmarks).  ``auto`` (the default, also when unset or empty): on x86-64,
-    rows for 2-D cubic (4 taps a load: measured faster with AVX-512 and with AVX2 code) and,
-    with 256-bit code (AVX2), for linear (2 taps a load: 0.55-0.94x the gathering sweeps
-    there, but 0.9-1.3x with AVX-512, whose 16-lane gathers cost less per element);
-    elsewhere gathers (not measured).  Either gives the same bits (docs/kernels.md, "Row
-    loads").
+    rows for 2-D cubic (4 taps a load: measured faster with AVX-512 and with AVX2 code) and
+    for linear (2 taps a load) with 256-bit code (AVX2: 0.55-0.94x the gathering sweeps) and
+    on AMD Zen 4 (0.70-0.91x), but gathers with Intel's AVX-512 (rows 1.08-1.28x there:
+    :func:`gridsample._target.wide_gathers_beat_row_loads`); elsewhere gathers (not
+    measured).  Either gives the same bits (docs/kernels.md, "Row loads").
     """
     raw = os.environ.get(ROW_LOADS_VARIABLE, "")
     value = raw.strip().lower() or "auto"
@@ -115,7 +115,7 @@ def row_loads(rank: int, mode: int) -> str:
                               f"{', '.join(ROW_LOADS)}")
     if value != "auto":
         return value
-    if not _X86_64 or (mode == MODE_LINEAR and LANES > 8):
+    if not _X86_64 or (mode == MODE_LINEAR and LANES > 8 and wide_gathers_beat_row_loads()):
         return "gather"
     return "rows"
 

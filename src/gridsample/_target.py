@@ -29,6 +29,7 @@ import re
 from ._errors import GridSampleError
 
 __all__ = ["vector_width", "tune_cpu", "SCALAR_GATHER_TUNINGS", "GATHER_TUNING",
+           "SLOW_WIDE_GATHER_CPUS", "wide_gathers_beat_row_loads", "fast_gathers",
            "target_cpu_name", "target_features", "target_has_avx512", "target_has_avx2",
            "has_avx2", "target_isa",
            "function_attributes"]
@@ -185,6 +186,20 @@ def tune_cpu() -> str | None:
             raise GridSampleError(f"GRIDSAMPLE_TUNE_CPU={raw!r} is not allowed: give auto, "
                                   "none, or an LLVM CPU name such as skylake or znver3")
     return _tune
+
+
+#: LLVM CPUs with AVX-512 whose 16-lane gathers are slow enough for linear's row loads to beat
+#: them (AMD Zen 4: the row sweeps took 0.70-0.91x the gathering sweeps' time on 2-D and
+#: 3-D linear, one and two threads, 2026-12-03; on Intel's AVX-512 CPUs 1.08-1.28x).  Zen 5
+#: is not listed: not measured.
+SLOW_WIDE_GATHER_CPUS = ("znver4",)
+
+
+def wide_gathers_beat_row_loads() -> bool:
+    """Whether 512-bit code reads linear's taps faster with gathers than with row loads
+    (:func:`gridsample._row_loads.row_loads`): every AVX-512 CPU but those of
+    :data:`SLOW_WIDE_GATHER_CPUS` (docs/kernels.md, "Row loads for linear on Zen 4")."""
+    return target_cpu_name() not in SLOW_WIDE_GATHER_CPUS
 
 
 def fast_gathers() -> bool:
