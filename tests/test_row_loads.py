@@ -321,3 +321,22 @@ def test_group_plans_and_sums_by_hand(rng, mode, rank):
         _row_loads._group_interpreted(kernel, other, off, wts, g * lanes, want_b)
     assert_same_bits(got, want)
     assert_same_bits(got_b, want_b)
+
+
+def test_gridsample_info_names_what_reads_rows(monkeypatch):
+    """``gridsample info``'s strategy line follows the CPU's choice and the variable, and
+    reports a bad value instead of failing."""
+    from gridsample.cli._info import _strategy_line
+
+    monkeypatch.delenv("GRIDSAMPLE_ROW_LOADS", raising=False)
+    want = [name for name, rank, mode in (("2-D cubic", 2, MODE_CUBIC),
+                                          ("2-D linear", 2, MODE_LINEAR),
+                                          ("3-D linear", 3, MODE_LINEAR))
+            if _row_loads.row_loads(rank, mode) == "rows"]
+    assert f"a row at a time: {', '.join(want) or 'none'} (" in _strategy_line()
+    monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "rows")
+    assert "a row at a time: 2-D cubic, 2-D linear, 3-D linear (" in _strategy_line()
+    monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "gather")
+    assert "a row at a time: none (" in _strategy_line()
+    monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "fast")
+    assert "GRIDSAMPLE_ROW_LOADS='fast' is not allowed" in _strategy_line()

@@ -107,15 +107,26 @@ def _cache_lines():
 
 def _strategy_line() -> str:
     """What the kernels pick on this CPU, and the variables that force it."""
+    from .._errors import GridSampleError
+    from .._options import MODE_CUBIC, MODE_LINEAR
+    from .._row_loads import row_loads
     from .._simd import AVAILABLE, LANES
     from .._target import fast_gathers
 
     explicit = f"{LANES} lanes" if AVAILABLE else "not available (x86-64 with AVX2 only)"
     gathers = ("fast (2-D nearest and a single linear channel in one pass)" if fast_gathers()
                else "microcoded (the row loads keep a single channel, nearest its plan)")
+    try:
+        by_rows = [name for name, rank, mode in (("2-D cubic", 2, MODE_CUBIC),
+                                                 ("2-D linear", 2, MODE_LINEAR),
+                                                 ("3-D linear", 3, MODE_LINEAR))
+                   if row_loads(rank, mode) == "rows"]
+        rows = ", ".join(by_rows) if by_rows else "none"
+    except GridSampleError as exc:  # a bad GRIDSAMPLE_ROW_LOADS: say so, as a call would
+        rows = str(exc)
     return ("strategies: explicit vectors with masked gathers (2-D linear and nearest, "
-            f"float32, zeros / constant / border): {explicit}; gathers {gathers} "
-            "(GRIDSAMPLE_ONE_PASS, GRIDSAMPLE_ROW_LOADS)")
+            f"float32, zeros / constant / border): {explicit}; gathers {gathers}; "
+            f"taps read a row at a time: {rows} (GRIDSAMPLE_ONE_PASS, GRIDSAMPLE_ROW_LOADS)")
 
 
 def info_lines() -> list:
