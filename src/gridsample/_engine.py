@@ -42,7 +42,7 @@ from ._simd import AVAILABLE as SIMD_AVAILABLE
 from ._simd import LANES as SIMD_LANES
 from ._simd_linear import count_whole_groups
 from ._taps import axis_constants, weight_constants
-from ._target import fast_gathers, vector_width
+from ._target import fast_gathers, vector_width, wide_gathers_beat_row_loads
 from ._threads import THREAD_MIN_WORK_VARIABLE, num_threads, run_shared, threads_for
 from ._vector import fits_int32
 from ._vector_entries import CHANNEL_LAST_ENTRIES, ONE_PASS_ENTRIES, PLAN_ROWS, ROW_LOAD_ENTRIES
@@ -388,7 +388,10 @@ def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool, pad: int,
     ``GRIDSAMPLE_ONE_PASS``: ``auto`` (the default) takes it where its explicit vectors
     serve the call (:func:`explicit_vectors_serve`: float32 under zeros, constant or border
     on x86 with AVX2 or AVX-512 and fast gathers), for linear ahead of the row loads
-    (0.6-0.7x their time with AVX2 code on Intel); linear also elsewhere with 512-bit
+    (0.6-0.7x their time with AVX2 code on Intel) but where the CPU's 512-bit gathers lose
+    to them (:func:`gridsample._target.wide_gathers_beat_row_loads`: on Zen 4 the rows took
+    0.85-0.91x the one pass's time on a smooth warp, 0.91-1.27 on a random one); linear
+    also elsewhere with 512-bit
     vectors where the row loads do not run (LLVM's vectors: 0.85x the planned entry's time;
     with AVX2 code 0.96-1.05x, so AVX2 keeps the plan table there).  ``on`` takes it also
     where the row loads do not run (nearest: wherever it applies, its scalar loop included),
@@ -409,7 +412,7 @@ def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool, pad: int,
     if value == "off":
         return False
     if explicit_vectors_serve(plan, pad, axc):
-        return True
+        return value == "on" or not by_rows or wide_gathers_beat_row_loads()
     if nearest:
         return value == "on"
     return not by_rows and (value == "on" or vector_width() == 512)
