@@ -390,8 +390,8 @@ def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool, pad: int,
     on x86 with AVX2 or AVX-512 and fast gathers), for linear ahead of the row loads
     (0.6-0.7x their time with AVX2 code on Intel) but where the CPU's 512-bit gathers lose
     to them (:func:`gridsample._target.wide_gathers_beat_row_loads`: on Zen 4 the rows took
-    0.85-0.91x the one pass's time on a smooth warp, 0.91-1.27 on a random one); linear
-    also elsewhere with 512-bit
+    0.85-1.01x the one pass's time on smooth warps, 0.81-0.90 on a batch of small ones,
+    0.91-1.27 on a random 1024² one); linear also elsewhere with 512-bit
     vectors where the row loads do not run (LLVM's vectors: 0.85x the planned entry's time;
     with AVX2 code 0.96-1.05x, so AVX2 keeps the plan table there).  ``on`` takes it also
     where the row loads do not run (nearest: wherever it applies, its scalar loop included),
