@@ -372,7 +372,7 @@ def _plan_grad_linear_2d_groups(typingctx, points, done, off, dws, chain, ax0, a
 
             def group(j):
                 points = k.points(j)
-                g0, g1, ax0, ax1, border = points[0], points[1], points[2], points[3], points[8]
+                g0, g1, ax0, ax1, *_, border = points
                 taps, masks, dx, dy = _emit_corners(v, *points)
                 for row, (q, m) in enumerate(zip(taps, masks)):
                     v.store(k.at("off", k.intp(row), j), v.select(m, q, none))

@@ -108,8 +108,8 @@ def _cache_lines():
 def _strategy_line() -> str:
     """What the kernels pick on this CPU, and the variables that force it."""
     from .._errors import GridSampleError
-    from .._options import MODE_CUBIC, MODE_LINEAR
-    from .._row_loads import row_loads
+    from .._options import MODE_NAMES
+    from .._row_loads import ROW_TAPS, row_loads
     from .._simd import AVAILABLE, LANES
     from .._target import fast_gathers
 
@@ -117,9 +117,8 @@ def _strategy_line() -> str:
     gathers = ("fast (2-D nearest and a single linear channel in one pass)" if fast_gathers()
                else "microcoded (the row loads keep a single channel, nearest its plan)")
     try:
-        by_rows = [name for name, rank, mode in (("2-D cubic", 2, MODE_CUBIC),
-                                                 ("2-D linear", 2, MODE_LINEAR),
-                                                 ("3-D linear", 3, MODE_LINEAR))
+        by_rows = [f"{rank}-D {MODE_NAMES[mode]}"
+                   for rank, mode in sorted(ROW_TAPS, key=lambda k: (k[0], MODE_NAMES[k[1]]))
                    if row_loads(rank, mode) == "rows"]
         rows = ", ".join(by_rows) if by_rows else "none"
     except GridSampleError as exc:  # a bad GRIDSAMPLE_ROW_LOADS: say so, as a call would
