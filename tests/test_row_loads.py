@@ -24,7 +24,7 @@ from conftest import ALIGNS
 from gridsample import _engine, _row_loads
 from gridsample._errors import GridSampleError
 from gridsample._options import MODE_CUBIC, MODE_LINEAR
-from gridsample._target import wide_gathers_beat_row_loads
+from gridsample._target import fast_gathers, wide_gathers_beat_row_loads
 from test_vector_kernels import PADDINGS, nasty_grid
 
 
@@ -335,8 +335,13 @@ def test_gridsample_info_names_what_reads_rows(monkeypatch):
             if _row_loads.row_loads(rank, mode) == "rows"]
     assert f"a row at a time: {', '.join(want) or 'none'} (" in _strategy_line()
     monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "rows")
-    assert "a row at a time: 2-D cubic, 2-D linear, 3-D linear (" in _strategy_line()
+    line = _strategy_line()
+    assert "a row at a time: 2-D cubic, 2-D linear, 3-D linear (" in line
+    if fast_gathers():  # the single channel's one pass yields to rows where wide gathers lose
+        assert ("a single linear channel in one pass" in line) == wide_gathers_beat_row_loads()
     monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "gather")
-    assert "a row at a time: none (" in _strategy_line()
+    line = _strategy_line()
+    assert "a row at a time: none (" in line
+    assert ("a single linear channel in one pass" in line) == fast_gathers()
     monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "fast")
     assert "GRIDSAMPLE_ROW_LOADS='fast' is not allowed" in _strategy_line()

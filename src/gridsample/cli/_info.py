@@ -111,18 +111,22 @@ def _strategy_line() -> str:
     from .._options import MODE_NAMES
     from .._row_loads import ROW_TAPS, row_loads
     from .._simd import AVAILABLE, LANES
-    from .._target import fast_gathers
+    from .._target import fast_gathers, wide_gathers_beat_row_loads
 
     explicit = f"{LANES} lanes" if AVAILABLE else "not available (x86-64 with AVX2 only)"
-    gathers = ("fast (2-D nearest and a single linear channel in one pass)" if fast_gathers()
-               else "microcoded (the row loads keep a single channel, nearest its plan)")
     try:
         by_rows = [f"{rank}-D {MODE_NAMES[mode]}"
                    for rank, mode in sorted(ROW_TAPS, key=lambda k: (k[0], MODE_NAMES[k[1]]))
                    if row_loads(rank, mode) == "rows"]
         rows = ", ".join(by_rows) if by_rows else "none"
     except GridSampleError as exc:  # a bad GRIDSAMPLE_ROW_LOADS: say so, as a call would
-        rows = str(exc)
+        by_rows, rows = [], str(exc)
+    # The explicit one pass takes a single linear channel ahead of the row loads, but where
+    # wide gathers lose to them (_engine.one_pass_applies).
+    single = "2-D linear" not in by_rows or wide_gathers_beat_row_loads()
+    one_pass = "2-D nearest and a single linear channel" if single else "2-D nearest"
+    gathers = (f"fast ({one_pass} in one pass)" if fast_gathers()
+               else "microcoded (the row loads keep a single channel, nearest its plan)")
     return ("strategies: explicit vectors with masked gathers (2-D linear and nearest, "
             f"float32, zeros / constant / border): {explicit}; gathers {gathers}; "
             f"taps read a row at a time: {rows} (GRIDSAMPLE_ONE_PASS, GRIDSAMPLE_ROW_LOADS)")
