@@ -228,3 +228,22 @@ def test_backward_options_that_differ_only_in_type_are_validated_again(rng):
         gridsample.grid_sample_backward(gout, x, grid, output_mask=(2, 0))
     with pytest.raises(GridSampleError, match="grad_output"):
         gridsample.grid_sample_backward(gout[:, :, :4], x, grid)
+
+
+def test_the_settings_reader_sees_every_change_made_through_os_environ(monkeypatch):
+    # The per-call settings are read through gridsample._environ.getenv, which reads the
+    # mapping os.environ keeps: it must agree with os.environ.get after each change.
+    import os
+
+    from gridsample._environ import getenv
+
+    name = "GRIDSAMPLE_TEST_SETTING_READER"
+    monkeypatch.delenv(name, raising=False)
+    assert getenv(name) is None and getenv(name, "dflt") == "dflt"
+    for value in ("rows", "", "ünïcode", "rows"):
+        monkeypatch.setenv(name, value)
+        assert getenv(name) == os.environ.get(name) == value
+    os.environ[name] = "gather"
+    assert getenv(name, "dflt") == "gather"
+    del os.environ[name]
+    assert getenv(name, "dflt") == "dflt"

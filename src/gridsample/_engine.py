@@ -23,7 +23,6 @@ import contextvars
 import dataclasses
 import functools
 import math
-import os
 from collections.abc import Callable
 
 import numpy as np
@@ -32,6 +31,7 @@ from . import _kernels as kern
 from ._affine import base_coordinates
 from ._convert import KIND_BF16, KIND_F16, KIND_INT
 from ._dtypes import dtype_name, is_half, is_string, x_conversion
+from ._environ import getenv
 from ._errors import GridSampleError
 from ._jit import read_only
 from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST
@@ -83,7 +83,7 @@ def kernel_family() -> str:
     family = _family.get()
     if family is not None:
         return family
-    return _check_family(os.environ.get("GRIDSAMPLE_KERNELS", "auto"), "GRIDSAMPLE_KERNELS")
+    return _check_family(getenv("GRIDSAMPLE_KERNELS", "auto"), "GRIDSAMPLE_KERNELS")
 
 
 @contextlib.contextmanager
@@ -404,7 +404,7 @@ def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool, pad: int,
               and plan.coord_dtype == plan.weight_dtype)
     if not (nearest or linear):
         return False
-    raw = os.environ.get(ONE_PASS_VARIABLE, "")
+    raw = getenv(ONE_PASS_VARIABLE, "")
     value = raw.strip().lower() or "auto"
     if value not in ONE_PASS_SETTINGS:
         raise GridSampleError(f"{ONE_PASS_VARIABLE}={raw!r} is not allowed: use one of "
@@ -459,8 +459,8 @@ def settings_key() -> tuple:
     """What :class:`PreparedForward` reads besides the plan and X's layout, as a hashable
     key: the kernel family, the row-load and thread settings and the thread count in force
     (a bad setting raises here, as it would when a call runs)."""
-    return (kernel_family(), os.environ.get(ROW_LOADS_VARIABLE),
-            os.environ.get(ONE_PASS_VARIABLE), os.environ.get(THREAD_MIN_WORK_VARIABLE),
+    return (kernel_family(), getenv(ROW_LOADS_VARIABLE), getenv(ONE_PASS_VARIABLE),
+            getenv(THREAD_MIN_WORK_VARIABLE),
             num_threads())
 
 
@@ -541,7 +541,7 @@ class PreparedForward:
         out = np.empty(self.out_shape, plan.out_dtype)
         if self.empty:
             return out
-        xflat, _ = flat_view(x.view(self.conv.storage))
+        xflat = self._flat_x(x)
         outflat = out.view(self.conv.storage).reshape(-1)
         if affine is not None and self.vector is not None:
             from ._affine_entries import (  # affine_warp's
@@ -569,6 +569,17 @@ class PreparedForward:
             chunks = grid_chunks(plan, grid3)
         self._run_chunks(chunks, xflat, outflat)
         return out
+
+    def _flat_x(self, x: np.ndarray) -> np.ndarray:
+        """X's storage as :func:`flat_view` gives it, read-only (the contiguous case, a small
+        call's common one, without its checks)."""
+        if x.dtype != self.conv.storage:
+            x = x.view(self.conv.storage)
+        if not x.flags.c_contiguous:
+            return flat_view(x)[0]
+        flat = x.reshape(-1)
+        flat.flags.writeable = False
+        return flat
 
     def _run_chunks(self, chunks, xflat, outflat) -> None:
         # Enough chunks: each thread makes and samples its share; few: one at a time, each
@@ -605,9 +616,13 @@ class PreparedForward:
         xs_c, os_c = self.xs_c, self.os_c
         for c0, count in channel_groups(plan.channels, self.channel_bytes, self.plane_bytes,
                                         scattered):
-            args = (xflat[c0 * xs_c:], self.xs_n, xs_c, self.sizes, self.strides, self.axc,
-                    self.kc, *source, outflat[c0 * os_c:], self.os_n, os_c, self.os_p, count,
-                    block, self.wconst, self.conv.kind, self.outside[c0:c0 + count])
+            if c0:
+                xs, outs, outside = xflat[c0 * xs_c:], outflat[c0 * os_c:], self.outside[c0:]
+            else:
+                xs, outs, outside = xflat, outflat, self.outside
+            args = (xs, self.xs_n, xs_c, self.sizes, self.strides, self.axc, self.kc, *source,
+                    outs, self.os_n, os_c, self.os_p, count, block, self.wconst,
+                    self.conv.kind, outside)
             run_shared(entry, tasks, args, threads, scratch)
 
     def _blocks(self, points: int, batch: int, threads: int, one_pass: bool) -> tuple:

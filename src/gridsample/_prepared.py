@@ -34,7 +34,8 @@ def _types(options: tuple) -> tuple:
 
 def signature(arrays: tuple, options: tuple):
     """The key of a call with ``arrays`` and ``options``, or None where the call is not kept
-    (other array types, non-native byte order, strings and objects, unhashable options)."""
+    (other array types, non-native byte order, strings and objects); a key with unhashable
+    options is not kept either (:class:`PreparedCache`)."""
     layouts = []
     for a in arrays:
         if type(a) is not np.ndarray:
@@ -43,12 +44,9 @@ def signature(arrays: tuple, options: tuple):
         if dtype.kind not in _KEPT_KINDS or not dtype.isnative:
             return None
         layouts.append((a.shape, a.strides, dtype))
-    key = (*layouts, options, _types(options), settings_key())
-    try:
-        hash(key)
-    except TypeError:  # an option that is a list or an array
-        return None
-    return key
+    # Not hashed here: a key whose options are unhashable (a list, an array) is simply never
+    # found or kept (PreparedCache).
+    return (*layouts, options, _types(options), settings_key())
 
 
 class PreparedCache:
@@ -61,10 +59,21 @@ class PreparedCache:
         self.entries = {}
 
     def get(self, key):
-        return None if key is None else self.entries.get(key)
+        """The prepared run kept for ``key``, or None (also for a None or unhashable key)."""
+        if key is None:
+            return None
+        try:
+            return self.entries.get(key)
+        except TypeError:  # an option that is a list or an array
+            return None
 
     def put(self, key, prepared) -> None:
+        """Keep ``prepared`` for ``key`` (nothing for a None or unhashable key)."""
         if key is None:
+            return
+        try:
+            hash(key)
+        except TypeError:
             return
         if len(self.entries) >= self.size:
             self.entries.clear()

@@ -32,7 +32,6 @@ points that do not qualify (bit ``p`` for point ``j0 + p``; the table's last row
 from __future__ import annotations
 
 import dataclasses
-import os
 import platform
 import sys
 
@@ -41,6 +40,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from ._environ import getenv
 from ._errors import GridSampleError
 from ._options import MODE_CUBIC, MODE_LINEAR
 from ._target import vector_width, wide_gathers_beat_row_loads
@@ -108,7 +108,7 @@ def row_loads(rank: int, mode: int) -> str:
     :func:`gridsample._target.wide_gathers_beat_row_loads`); elsewhere gathers (not
     measured).  Either gives the same bits (docs/kernels.md, "Row loads").
     """
-    raw = os.environ.get(ROW_LOADS_VARIABLE, "")
+    raw = getenv(ROW_LOADS_VARIABLE, "")
     value = raw.strip().lower() or "auto"
     if value not in ROW_LOADS:
         raise GridSampleError(f"GRIDSAMPLE_ROW_LOADS={raw!r} is not allowed: use one of "

@@ -27,6 +27,7 @@ import threading
 import numba
 import numpy as np
 
+from ._environ import getenv
 from ._errors import GridSampleError
 
 __all__ = ["num_threads", "threads_for", "min_work", "run_shared", "compile_pool",
@@ -47,7 +48,7 @@ THREAD_MIN_WORK_VARIABLE = "GRIDSAMPLE_THREAD_MIN_WORK"
 def min_work() -> int:
     """Tap reads each thread must get: ``GRIDSAMPLE_THREAD_MIN_WORK`` (a positive integer)
     if set, else :data:`MIN_TAPS_PER_THREAD`."""
-    raw = os.environ.get(THREAD_MIN_WORK_VARIABLE, "").strip()
+    raw = getenv(THREAD_MIN_WORK_VARIABLE, "").strip()
     if not raw:
         return MIN_TAPS_PER_THREAD
     try:
