@@ -155,14 +155,14 @@ def test_concurrent_callers_each_get_all_their_shares():
 
 
 def test_threads_for_leaves_small_work_on_one_thread(monkeypatch):
-    monkeypatch.delenv("GRIDSAMPLE_THREAD_MIN_WORK")  # the default, 400,000
-    assert _threads.min_work() == 400_000
+    monkeypatch.delenv("GRIDSAMPLE_THREAD_MIN_WORK")  # the default
+    assert _threads.min_work() == _threads.MIN_TAPS_PER_THREAD
     # 1x3x32² linear: 1024 points x (3 channels x 4 taps + planning) -- far below.
     assert _threads.threads_for(1024, 12, 2, threads=8) == 1
     # 1x3x1024² linear: every thread has plenty.
     assert _threads.threads_for(1 << 20, 12, 2, threads=8) == 8
     # In between: as many threads as have the minimum each.
-    points = 3 * 400_000 // (12 + 2 * _threads.PLAN_TAPS_PER_AXIS)
+    points = 3 * _threads.MIN_TAPS_PER_THREAD // (12 + 2 * _threads.PLAN_TAPS_PER_AXIS)
     assert _threads.threads_for(points, 12, 2, threads=8) == 2
     # A backward tap costs more: it splits sooner.
     assert _threads.threads_for(points, 12, 2, cost=3, threads=8) == 8

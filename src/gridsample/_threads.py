@@ -35,11 +35,12 @@ __all__ = ["num_threads", "threads_for", "min_work", "run_shared", "compile_pool
 
 #: Work below which a second thread does not pay for its hand-over, in tap reads (one
 #: value of X read and weighted): a thread gets at least this much.  Planning a point
-#: costs about ``PLAN_TAPS_PER_AXIS`` tap reads per axis.  Measured on an Intel Xeon VM
-#: (docs/kernels.md, "Threads"): 1 thread ~0.25 ns per tap read; two threads break even
-#: at ~170 µs of one thread's work.  ``GRIDSAMPLE_THREAD_MIN_WORK`` overrides it (the
-#: tests set 1: every call that can split does, as on large inputs).
-MIN_TAPS_PER_THREAD = 400_000
+#: costs about ``PLAN_TAPS_PER_AXIS`` tap reads per axis.  Measured (docs/kernels.md,
+#: "Threads"): 1 thread ~0.25 ns per tap read; two threads break even at ~170 µs of one
+#: thread's work on an Intel Xeon VM, ~80-90 µs on an AMD EPYC Zen 4 VM.  A call splits
+#: from ~125 µs (each thread ~60 µs), between the two.  ``GRIDSAMPLE_THREAD_MIN_WORK``
+#: overrides it (the tests set 1: every call that can split does, as on large inputs).
+MIN_TAPS_PER_THREAD = 250_000
 PLAN_TAPS_PER_AXIS = 5
 #: The environment variable that overrides :data:`MIN_TAPS_PER_THREAD`.
 THREAD_MIN_WORK_VARIABLE = "GRIDSAMPLE_THREAD_MIN_WORK"
