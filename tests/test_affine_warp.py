@@ -132,6 +132,38 @@ def test_vector_kernels_make_no_band(rng, monkeypatch, rank):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("mode,padding,channels", [
+    ("nearest", "zeros", 3), ("nearest", "border", 1), ("linear", "zeros", 1),
+    ("linear", "border", 3), ("cubic", "zeros", 2)])
+def test_vector_affine_warps_run_the_grids_form(rng, monkeypatch, mode, padding, channels):
+    """Each affine entry is the twin of the entry the same call with a grid runs (one pass,
+    row loads or plan and sweep: whichever this CPU picks), and gives the general kernels'
+    bits."""
+    from gridsample import _engine
+
+    x = rng.standard_normal((2, channels, 40, 37)).astype(np.float32)
+    theta = random_theta(rng, 2, 2)
+    theta[1, 0, 0] = np.nan
+    out_shape = (45, 33)
+    with use_kernels("general"):
+        want = pair(x, theta, out_shape, mode, padding, False)
+    seen = []
+    run = _engine.run_shared
+
+    def spy(entry, tasks, args, threads, scratch=()):
+        seen.append(getattr(entry, "__name__", None) or entry.py_func.__name__)
+        return run(entry, tasks, args, threads, scratch)
+
+    monkeypatch.setattr(_engine, "run_shared", spy)
+    with use_kernels("vector"):
+        got = gridsample.affine_warp(x, theta, out_shape, mode, padding)
+        via_grid = pair(x, theta, out_shape, mode, padding, False)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(via_grid, want)
+    fused, from_grid = seen[0], seen[-1]
+    assert fused == from_grid + "_affine", seen
+
+
 def test_memory_is_the_output_alone(rng, kernels):
     """The full grid (2 float64 coordinates per output point: 4x the float32 output here)
     is never allocated: beyond the output, each of the (two) threads holds one band of

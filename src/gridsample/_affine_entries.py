@@ -30,6 +30,8 @@ from ._vector import (
     plan_nearest_2d,
     plan_nearest_3d,
     run_affine_blocks,
+    sum_linear_2d_one,
+    sum_nearest_2d_one,
     sweep_cubic_2d,
     sweep_cubic_2d_cl,
     sweep_cubic_2d_rows,
@@ -47,7 +49,12 @@ from ._vector import (
     sweep_nearest_3d_cl,
 )
 
-__all__ = ["AFFINE_ENTRIES", "AFFINE_CHANNEL_LAST_ENTRIES", "AFFINE_ROW_LOAD_ENTRIES"]
+__all__ = [
+    "AFFINE_ENTRIES",
+    "AFFINE_CHANNEL_LAST_ENTRIES",
+    "AFFINE_ROW_LOAD_ENTRIES",
+    "AFFINE_ONE_PASS_ENTRIES",
+]
 
 
 # linear_2d
@@ -58,7 +65,7 @@ def linear_2d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d)
+                      points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d, 0)
 
 
 @function
@@ -67,7 +74,7 @@ def linear_2d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl)
+                      points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -76,7 +83,16 @@ def linear_2d_zeros_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_rows)
+                      points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_rows, 0)
+
+
+@function
+def linear_2d_zeros_one_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_ZEROS, sum_linear_2d_one, 1)
 
 
 @function
@@ -85,7 +101,7 @@ def linear_2d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d, 0)
 
 
 @function
@@ -94,7 +110,7 @@ def linear_2d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -103,7 +119,7 @@ def linear_2d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d, 0)
 
 
 @function
@@ -112,7 +128,7 @@ def linear_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -121,7 +137,7 @@ def linear_2d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d, 0)
 
 
 @function
@@ -130,7 +146,7 @@ def linear_2d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -139,7 +155,7 @@ def linear_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d)
+                      points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d, 0)
 
 
 @function
@@ -148,7 +164,7 @@ def linear_2d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl)
+                      points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -157,7 +173,16 @@ def linear_2d_border_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_rows)
+                      points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_rows, 0)
+
+
+@function
+def linear_2d_border_one_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_BORDER, sum_linear_2d_one, 1)
 
 
 @function
@@ -166,7 +191,7 @@ def linear_2d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d, 0)
 
 
 @function
@@ -175,7 +200,7 @@ def linear_2d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -184,7 +209,7 @@ def linear_2d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d, 0)
 
 
 @function
@@ -193,7 +218,7 @@ def linear_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -202,7 +227,7 @@ def linear_2d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d, 0)
 
 
 @function
@@ -211,7 +236,7 @@ def linear_2d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -220,7 +245,7 @@ def linear_2d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d)
+                      points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d, 0)
 
 
 @function
@@ -229,7 +254,7 @@ def linear_2d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl)
+                      points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -238,7 +263,16 @@ def linear_2d_reflection_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, stri
                                      kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_rows)
+                      points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_rows, 0)
+
+
+@function
+def linear_2d_reflection_one_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_REFLECTION, sum_linear_2d_one, 1)
 
 
 @function
@@ -247,7 +281,7 @@ def linear_2d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d, 0)
 
 
 @function
@@ -256,7 +290,7 @@ def linear_2d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, st
                                        wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -265,7 +299,7 @@ def linear_2d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, stri
                                      kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d, 0)
 
 
 @function
@@ -274,7 +308,7 @@ def linear_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, s
                                         wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -283,7 +317,7 @@ def linear_2d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d, 0)
 
 
 @function
@@ -292,7 +326,7 @@ def linear_2d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, st
                                        wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -301,7 +335,7 @@ def linear_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d)
+                      points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d, 0)
 
 
 @function
@@ -310,7 +344,7 @@ def linear_2d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl)
+                      points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -319,7 +353,16 @@ def linear_2d_index_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_rows)
+                      points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_rows, 0)
+
+
+@function
+def linear_2d_index_one_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_MIRROR, sum_linear_2d_one, 1)
 
 
 @function
@@ -328,7 +371,7 @@ def linear_2d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d, 0)
 
 
 @function
@@ -337,7 +380,7 @@ def linear_2d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -346,7 +389,7 @@ def linear_2d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d, 0)
 
 
 @function
@@ -355,7 +398,7 @@ def linear_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl, 0)
 
 
 @function
@@ -364,7 +407,7 @@ def linear_2d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d)
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d, 0)
 
 
 @function
@@ -373,7 +416,7 @@ def linear_2d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl)
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl, 0)
 
 
 # linear_3d
@@ -384,7 +427,7 @@ def linear_3d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d)
+                      points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d, 0)
 
 
 @function
@@ -393,7 +436,7 @@ def linear_3d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl)
+                      points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -402,7 +445,7 @@ def linear_3d_zeros_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_rows)
+                      points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_rows, 0)
 
 
 @function
@@ -411,7 +454,7 @@ def linear_3d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d, 0)
 
 
 @function
@@ -420,7 +463,7 @@ def linear_3d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -429,7 +472,7 @@ def linear_3d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d, 0)
 
 
 @function
@@ -438,7 +481,7 @@ def linear_3d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -447,7 +490,7 @@ def linear_3d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d, 0)
 
 
 @function
@@ -456,7 +499,7 @@ def linear_3d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -465,7 +508,7 @@ def linear_3d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d)
+                      points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d, 0)
 
 
 @function
@@ -474,7 +517,7 @@ def linear_3d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl)
+                      points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -483,7 +526,7 @@ def linear_3d_border_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_rows)
+                      points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_rows, 0)
 
 
 @function
@@ -492,7 +535,7 @@ def linear_3d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d, 0)
 
 
 @function
@@ -501,7 +544,7 @@ def linear_3d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -510,7 +553,7 @@ def linear_3d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d, 0)
 
 
 @function
@@ -519,7 +562,7 @@ def linear_3d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -528,7 +571,7 @@ def linear_3d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d, 0)
 
 
 @function
@@ -537,7 +580,7 @@ def linear_3d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -546,7 +589,7 @@ def linear_3d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d)
+                      points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d, 0)
 
 
 @function
@@ -555,7 +598,7 @@ def linear_3d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl)
+                      points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -564,7 +607,7 @@ def linear_3d_reflection_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, stri
                                      kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_rows)
+                      points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_rows, 0)
 
 
 @function
@@ -573,7 +616,7 @@ def linear_3d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d, 0)
 
 
 @function
@@ -582,7 +625,7 @@ def linear_3d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, st
                                        wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -591,7 +634,7 @@ def linear_3d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, stri
                                      kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d, 0)
 
 
 @function
@@ -600,7 +643,7 @@ def linear_3d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, s
                                         wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -609,7 +652,7 @@ def linear_3d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d, 0)
 
 
 @function
@@ -618,7 +661,7 @@ def linear_3d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, st
                                        wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -627,7 +670,7 @@ def linear_3d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d)
+                      points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d, 0)
 
 
 @function
@@ -636,7 +679,7 @@ def linear_3d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl)
+                      points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -645,7 +688,7 @@ def linear_3d_index_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_rows)
+                      points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_rows, 0)
 
 
 @function
@@ -654,7 +697,7 @@ def linear_3d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d, 0)
 
 
 @function
@@ -663,7 +706,7 @@ def linear_3d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -672,7 +715,7 @@ def linear_3d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d, 0)
 
 
 @function
@@ -681,7 +724,7 @@ def linear_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl, 0)
 
 
 @function
@@ -690,7 +733,7 @@ def linear_3d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d)
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d, 0)
 
 
 @function
@@ -699,7 +742,7 @@ def linear_3d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl)
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl, 0)
 
 
 # nearest_2d
@@ -710,7 +753,7 @@ def nearest_2d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d)
+                      points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d, 0)
 
 
 @function
@@ -719,7 +762,16 @@ def nearest_2d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl)
+                      points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_zeros_one_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_nearest_2d, PAD_ZEROS, sum_nearest_2d_one, 1)
 
 
 @function
@@ -728,7 +780,7 @@ def nearest_2d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d, 0)
 
 
 @function
@@ -737,7 +789,7 @@ def nearest_2d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -746,7 +798,7 @@ def nearest_2d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d, 0)
 
 
 @function
@@ -755,7 +807,7 @@ def nearest_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -764,7 +816,7 @@ def nearest_2d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d, 0)
 
 
 @function
@@ -773,7 +825,7 @@ def nearest_2d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -782,7 +834,7 @@ def nearest_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d)
+                      points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d, 0)
 
 
 @function
@@ -791,7 +843,16 @@ def nearest_2d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl)
+                      points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_border_one_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_nearest_2d, PAD_BORDER, sum_nearest_2d_one, 1)
 
 
 @function
@@ -800,7 +861,7 @@ def nearest_2d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d, 0)
 
 
 @function
@@ -809,7 +870,7 @@ def nearest_2d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -818,7 +879,7 @@ def nearest_2d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d, 0)
 
 
 @function
@@ -827,7 +888,7 @@ def nearest_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stri
                                      kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -836,7 +897,7 @@ def nearest_2d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d, 0)
 
 
 @function
@@ -845,7 +906,7 @@ def nearest_2d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -854,7 +915,7 @@ def nearest_2d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d)
+                      points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d, 0)
 
 
 @function
@@ -863,7 +924,16 @@ def nearest_2d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl)
+                      points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_reflection_one_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                     kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_nearest_2d, PAD_REFLECTION, sum_nearest_2d_one, 1)
 
 
 @function
@@ -872,7 +942,7 @@ def nearest_2d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, stri
                                      kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d, 0)
 
 
 @function
@@ -881,7 +951,7 @@ def nearest_2d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, s
                                         wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -890,7 +960,7 @@ def nearest_2d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, str
                                       wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d, 0)
 
 
 @function
@@ -899,7 +969,7 @@ def nearest_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, 
                                          wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -908,7 +978,7 @@ def nearest_2d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, stri
                                      kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d, 0)
 
 
 @function
@@ -917,7 +987,7 @@ def nearest_2d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, s
                                         wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -926,7 +996,7 @@ def nearest_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d)
+                      points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d, 0)
 
 
 @function
@@ -935,7 +1005,16 @@ def nearest_2d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl)
+                      points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_index_one_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_nearest_2d, PAD_MIRROR, sum_nearest_2d_one, 1)
 
 
 @function
@@ -944,7 +1023,7 @@ def nearest_2d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d, 0)
 
 
 @function
@@ -953,7 +1032,7 @@ def nearest_2d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -962,7 +1041,7 @@ def nearest_2d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d, 0)
 
 
 @function
@@ -971,7 +1050,7 @@ def nearest_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl, 0)
 
 
 @function
@@ -980,7 +1059,7 @@ def nearest_2d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d)
+                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d, 0)
 
 
 @function
@@ -989,7 +1068,7 @@ def nearest_2d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl)
+                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl, 0)
 
 
 # nearest_3d
@@ -1000,7 +1079,7 @@ def nearest_3d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d)
+                      points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d, 0)
 
 
 @function
@@ -1009,7 +1088,7 @@ def nearest_3d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl)
+                      points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1018,7 +1097,7 @@ def nearest_3d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d, 0)
 
 
 @function
@@ -1027,7 +1106,7 @@ def nearest_3d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1036,7 +1115,7 @@ def nearest_3d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d, 0)
 
 
 @function
@@ -1045,7 +1124,7 @@ def nearest_3d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1054,7 +1133,7 @@ def nearest_3d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d, 0)
 
 
 @function
@@ -1063,7 +1142,7 @@ def nearest_3d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1072,7 +1151,7 @@ def nearest_3d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d)
+                      points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d, 0)
 
 
 @function
@@ -1081,7 +1160,7 @@ def nearest_3d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl)
+                      points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1090,7 +1169,7 @@ def nearest_3d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d, 0)
 
 
 @function
@@ -1099,7 +1178,7 @@ def nearest_3d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1108,7 +1187,7 @@ def nearest_3d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d, 0)
 
 
 @function
@@ -1117,7 +1196,7 @@ def nearest_3d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stri
                                      kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1126,7 +1205,7 @@ def nearest_3d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d, 0)
 
 
 @function
@@ -1135,7 +1214,7 @@ def nearest_3d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1144,7 +1223,7 @@ def nearest_3d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d)
+                      points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d, 0)
 
 
 @function
@@ -1153,7 +1232,7 @@ def nearest_3d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl)
+                      points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1162,7 +1241,7 @@ def nearest_3d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, stri
                                      kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d, 0)
 
 
 @function
@@ -1171,7 +1250,7 @@ def nearest_3d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, s
                                         wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1180,7 +1259,7 @@ def nearest_3d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, str
                                       wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d, 0)
 
 
 @function
@@ -1189,7 +1268,7 @@ def nearest_3d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, 
                                          wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1198,7 +1277,7 @@ def nearest_3d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, stri
                                      kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d, 0)
 
 
 @function
@@ -1207,7 +1286,7 @@ def nearest_3d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, s
                                         wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1216,7 +1295,7 @@ def nearest_3d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                             wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d)
+                      points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d, 0)
 
 
 @function
@@ -1225,7 +1304,7 @@ def nearest_3d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl)
+                      points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1234,7 +1313,7 @@ def nearest_3d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d, 0)
 
 
 @function
@@ -1243,7 +1322,7 @@ def nearest_3d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1252,7 +1331,7 @@ def nearest_3d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d, 0)
 
 
 @function
@@ -1261,7 +1340,7 @@ def nearest_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl, 0)
 
 
 @function
@@ -1270,7 +1349,7 @@ def nearest_3d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d)
+                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d, 0)
 
 
 @function
@@ -1279,7 +1358,7 @@ def nearest_3d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl)
+                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl, 0)
 
 
 # cubic_2d
@@ -1290,7 +1369,7 @@ def cubic_2d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d)
+                      points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d, 0)
 
 
 @function
@@ -1299,7 +1378,7 @@ def cubic_2d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl)
+                      points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1308,7 +1387,7 @@ def cubic_2d_zeros_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_rows)
+                      points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_rows, 0)
 
 
 @function
@@ -1317,7 +1396,7 @@ def cubic_2d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d, 0)
 
 
 @function
@@ -1326,7 +1405,7 @@ def cubic_2d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1335,7 +1414,7 @@ def cubic_2d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d, 0)
 
 
 @function
@@ -1344,7 +1423,7 @@ def cubic_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1353,7 +1432,7 @@ def cubic_2d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d, 0)
 
 
 @function
@@ -1362,7 +1441,7 @@ def cubic_2d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1371,7 +1450,7 @@ def cubic_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d)
+                      points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d, 0)
 
 
 @function
@@ -1380,7 +1459,7 @@ def cubic_2d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl)
+                      points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1389,7 +1468,7 @@ def cubic_2d_border_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_rows)
+                      points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_rows, 0)
 
 
 @function
@@ -1398,7 +1477,7 @@ def cubic_2d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d, 0)
 
 
 @function
@@ -1407,7 +1486,7 @@ def cubic_2d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1416,7 +1495,7 @@ def cubic_2d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d, 0)
 
 
 @function
@@ -1425,7 +1504,7 @@ def cubic_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1434,7 +1513,7 @@ def cubic_2d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d, 0)
 
 
 @function
@@ -1443,7 +1522,7 @@ def cubic_2d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1452,7 +1531,7 @@ def cubic_2d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d)
+                      points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d, 0)
 
 
 @function
@@ -1461,7 +1540,7 @@ def cubic_2d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl)
+                      points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1470,7 +1549,7 @@ def cubic_2d_reflection_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_rows)
+                      points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_rows, 0)
 
 
 @function
@@ -1479,7 +1558,7 @@ def cubic_2d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d, 0)
 
 
 @function
@@ -1488,7 +1567,7 @@ def cubic_2d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, str
                                       wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1497,7 +1576,7 @@ def cubic_2d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d, 0)
 
 
 @function
@@ -1506,7 +1585,7 @@ def cubic_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, st
                                        wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1515,7 +1594,7 @@ def cubic_2d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d, 0)
 
 
 @function
@@ -1524,7 +1603,7 @@ def cubic_2d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, str
                                       wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1533,7 +1612,7 @@ def cubic_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d)
+                      points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d, 0)
 
 
 @function
@@ -1542,7 +1621,7 @@ def cubic_2d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl)
+                      points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1551,7 +1630,7 @@ def cubic_2d_index_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_rows)
+                      points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_rows, 0)
 
 
 @function
@@ -1560,7 +1639,7 @@ def cubic_2d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d, 0)
 
 
 @function
@@ -1569,7 +1648,7 @@ def cubic_2d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1578,7 +1657,7 @@ def cubic_2d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d, 0)
 
 
 @function
@@ -1587,7 +1666,7 @@ def cubic_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl, 0)
 
 
 @function
@@ -1596,7 +1675,7 @@ def cubic_2d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d)
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d, 0)
 
 
 @function
@@ -1605,7 +1684,7 @@ def cubic_2d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl)
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl, 0)
 
 
 # cubic_3d
@@ -1616,7 +1695,7 @@ def cubic_3d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d)
+                      points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d, 0)
 
 
 @function
@@ -1625,7 +1704,7 @@ def cubic_3d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl)
+                      points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1634,7 +1713,7 @@ def cubic_3d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d, 0)
 
 
 @function
@@ -1643,7 +1722,7 @@ def cubic_3d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1652,7 +1731,7 @@ def cubic_3d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d, 0)
 
 
 @function
@@ -1661,7 +1740,7 @@ def cubic_3d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1670,7 +1749,7 @@ def cubic_3d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d, 0)
 
 
 @function
@@ -1679,7 +1758,7 @@ def cubic_3d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1688,7 +1767,7 @@ def cubic_3d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                            wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d)
+                      points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d, 0)
 
 
 @function
@@ -1697,7 +1776,7 @@ def cubic_3d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl)
+                      points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1706,7 +1785,7 @@ def cubic_3d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d, 0)
 
 
 @function
@@ -1715,7 +1794,7 @@ def cubic_3d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1724,7 +1803,7 @@ def cubic_3d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
                                 azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d, 0)
 
 
 @function
@@ -1733,7 +1812,7 @@ def cubic_3d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1742,7 +1821,7 @@ def cubic_3d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d, 0)
 
 
 @function
@@ -1751,7 +1830,7 @@ def cubic_3d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1760,7 +1839,7 @@ def cubic_3d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d)
+                      points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d, 0)
 
 
 @function
@@ -1769,7 +1848,7 @@ def cubic_3d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl)
+                      points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1778,7 +1857,7 @@ def cubic_3d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d, 0)
 
 
 @function
@@ -1787,7 +1866,7 @@ def cubic_3d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, str
                                       wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1796,7 +1875,7 @@ def cubic_3d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
                                     kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d, 0)
 
 
 @function
@@ -1805,7 +1884,7 @@ def cubic_3d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, st
                                        wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1814,7 +1893,7 @@ def cubic_3d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
                                    azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d, 0)
 
 
 @function
@@ -1823,7 +1902,7 @@ def cubic_3d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, str
                                       wconst, kind, azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1832,7 +1911,7 @@ def cubic_3d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
                           wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d)
+                      points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d, 0)
 
 
 @function
@@ -1841,7 +1920,7 @@ def cubic_3d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
                              wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl)
+                      points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1850,7 +1929,7 @@ def cubic_3d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d, 0)
 
 
 @function
@@ -1859,7 +1938,7 @@ def cubic_3d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1868,7 +1947,7 @@ def cubic_3d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
                                azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d, 0)
 
 
 @function
@@ -1877,7 +1956,7 @@ def cubic_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                                   azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl, 0)
 
 
 @function
@@ -1886,7 +1965,7 @@ def cubic_3d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
                               wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d)
+                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d, 0)
 
 
 @function
@@ -1895,7 +1974,7 @@ def cubic_3d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
                                  azero, off, wts, coords, points):
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl)
+                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl, 0)
 
 
 #: Entry of each (rank, mode code, padding code, element family).
@@ -2215,4 +2294,21 @@ AFFINE_ROW_LOAD_ENTRIES = {
     (2, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_2d_index_rows_affine,
     (2, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_2d_index_rows_affine,
     (2, MODE_CUBIC, PAD_WRAP, 'native'): cubic_2d_index_rows_affine,
+}
+
+#: The same for contiguous points, each point planned and summed in one loop (a single
+#: linear channel: gridsample._vector.sum_linear_2d_one; nearest: sum_nearest_2d_one).
+AFFINE_ONE_PASS_ENTRIES = {
+    (2, MODE_LINEAR, PAD_ZEROS, 'native'): linear_2d_zeros_one_affine,
+    (2, MODE_LINEAR, PAD_BORDER, 'native'): linear_2d_border_one_affine,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_2d_reflection_one_affine,
+    (2, MODE_LINEAR, PAD_MIRROR, 'native'): linear_2d_index_one_affine,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_2d_index_one_affine,
+    (2, MODE_LINEAR, PAD_WRAP, 'native'): linear_2d_index_one_affine,
+    (2, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_2d_zeros_one_affine,
+    (2, MODE_NEAREST, PAD_BORDER, 'native'): nearest_2d_border_one_affine,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_2d_reflection_one_affine,
+    (2, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_2d_index_one_affine,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_2d_index_one_affine,
+    (2, MODE_NEAREST, PAD_WRAP, 'native'): nearest_2d_index_one_affine,
 }

@@ -106,14 +106,14 @@ def use_kernels(family: str):
 def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kind, tables=None,
                  strided=False, rows=False, one=False):
     """The vector entry for these arguments from ``tables`` (default: :data:`VECTOR_ENTRIES`,
-    :data:`CHANNEL_LAST_ENTRIES` and :data:`ROW_LOAD_ENTRIES`), or None where the general
-    kernels must run.
+    :data:`CHANNEL_LAST_ENTRIES`, :data:`ROW_LOAD_ENTRIES` and :data:`ONE_PASS_ENTRIES`;
+    affine warps pass their own four), or None where the general kernels must run.
 
     ``strided``: the output's points are not contiguous (channel-last): the second table
     serves (each sweep has a form per layout, gridsample._vector.sweep_linear_2d).
     ``rows``: contiguous points from float32 rows of taps (:func:`row_loads_apply`): the
-    third.  ``one``: a single channel planned and summed in one pass
-    (:func:`one_pass_applies`): :data:`ONE_PASS_ENTRIES`, whatever ``tables`` says.
+    third.  ``one``: the points planned and summed in one pass (:func:`one_pass_applies`):
+    the fourth.
 
     Cubic and 3-D linear keep per-axis weights in the weight dtype and
     multiply them in the sweep, which matches the general kernels' rounding
@@ -125,10 +125,11 @@ def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kin
     # with it a run-time argument, every uint16 load and store chose at run time between
     # plain integers and float16/bfloat16 bits, which share uint16 storage.
     family = {KIND_F16: "f16", KIND_BF16: "bf16", KIND_INT: "int"}.get(kind, "native")
-    first, other, by_rows = ((VECTOR_ENTRIES, CHANNEL_LAST_ENTRIES, ROW_LOAD_ENTRIES)
-                             if tables is None else tables)
+    first, other, by_rows, one_pass = (
+        (VECTOR_ENTRIES, CHANNEL_LAST_ENTRIES, ROW_LOAD_ENTRIES, ONE_PASS_ENTRIES)
+        if tables is None else tables)
     key = (rank, mode, pad, family)
-    table = ONE_PASS_ENTRIES if one else by_rows if rows else other if strided else first
+    table = one_pass if one else by_rows if rows else other if strided else first
     entry = table.get(key)
     if entry is None or not fits_int32(sizes, strides):
         return None
@@ -547,17 +548,19 @@ class PreparedForward:
             from ._affine_entries import (  # affine_warp's
                 AFFINE_CHANNEL_LAST_ENTRIES,
                 AFFINE_ENTRIES,
+                AFFINE_ONE_PASS_ENTRIES,
                 AFFINE_ROW_LOAD_ENTRIES,
             )
 
+            # The same form as the grid's entry (self.vector), from the affine tables.
             entry = vector_entry(plan.rank, plan.kernel_mode, self.vector_pad,
                                  plan.coord_dtype, plan.weight_dtype, self.sizes,
                                  self.strides, self.conv.kind,
                                  (AFFINE_ENTRIES, AFFINE_CHANNEL_LAST_ENTRIES,
-                                  AFFINE_ROW_LOAD_ENTRIES), strided=self.os_p != 1,
-                                 rows=self.by_rows)
+                                  AFFINE_ROW_LOAD_ENTRIES, AFFINE_ONE_PASS_ENTRIES),
+                                 strided=self.os_p != 1, rows=self.by_rows, one=self.one_pass)
             self._run_vector(entry, affine, xflat, outflat, plan.out_points, plan.batch,
-                             self.threads)
+                             self.threads, one_pass=self.one_pass)
             return out
         if chunks is None:
             grid3 = grid.reshape(self.grid_shape)
@@ -600,11 +603,14 @@ class PreparedForward:
         run_shared(run_chunks, chunks.count, (), self.threads // per_chunk)
 
     def _run_vector(self, entry, source, xflat, outflat, points, batch, threads,
-                    scattered=False) -> None:
+                    scattered=False, one_pass=None) -> None:
         """A vector entry over ``batch`` items of ``points`` points whose coordinates come
-        from ``source`` (the grid, or affine maps), a group of channels at a time."""
+        from ``source`` (the grid, or affine maps), a group of channels at a time;
+        ``one_pass``: whether ``entry`` plans and sums in one pass (default: whether it is
+        the grid's one-pass entry)."""
         plan = self.plan
-        one_pass = entry is self.vector and self.one_pass
+        if one_pass is None:
+            one_pass = entry is self.vector and self.one_pass
         sizing = self.blocks if self.blocks[0] == (points, batch, threads, one_pass) else \
             self._blocks(points, batch, threads, one_pass)
         tasks, block, tables = sizing[1:]

@@ -23,6 +23,7 @@ lowering pass (:class:`gridsample._inline.TunedLowering`).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -47,19 +48,35 @@ def target_features() -> str:
     ``NUMBA_CPU_FEATURES=""`` beside it limits the code to that CPU's own
     features (AVX2 for ``haswell`` or ``znver3``).
     """
-    from numba.core import codegen, config
+    from numba.core import config
 
     if config.CPU_FEATURES is not None:
         return config.CPU_FEATURES
-    return codegen.get_host_cpu_features()
+    return _host_cpu_features()
 
 
 def target_cpu_name() -> str:
     """The CPU Numba compiles for: ``NUMBA_CPU_NAME`` if set, else the host's (LLVM's name)."""
-    import llvmlite.binding as llvm
     from numba.core import config
 
-    return config.CPU_NAME or llvm.get_host_cpu_name()
+    return config.CPU_NAME or _host_cpu_name()
+
+
+# The host's CPU cannot change under a running process; asking LLVM costs ~0.3 ms (the
+# features string is built anew), which a call that plans afresh (affine_warp, a new
+# signature) paid several times.
+@functools.cache
+def _host_cpu_features() -> str:
+    from numba.core import codegen
+
+    return codegen.get_host_cpu_features()
+
+
+@functools.cache
+def _host_cpu_name() -> str:
+    import llvmlite.binding as llvm
+
+    return llvm.get_host_cpu_name()
 
 
 def target_has_avx512() -> bool:

@@ -1416,11 +1416,12 @@ def run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, ou
 @skeleton
 def run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                       bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
-                      coords, points, rank, plan, pad, sweep):
+                      coords, points, rank, plan, pad, sweep, one_pass):
     """:func:`run_blocks` for the grid of affine maps ``theta`` (Nt, rank, rank + 1), which
     is never made whole: each block's points are made into ``points`` (``rank x block``,
     scratch like the plan tables) by :func:`gridsample._affine.affine_points` from the
-    output axes' base coordinates ``bases`` (sizes ``bsizes``, innermost first)."""
+    output axes' base coordinates ``bases`` (sizes ``bsizes``, innermost first);
+    ``one_pass`` as :func:`run_blocks` has it."""
     P = 1
     for a in range(rank):
         P *= bsizes[a]
@@ -1431,4 +1432,4 @@ def run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, t
                       points)
         _sample_block(points, n, p0, nb, xflat, xs_n, xs_c, sizes, strides, axc, kc, outflat,
                       os_n, os_c, os_p, C, wconst, kind, azero, off, wts, coords, plan, pad,
-                      sweep, 0)
+                      sweep, one_pass)

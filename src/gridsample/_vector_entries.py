@@ -48,7 +48,13 @@ from ._vector import (
     sweep_nearest_3d_cl,
 )
 
-__all__ = ["ENTRIES", "CHANNEL_LAST_ENTRIES", "ROW_LOAD_ENTRIES", "ONE_PASS_ENTRIES", "PLAN_ROWS"]
+__all__ = [
+    "ENTRIES",
+    "CHANNEL_LAST_ENTRIES",
+    "ROW_LOAD_ENTRIES",
+    "ONE_PASS_ENTRIES",
+    "PLAN_ROWS",
+]
 
 
 # linear_2d
@@ -2109,8 +2115,8 @@ ROW_LOAD_ENTRIES = {
     (2, MODE_CUBIC, PAD_WRAP, 'native'): cubic_2d_index_rows,
 }
 
-#: The same for a single channel into contiguous points, each point planned and summed in
-#: one loop (gridsample._vector.sum_linear_2d_one).
+#: The same for contiguous points, each point planned and summed in one loop (a single
+#: linear channel: gridsample._vector.sum_linear_2d_one; nearest: sum_nearest_2d_one).
 ONE_PASS_ENTRIES = {
     (2, MODE_LINEAR, PAD_ZEROS, 'native'): linear_2d_zeros_one,
     (2, MODE_LINEAR, PAD_BORDER, 'native'): linear_2d_border_one,
