@@ -234,42 +234,56 @@ def test_the_default_and_a_bad_setting(monkeypatch):
         gridsample.grid_sample(x, grid, "cubic")
 
 
-def test_lowest_bit():
-    compiled = numba.njit(lambda bits: _row_loads.lowest_bit(bits))
-    for bits in (1, 2, 12, 0x8000, 0xFFFF, 0x10100):
-        want = (bits & -bits).bit_length() - 1
-        assert compiled(np.int32(bits)) == _row_loads._lowest_bit(bits) == want
-
-
 ROW_FUNCTIONS = {("cubic", 2): ("cubic_2d", _row_loads._CUBIC_2D),
                  ("linear", 2): ("linear_2d", _row_loads._LINEAR_2D),
                  ("linear", 3): ("linear_3d", _row_loads._LINEAR_3D)}
 
 
+def _point_sums(kernel, plane, off, wts, nb, zero):
+    """Each point's sum by the gathering sweep's rule, point by point: ``w * tap`` over the
+    rows, then the taps, in float32; a tap with any part of its offset below 0 reads
+    ``zero``."""
+    sums = np.zeros(nb, np.float32)
+    for j in range(nb):
+        acc = None
+        for x_rows, parts in kernel.rows:
+            for x in x_rows:
+                w = wts[x, j]
+                for part in parts:
+                    w = w * wts[part, j]
+                pieces = [int(off[k, j]) for k in (x, *parts)]
+                tap = plane[sum(pieces)] if min(pieces) >= 0 else zero
+                acc = w * tap if acc is None else acc + w * tap
+        sums[j] = acc
+    return sums
+
+
 @pytest.mark.parametrize("mode, rank", KERNELS)
 def test_group_plans_and_sums_by_hand(rng, mode, rank):
-    """The compiled group plan marks exactly the points that do not qualify (a mask made
-    here from the plan's rows) and gives the others their rows' first taps; the compiled
-    group sums equal the interpreted ones bit for bit.  (Every point marked would pass
-    the tests above too: the leftovers would sum them all.)"""
+    """The compiled group plan marks exactly the points of the block that do not qualify
+    (a mask made here from the plan's rows; the points past the block's end neither) and
+    gives the others their rows' first taps; the compiled group sums, misses gathered in
+    the group, equal each point's sum by the gathering rule bit for bit, and the
+    interpreted twins do the same; nothing past the block is written."""
     name, kernel = ROW_FUNCTIONS[(mode, rank)]
     plan_rows, group_sums, pair_sums = (getattr(_row_loads, f"{what}_{name}")
                                         for what in ("plan_rows", "group", "pair"))
-    plan = numba.njit(lambda off, j0: plan_rows(off, j0))
+    plan = numba.njit(lambda off, j0, nb: plan_rows(off, j0, nb))
     lanes, groups = _row_loads.LANES, 3
-    nb = lanes * groups
+    nb = lanes * groups - 3  # the last group ends with the block, 3 points early
+    assert _row_loads.table_width(nb) == lanes * groups
     width = 40
-    off = np.zeros((kernel.plan_rows + len(kernel.rows) + 1, nb), np.int32)
+    off = np.zeros((kernel.plan_rows + len(kernel.rows) + 1, lanes * groups), np.int32)
     # Offsets as a planner makes them: each row's x taps contiguous from a start, the rows
     # whole multiples of the width apart (per-axis plans: in rows of their own; the fused
     # 2-D linear plan: in each tap's offset); then some points spoiled.
-    starts = rng.integers(0, width - kernel.taps, nb)
+    starts = rng.integers(0, width - kernel.taps, off.shape[1])
     x_rows = sorted({x for xs, _ in kernel.rows for x in xs})
     parts = sorted({p for _, ps in kernel.rows for p in ps})
     for p in parts:
-        off[p] = rng.integers(0, 30, nb) * width
+        off[p] = rng.integers(0, 30, off.shape[1]) * width
     for xs, ps in kernel.rows:
-        base = starts if ps else starts + rng.integers(0, 30, nb) * width
+        base = starts if ps else starts + rng.integers(0, 30, off.shape[1]) * width
         for t, x in enumerate(xs):
             off[x] = base + t
     spoil = rng.choice(nb, size=nb // 3, replace=False)
@@ -282,45 +296,67 @@ def test_group_plans_and_sums_by_hand(rng, mode, rank):
             off[x_rows[1], j] = off[x_rows[0], j]  # padded: a repeated tap (border)
         else:
             off[(parts or x_rows)[-1], j] = outside  # a row outside
+    # Stale entries past the block, far out yet looking as if they qualified: never read.
+    for xs, _ in kernel.rows:
+        for t, x in enumerate(xs):
+            off[x, nb:] = 2 ** 28 + t
+    for p in parts:
+        off[p, nb:] = 2 ** 28
     expected = np.ones(nb, bool)
     for xs, ps in kernel.rows:
-        x0 = off[xs[0]].astype(np.int64)
+        x0 = off[xs[0], :nb].astype(np.int64)
         expected &= x0 >= 0
         for t, x in enumerate(xs[1:], 1):
-            expected &= off[x] == x0 + t
+            expected &= off[x, :nb] == x0 + t
         for p in ps:
-            expected &= off[p] >= 0
+            expected &= off[p, :nb] >= 0
     interpreted = off.copy()
+    last = off.shape[0] - 1
     for g in range(groups):
         j0 = g * lanes
-        mask = plan(off, j0)
+        mask = plan(off, j0, nb)
         bits = np.array([(mask >> p) & 1 for p in range(lanes)], bool)
-        np.testing.assert_array_equal(bits, ~expected[j0:j0 + lanes])
-        assert mask == _row_loads._plan_interpreted(kernel, interpreted, j0)
+        live = np.arange(j0, j0 + lanes) < nb
+        np.testing.assert_array_equal(bits[live], ~expected[j0:j0 + lanes][live[live]])
+        assert not bits[~live].any()
+        assert mask == _row_loads._plan_interpreted(kernel, interpreted, j0, nb)
+        off[last, j0] = interpreted[last, j0] = mask  # as the sweep stores it
     assert (~expected).any() and expected.any()
-    np.testing.assert_array_equal(off, interpreted)  # the same row starts
+    np.testing.assert_array_equal(off[:, :nb], interpreted[:, :nb])  # the same row starts
     for r, (xs, ps) in enumerate(kernel.rows):  # a qualifying point's row: its first tap
-        first = off[xs[0]].astype(np.int64) + sum(off[p].astype(np.int64) for p in ps)
-        np.testing.assert_array_equal(off[kernel.plan_rows + r][expected], first[expected])
-        assert (off[kernel.plan_rows + r][~expected] == 0).all()
-    # the sums: compiled against interpreted, one channel and two
+        row = off[kernel.plan_rows + r, :nb]
+        first = off[xs[0], :nb].astype(np.int64) + sum(off[p, :nb].astype(np.int64)
+                                                       for p in ps)
+        np.testing.assert_array_equal(row[expected], first[expected])
+        assert (row[~expected] == 0).all() and (off[kernel.plan_rows + r, nb:] == 0).all()
+    # the sums: compiled, interpreted and point by point, one channel and two
     plane = rng.standard_normal(100 * width).astype(np.float32)  # every row start inside
     other = rng.standard_normal(plane.size).astype(np.float32)
-    wts = rng.standard_normal((kernel.plan_rows, nb)).astype(np.float32)
-    group = numba.njit(lambda xc, off, wts, j0, oc: group_sums(xc, off, wts, j0, oc))
-    pair = numba.njit(lambda xa, xb, off, wts, j0, oa, ob: pair_sums(xa, xb, off, wts, j0, oa,
-                                                                      ob))
-    got, got_b, want, want_b = (np.zeros(nb, np.float32) for _ in range(4))
+    wts = rng.standard_normal((kernel.plan_rows, off.shape[1])).astype(np.float32)
+    za, zb = np.float32(0.0), np.float32(2.5)
+    want, want_b = (_point_sums(kernel, p, off, wts, nb, z) for p, z in ((plane, za),
+                                                                        (other, zb)))
+    group = numba.njit(lambda xc, off, wts, j0, oc, nb, z: group_sums(xc, off, wts, j0, oc,
+                                                                       nb, z))
+    pair = numba.njit(lambda xa, xb, off, wts, j0, oa, ob, nb, za, zb: pair_sums(
+        xa, xb, off, wts, j0, oa, ob, nb, za, zb))
+    sentinel = np.float32(-7.0)
+    got, got_b, twin, twin_b = (np.full(nb + 5, sentinel) for _ in range(4))
     for g in range(groups):
-        group(plane, off, wts, g * lanes, got)
-        _row_loads._group_interpreted(kernel, plane, off, wts, g * lanes, want)
-    assert_same_bits(got, want)
-    got[:] = 0
+        group(plane, off, wts, g * lanes, got, nb, za)
+        _row_loads._group_interpreted(kernel, plane, off, wts, g * lanes, twin, nb, za)
+    for sums in (got, twin):
+        assert_same_bits(sums[:nb], want)
+        assert (sums[nb:] == sentinel).all()
+    got[:] = twin[:] = sentinel
     for g in range(groups):
-        pair(plane, other, off, wts, g * lanes, got, got_b)
-        _row_loads._group_interpreted(kernel, other, off, wts, g * lanes, want_b)
-    assert_same_bits(got, want)
-    assert_same_bits(got_b, want_b)
+        pair(plane, other, off, wts, g * lanes, got, got_b, nb, za, zb)
+        _row_loads._group_interpreted(kernel, plane, off, wts, g * lanes, twin, nb, za)
+        _row_loads._group_interpreted(kernel, other, off, wts, g * lanes, twin_b, nb, zb)
+    for sums, sums_b in ((got, got_b), (twin, twin_b)):
+        assert_same_bits(sums[:nb], want)
+        assert_same_bits(sums_b[:nb], want_b)
+        assert (sums[nb:] == sentinel).all() and (sums_b[nb:] == sentinel).all()
 
 
 def test_gridsample_info_names_what_reads_rows(monkeypatch):

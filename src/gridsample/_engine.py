@@ -37,7 +37,14 @@ from ._jit import read_only
 from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST
 from ._plan import ForwardPlan, common_padding
 from ._registry import MODES, PAD_CONSTANT, PAD_ZEROS, kernel_name, padding_of, taps_per_point
-from ._row_loads import LITTLE_ENDIAN, ROW_LOAD_ROWS, ROW_LOADS_VARIABLE, ROW_TAPS, row_loads
+from ._row_loads import (
+    LITTLE_ENDIAN,
+    ROW_LOAD_ROWS,
+    ROW_LOADS_VARIABLE,
+    ROW_TAPS,
+    row_loads,
+    table_width,
+)
 from ._simd import AVAILABLE as SIMD_AVAILABLE
 from ._simd import LANES as SIMD_LANES
 from ._simd_linear import count_whole_groups
@@ -644,8 +651,8 @@ class PreparedForward:
         extra = ROW_LOAD_ROWS[key] if self.by_rows else 0
         if one_pass:  # no plan table: the entry's table arguments go unused
             rows, block_rows = 1, 1
-        else:
-            block_rows = block
+        else:  # a row-load sweep reads whole groups of lanes
+            block_rows = table_width(block) if self.by_rows else block
         tables = (((rows + extra, block_rows), np.int32),
                   ((rows, block_rows), self.plan.weight_dtype))
         return (points, batch, threads, one_pass), batch * -(-points // block), block, tables

@@ -16,17 +16,24 @@ bits (docs/kernels.md, "Row loads", has what was measured).
 
 A point qualifies when, on every row, its taps are contiguous unpadded elements (x stride
 1) and every part of their offsets is inside.  The others -- near an edge, NaN coordinates
-moved outside, a padded tap -- are summed again afterwards, one by one, by the gathering
-sweep's per-point sum, which gives them the bits it always did; their group's loads read
-element 0 of the plane meanwhile (in bounds: X's rows are at least as wide as a row of taps
-where these sweeps run).  They are found from a bit mask per group, not by testing every
-point: a loop over the points with a test was if-converted by LLVM into a masked gathering
-sweep of every point (measured: 1.4x the gathering sweep alone).
+moved outside, a padded tap -- are "misses": their row loads read element 0 of the plane
+(in bounds: X's rows are at least as wide as a row of taps where these sweeps run), then
+each of their taps is read on its own into its lane, by the gathering sweep's offsets and
+inside test (a tap outside reads the channel's outside value), before the same products
+and sums: they get the bits the gathering sweep gives them.  The misses are found from a
+bit mask per group, a loop over its set bits (a test per point was if-converted by LLVM
+into a masked gather of every point: 1.4x the gathering sweep alone; masked gathers of
+the miss lanes cost random grids, whose groups mostly hold a miss, 1.1-1.45x).  A group's
+points past the block's end are neither read nor stored.  (The misses were once summed
+after the groups by the gathering sweep's per-point sum: that code cost a first call
+~0.7 s of compiling.)
 
 The plan table of a row-load sweep has :data:`ROW_LOAD_ROWS` int32 rows after its
 kernel's own: one per row of taps, the flat offset of the row's first tap (0 for a point
 that does not qualify), then, at the first point of each group, the mask of the group's
-points that do not qualify (bit ``p`` for point ``j0 + p``; the table's last row).
+misses (bit ``p`` for point ``j0 + p``; the table's last row).  Its rows are
+:func:`table_width` wide: a whole number of groups, so that the last group's loads stay
+in the table.
 """
 
 from __future__ import annotations
@@ -38,15 +45,17 @@ import sys
 import numba
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ._environ import getenv
 from ._errors import GridSampleError
 from ._options import MODE_CUBIC, MODE_LINEAR
+from ._simd import Lanes
 from ._target import vector_width, wide_gathers_beat_row_loads
 
 __all__ = ["ROW_LOAD_ROWS", "ROW_TAPS", "LANES", "LITTLE_ENDIAN", "ROW_LOADS",
-           "ROW_LOADS_VARIABLE", "row_loads", "lowest_bit",
+           "ROW_LOADS_VARIABLE", "row_loads", "table_width",
            "plan_rows_cubic_2d", "group_cubic_2d", "pair_cubic_2d",
            "plan_rows_linear_2d", "group_linear_2d", "pair_linear_2d",
            "plan_rows_linear_3d", "group_linear_3d", "pair_linear_3d"]
@@ -90,7 +99,8 @@ ROW_LOAD_ROWS = {key: len(kernel.rows) + 1 for key, kernel in _KERNELS.items()}
 #: Taps of a row, by (rank, mode code): X's rows must be at least this wide.
 ROW_TAPS = {key: kernel.taps for key, kernel in _KERNELS.items()}
 
-_X86_64 = platform.machine().lower() in ("x86_64", "amd64")
+#: Whether the row loads exist here: on x86-64 (measured there only).
+ROWS_EXIST = platform.machine().lower() in ("x86_64", "amd64")
 #: Whether the group masks can be made here: a vector of booleans read as an integer puts
 #: lane 0 in bit 0 on little-endian machines only (elsewhere the sweeps always gather).
 LITTLE_ENDIAN = sys.byteorder == "little"
@@ -101,23 +111,31 @@ def row_loads(rank: int, mode: int) -> str:
     module; 2-D cubic and linear, 3-D linear) or ``"gather"`` (a gather per tap).
 
     ``GRIDSAMPLE_ROW_LOADS`` forces one (``rows``, ``gather``; read at each call, for
-    tests and benchmarks).  ``auto`` (the default, also when unset or empty): on x86-64,
-    rows for 2-D cubic (4 taps a load: measured faster with AVX-512 and with AVX2 code) and
-    for linear (2 taps a load) with 256-bit code (AVX2: 0.55-0.94x the gathering sweeps) and
-    on AMD Zen 4 (0.70-0.91x), but gathers with Intel's AVX-512 (rows 1.08-1.28x there:
-    :func:`gridsample._target.wide_gathers_beat_row_loads`); elsewhere gathers (not
-    measured).  Either gives the same bits (docs/kernels.md, "Row loads").
-    """
+    tests and benchmarks) where the rows exist (:data:`ROWS_EXIST`).  ``auto`` (the
+    default, also when unset or empty): rows for 2-D cubic (4 taps a load: measured faster
+    with AVX-512 and with AVX2 code) and for linear (2 taps a load) with 256-bit code (AVX2:
+    0.55-0.94x the gathering sweeps) and on AMD Zen 4 (0.70-0.91x), but gathers with
+    Intel's AVX-512 (rows 1.08-1.28x there:
+    :func:`gridsample._target.wide_gathers_beat_row_loads`).  Either gives the same bits
+    (docs/kernels.md, "Row loads")."""
     raw = getenv(ROW_LOADS_VARIABLE, "")
     value = raw.strip().lower() or "auto"
     if value not in ROW_LOADS:
         raise GridSampleError(f"GRIDSAMPLE_ROW_LOADS={raw!r} is not allowed: use one of "
                               f"{', '.join(ROW_LOADS)}")
+    if not ROWS_EXIST:
+        return "gather"
     if value != "auto":
         return value
-    if not _X86_64 or (mode == MODE_LINEAR and LANES > 8 and wide_gathers_beat_row_loads()):
+    if mode == MODE_LINEAR and LANES > 8 and wide_gathers_beat_row_loads():
         return "gather"
     return "rows"
+
+
+def table_width(block: int) -> int:
+    """Columns of a row-load sweep's plan table for blocks of ``block`` points: whole
+    groups of :data:`LANES`."""
+    return -(-block // LANES) * LANES
 
 
 
@@ -182,17 +200,24 @@ class _Emitter:
         return [self.shuffle(t0, t1, lo_pd), self.shuffle(t0, t1, hi_pd),
                 self.shuffle(t2, t3, lo_pd), self.shuffle(t2, t3, hi_pd)]
 
-    def sums(self, kernel: _Kernel, planes, outs):
-        """``outs[c][first : first + LANES]`` = the sums of plane ``planes[c]``: row starts,
-        weights and their products formed once for every channel."""
+    def vector(self, ary, k, ty):
+        """``ary[k, first : first + LANES]`` as a vector of ``ty``."""
+        return self.load(self.row(ary, k), ty, LANES)
+
+    def sums(self, kernel: _Kernel, planes, outs, zeros, count):
+        """``outs[c][first : first + count]`` = the sums of plane ``planes[c]``, whose taps
+        outside read ``zeros[c]`` (``count``, i64: the points left in the block; those past
+        LANES belong to the next group): row starts, weights and their products formed once
+        for every channel; the misses' taps read one by one (:meth:`_insert_misses`)."""
         b, lanes = self.builder, LANES
         weights = {}
 
         def weight(k):
             if k not in weights:
-                weights[k] = self.load(self.row(self.wa, k), self.fl, lanes)
+                weights[k] = self.vector(self.wa, k, self.fl)
             return weights[k]
 
+        misses = b.load(self.row(self.oa, kernel.plan_rows + len(kernel.rows)))
         totals = [None] * len(planes)
         for r, (x_rows, parts) in enumerate(kernel.rows):
             starts_row = self.row(self.oa, kernel.plan_rows + r)
@@ -204,28 +229,97 @@ class _Emitter:
                 for part in parts:
                     w = b.fmul(w, weight(part))
                 products.append(w)
-            for c, plane in enumerate(planes):
-                chunks = [self.load(b.gep(plane.data, [s]), self.fl, kernel.taps) for s in starts]
-                for w, tap in zip(products, self.taps(chunks, kernel.taps)):
+            taps = [self.taps([self.load(b.gep(plane.data, [s]), self.fl, kernel.taps)
+                               for s in starts], kernel.taps) for plane in planes]
+            # Row by row: the vectors a miss loop carries stay few (one row's taps).
+            taps = self._insert_misses((x_rows, parts), planes, zeros, misses, taps)
+            for c, plane_taps in enumerate(taps):
+                for w, tap in zip(products, plane_taps):
                     term = b.fmul(w, tap)
                     totals[c] = term if totals[c] is None else b.fadd(totals[c], term)
-        for total, out in zip(totals, outs):
-            ptr = b.bitcast(b.gep(out.data, [self.first]),
-                            ir.PointerType(ir.VectorType(self.fl, lanes)))
-            b.store(total, ptr).align = 4
+        self._store(totals, outs, count)
 
-    def plan(self, kernel: _Kernel):
-        """The row starts of the group's points; returns the mask of those that do not
-        qualify (i64)."""
+    def _insert_misses(self, row, planes, zeros, misses, taps):
+        """``taps`` (per plane, per tap of the row of taps ``row`` = ``(x_rows, parts)``: a
+        vector) with the lanes of the ``misses`` (an i32 mask) read one tap at a time: the
+        gathering sweep's offsets and inside tests (every part of a tap's offset at least
+        0; a tap outside reads the plane's ``zeros[c]``).  A loop over the mask's set bits,
+        the vectors carried through it: a group without misses passes straight through."""
+        b, i32 = self.builder, self.i32
+        x_rows, parts = row
+        flat = [t for plane in taps for t in plane]
+        before = b.block
+        head = b.append_basic_block("misses.head")
+        body = b.append_basic_block("misses.body")
+        done = b.append_basic_block("misses.done")
+        b.branch(head)
+        b.position_at_end(head)
+        bits = b.phi(i32)
+        bits.add_incoming(misses, before)
+        carried = []
+        for vector in flat:
+            phi = b.phi(vector.type)
+            phi.add_incoming(vector, before)
+            carried.append(phi)
+        b.cbranch(b.icmp_unsigned("!=", bits, ir.Constant(i32, 0)), body, done)
+        b.position_at_end(body)
+        cttz = b.module.declare_intrinsic("llvm.cttz", [i32],
+                                          ir.FunctionType(i32, [i32, ir.IntType(1)]))
+        lane = b.call(cttz, [bits, ir.Constant(ir.IntType(1), 1)])
+        at = b.zext(lane, self.i64)
+
+        def offset(k):  # off[k, first + lane]
+            return b.load(b.gep(self.row(self.oa, k), [at]))
+
+        zero32 = ir.Constant(i32, 0)
+        inside, base = None, None
+        for part in parts:
+            o = offset(part)
+            ok = b.icmp_signed(">=", o, zero32)
+            inside = ok if inside is None else b.and_(inside, ok)
+            base = o if base is None else b.add(base, o)
+        reads = []
+        for x in x_rows:
+            ox = offset(x)
+            ok = b.icmp_signed(">=", ox, zero32)
+            ok = ok if inside is None else b.and_(ok, inside)
+            q = ox if base is None else b.add(ox, base)
+            # Element 0 read where the tap lies outside (always in bounds), then dropped.
+            reads.append((ok, b.sext(b.select(ok, q, zero32), self.i64)))
+        values = [b.select(ok, b.load(b.gep(plane.data, [q])), zero)
+                  for plane, zero in zip(planes, zeros) for ok, q in reads]
+        for phi, value in zip(carried, values):
+            phi.add_incoming(b.insert_element(phi, value, lane), b.block)
+        bits.add_incoming(b.and_(bits, b.sub(bits, ir.Constant(i32, 1))), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+        count = len(x_rows)
+        return [carried[c * count:(c + 1) * count] for c in range(len(planes))]
+
+    def _store(self, totals, outs, count):
+        """``outs[c][first : first + min(count, LANES)] = totals[c]``."""
+        b = self.builder
+        whole = b.icmp_signed(">=", count, ir.Constant(self.i64, LANES))
+        for total, out in zip(totals, outs):
+            at = b.gep(out.data, [self.first])
+            with b.if_else(whole, likely=True) as (group, tail):
+                with group:
+                    b.store(total, b.bitcast(at, ir.PointerType(total.type))).align = 4
+                with tail:  # the block's last points: one store each
+                    with cgutils.for_range(b, count) as loop:
+                        b.store(b.extract_element(total, loop.index),
+                                b.gep(at, [loop.index]))
+
+    def plan(self, kernel: _Kernel, count):
+        """The row starts of the group's points; returns the mask of its misses (i64):
+        points that do not qualify, of the ``count`` (i64) left in the block."""
         b, lanes = self.builder, LANES
         vec = ir.VectorType(self.i32, lanes)
         rows = {}
 
         def off(k):
             if k not in rows:
-                ptr = b.bitcast(self.row(self.oa, k), ir.PointerType(vec))
-                rows[k] = b.load(ptr)
-                rows[k].align = 4
+                rows[k] = self.vector(self.oa, k, self.i32)
             return rows[k]
 
         def splat(value):
@@ -243,18 +337,25 @@ class _Emitter:
                 start = b.add(start, off(part))
             clean = ok if clean is None else b.and_(clean, ok)
             starts.append(start)
+        # Lanes past the block's end hold stale plan entries: neither clean nor missed.
+        left = b.select(b.icmp_signed("<", count, ir.Constant(self.i64, lanes)), count,
+                        ir.Constant(self.i64, lanes))
+        live = b.icmp_signed("<", ir.Constant(vec, list(range(lanes))),
+                             Lanes(b, lanes).splat(b.trunc(left, self.i32)))
+        clean = b.and_(clean, live)
         for r, start in enumerate(starts):
             ptr = b.bitcast(self.row(self.oa, kernel.plan_rows + r), ir.PointerType(vec))
             b.store(b.select(clean, start, splat(0)), ptr).align = 4
         ones = ir.Constant(ir.VectorType(ir.IntType(1), lanes), [1] * lanes)
-        misses = b.bitcast(b.xor(clean, ones), ir.IntType(lanes))
+        misses = b.bitcast(b.and_(b.xor(clean, ones), live), ir.IntType(lanes))
         return b.zext(misses, self.i64)
 
 
-def _group_types(planes, outs, off, wts, j0) -> bool:
+def _group_types(planes, outs, off, wts, j0, nb, zeros) -> bool:
     f32 = types.float32
     return (all(_flat(a, f32) for a in planes + outs) and _contiguous_2d(off, types.int32)
-            and _contiguous_2d(wts, f32) and isinstance(j0, types.Integer))
+            and _contiguous_2d(wts, f32) and isinstance(j0, types.Integer)
+            and isinstance(nb, types.Integer) and all(z == f32 for z in zeros))
 
 
 def _arrays(context, builder, signature, args, indices):
@@ -265,47 +366,57 @@ def _first(context, builder, signature, args, i):
     return context.cast(builder, args[i], signature.args[i], types.int64)
 
 
+def _left(context, builder, signature, args, first, i):
+    """The points of the block left from ``first`` on: ``args[i] - first`` (i64)."""
+    return builder.sub(_first(context, builder, signature, args, i), first)
+
+
 def _intrinsics(kernel: _Kernel):
     """The compiled group sums (one channel, two) and group plan of ``kernel``."""
 
     @intrinsic
-    def group(typingctx, xc, off, wts, j0, oc):
-        if not _group_types((xc,), (oc,), off, wts, j0):
+    def group(typingctx, xc, off, wts, j0, oc, nb, zero):
+        if not _group_types((xc,), (oc,), off, wts, j0, nb, (zero,)):
             return None
 
         def codegen(context, builder, signature, args):
             xa, oa, wa, outa = _arrays(context, builder, signature, args, (0, 1, 2, 4))
             first = _first(context, builder, signature, args, 3)
-            _Emitter(builder, oa, wa, first).sums(kernel, [xa], [outa])
+            count = _left(context, builder, signature, args, first, 5)
+            _Emitter(builder, oa, wa, first).sums(kernel, [xa], [outa], [args[6]], count)
             return context.get_dummy_value()
 
-        return types.none(xc, off, wts, j0, oc), codegen
+        return types.none(xc, off, wts, j0, oc, nb, zero), codegen
 
     @intrinsic
-    def pair(typingctx, xa, xb, off, wts, j0, oa, ob):
-        if not _group_types((xa, xb), (oa, ob), off, wts, j0):
+    def pair(typingctx, xa, xb, off, wts, j0, oa, ob, nb, za, zb):
+        if not _group_types((xa, xb), (oa, ob), off, wts, j0, nb, (za, zb)):
             return None
 
         def codegen(context, builder, signature, args):
             a, bb, offa, wa, outa, outb = _arrays(context, builder, signature, args,
                                                   (0, 1, 2, 3, 5, 6))
             first = _first(context, builder, signature, args, 4)
-            _Emitter(builder, offa, wa, first).sums(kernel, [a, bb], [outa, outb])
+            count = _left(context, builder, signature, args, first, 7)
+            _Emitter(builder, offa, wa, first).sums(kernel, [a, bb], [outa, outb],
+                                                    [args[8], args[9]], count)
             return context.get_dummy_value()
 
-        return types.none(xa, xb, off, wts, j0, oa, ob), codegen
+        return types.none(xa, xb, off, wts, j0, oa, ob, nb, za, zb), codegen
 
     @intrinsic
-    def plan(typingctx, off, j0):
-        if not (_contiguous_2d(off, types.int32) and isinstance(j0, types.Integer)):
+    def plan(typingctx, off, j0, nb):
+        if not (_contiguous_2d(off, types.int32) and isinstance(j0, types.Integer)
+                and isinstance(nb, types.Integer)):
             return None
 
         def codegen(context, builder, signature, args):
             (oa,) = _arrays(context, builder, signature, args, (0,))
             first = _first(context, builder, signature, args, 1)
-            return _Emitter(builder, oa, None, first).plan(kernel)
+            count = _left(context, builder, signature, args, first, 2)
+            return _Emitter(builder, oa, None, first).plan(kernel, count)
 
-        return types.int64(off, j0), codegen
+        return types.int64(off, j0, nb), codegen
 
     return group, pair, plan
 
@@ -315,10 +426,12 @@ def _tap_offset(kernel, off, r, t, j) -> int:
     return int(off[x_rows[t], j]) + sum(int(off[p, j]) for p in parts)
 
 
-def _group_interpreted(kernel, xc, off, wts, j0, oc):
+def _group_interpreted(kernel, xc, off, wts, j0, oc, nb, zero):
     """The group sum as plain Python (``NUMBA_DISABLE_JIT=1``): the same float32
-    operations in the same order."""
-    for j in range(j0, j0 + LANES):
+    operations in the same order, a miss's taps read one by one (outside: ``zero``)."""
+    misses = int(off[kernel.plan_rows + len(kernel.rows), j0])
+    for j in range(j0, min(j0 + LANES, nb)):
+        miss = (misses >> (j - j0)) & 1
         acc = None
         for r, (x_rows, parts) in enumerate(kernel.rows):
             start = int(off[kernel.plan_rows + r, j])
@@ -326,24 +439,32 @@ def _group_interpreted(kernel, xc, off, wts, j0, oc):
                 w = wts[x, j]
                 for part in parts:
                     w = w * wts[part, j]
-                term = w * xc[start + t]
+                if not miss:
+                    tap = xc[start + t]
+                elif min(int(off[k, j]) for k in (x, *parts)) >= 0:
+                    tap = xc[_tap_offset(kernel, off, r, t, j)]
+                else:
+                    tap = zero
+                term = w * tap
                 acc = term if acc is None else acc + term
         oc[j] = acc
 
 
-def _plan_interpreted(kernel, off, j0):
+def _plan_interpreted(kernel, off, j0, nb):
     """The group plan as plain Python (``NUMBA_DISABLE_JIT=1``)."""
     misses = 0
     for p in range(LANES):
         j = j0 + p
-        clean = True
+        clean = j < nb
         for x_rows, parts in kernel.rows:
+            if not clean:
+                break
             x0 = int(off[x_rows[0], j])
             clean &= x0 >= 0 and all(int(off[x, j]) == x0 + t for t, x in enumerate(x_rows))
             clean &= all(int(off[part, j]) >= 0 for part in parts)
         for r in range(len(kernel.rows)):
             off[kernel.plan_rows + r, j] = _tap_offset(kernel, off, r, 0, j) if clean else 0
-        misses |= 0 if clean else 1 << p
+        misses |= 0 if clean or j >= nb else 1 << p
     return misses
 
 
@@ -355,20 +476,20 @@ def _functions(kernel: _Kernel):
         group, pair, plan = _intrinsics(kernel)
         return plan, group, pair
 
-    def plan(off, j0):
-        """Row starts of points ``j0 … j0 + LANES - 1`` of a planned block (module
-        docstring); returns the mask of those that do not qualify (bit ``p``: ``j0 + p``)."""
-        return _plan_interpreted(kernel, off, j0)
+    def plan(off, j0, nb):
+        """Row starts of points ``j0 … j0 + LANES - 1`` of a planned block of ``nb`` points
+        (module docstring); returns the mask of its misses (bit ``p``: ``j0 + p``)."""
+        return _plan_interpreted(kernel, off, j0, nb)
 
-    def group(xc, off, wts, j0, oc):
-        """``oc[j0 : j0 + LANES]``: those points' sums, read a row at a time (every point
-        must qualify, or have row starts 0 and be summed again after)."""
-        _group_interpreted(kernel, xc, off, wts, j0, oc)
+    def group(xc, off, wts, j0, oc, nb, zero):
+        """``oc[j0 : min(j0 + LANES, nb)]``: those points' sums, read a row at a time, a
+        miss's taps one by one (taps outside read ``zero``)."""
+        _group_interpreted(kernel, xc, off, wts, j0, oc, nb, zero)
 
-    def pair(xa, xb, off, wts, j0, oa, ob):
+    def pair(xa, xb, off, wts, j0, oa, ob, nb, za, zb):
         """:func:`group` of two channels, the row starts, weights and products shared."""
-        _group_interpreted(kernel, xa, off, wts, j0, oa)
-        _group_interpreted(kernel, xb, off, wts, j0, ob)
+        _group_interpreted(kernel, xa, off, wts, j0, oa, nb, za)
+        _group_interpreted(kernel, xb, off, wts, j0, ob, nb, zb)
 
     return plan, group, pair
 
@@ -376,28 +497,3 @@ def _functions(kernel: _Kernel):
 plan_rows_cubic_2d, group_cubic_2d, pair_cubic_2d = _functions(_CUBIC_2D)
 plan_rows_linear_2d, group_linear_2d, pair_linear_2d = _functions(_LINEAR_2D)
 plan_rows_linear_3d, group_linear_3d, pair_linear_3d = _functions(_LINEAR_3D)
-
-
-@intrinsic
-def _count_trailing_zeros(typingctx, bits):
-    if not isinstance(bits, types.Integer):
-        return None
-    sig = types.int64(bits)
-
-    def codegen(context, builder, signature, args):
-        i64 = ir.IntType(64)
-        value = context.cast(builder, args[0], signature.args[0], types.int64)
-        cttz = builder.module.declare_intrinsic(
-            "llvm.cttz", [i64], ir.FunctionType(i64, [i64, ir.IntType(1)]))
-        return builder.call(cttz, [value, ir.Constant(ir.IntType(1), 0)])
-
-    return sig, codegen
-
-
-def _lowest_bit(bits):
-    """The index of the lowest set bit of ``bits`` (> 0)."""
-    return (int(bits) & -int(bits)).bit_length() - 1
-
-
-#: The index of the lowest set bit of an integer > 0 (``llvm.cttz`` compiled).
-lowest_bit = _lowest_bit if numba.config.DISABLE_JIT else _count_trailing_zeros

@@ -62,7 +62,6 @@ from ._row_loads import (
     group_cubic_2d,
     group_linear_2d,
     group_linear_3d,
-    lowest_bit,
     pair_cubic_2d,
     pair_linear_2d,
     pair_linear_3d,
@@ -980,8 +979,7 @@ def _linear_point_sum(xc, kind, off, wts, j, zero):
 @helper
 def _linear_sum(xc, kind, off, wts, j, zero):
     """:func:`_linear_point_sum` compiled apart, for the gathering sweeps' loops (inlined
-    by LLVM).  The row-load sweep's leftovers inline the skeleton itself: this helper
-    compiled for them alone cost their entry's first call ~0.3 s."""
+    by LLVM)."""
     return _linear_point_sum(xc, kind, off, wts, j, zero)
 
 
@@ -1280,76 +1278,51 @@ def _block_of(task, nblk, block, P):
 
 # Sweeps that read each point's taps a row at a time (gridsample._row_loads), for float32 X
 # whose rows are contiguous: entries of their own (``*_rows``), so that no other element
-# type compiles them.  Each: the groups' row starts, the group sums two channels per pass,
-# then the points that do not qualify and the last ``nb % LANES`` by the gathering sweep's
-# per-point sum (the same bits).
+# type compiles them.  Each: the groups' row starts and misses, then the group sums, two
+# channels per pass; a group's misses are gathered inside its sum (the same bits as the
+# gathering sweep's), the last group ends with the block.
 
 @skeleton
 def sweep_cubic_2d_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """:func:`sweep_cubic_2d` reading each row of 4 taps with one 128-bit load."""
-    _sweep_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero, plan_rows_cubic_2d,
-                group_cubic_2d, pair_cubic_2d, _cubic_sum)
+    _sweep_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, azero, plan_rows_cubic_2d,
+                group_cubic_2d, pair_cubic_2d)
 
 
 @skeleton
 def sweep_linear_2d_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """:func:`sweep_linear_2d` reading each row of 2 taps with one 64-bit load."""
-    _sweep_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero, plan_rows_linear_2d,
-                group_linear_2d, pair_linear_2d, _linear_point_sum)
+    _sweep_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, azero, plan_rows_linear_2d,
+                group_linear_2d, pair_linear_2d)
 
 
 @skeleton
 def sweep_linear_3d_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """:func:`sweep_linear_3d` reading each row of 2 taps with one 64-bit load."""
-    _sweep_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero, plan_rows_linear_3d,
-                group_linear_3d, pair_linear_3d, _linear_3d_sum)
+    _sweep_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, azero, plan_rows_linear_3d,
+                group_linear_3d, pair_linear_3d)
 
 
 @skeleton
-def _sweep_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero, plan_rows, group,
-                pair, point_sum):
+def _sweep_rows(xflat, xs_c, off, wts, nb, C, outflat, os_c, azero, plan_rows, group, pair):
     """A row-load sweep from its kernel's functions (gridsample._row_loads): the groups'
-    row starts and masks (``plan_rows``), the group sums two channels per pass (``pair``,
-    then ``group`` for an odd one), then the leftovers by ``point_sum``."""
-    grouped = nb - nb % LANES
+    row starts and masks (``plan_rows``), then the group sums two channels per pass
+    (``pair``, then ``group`` for an odd one).  ``off``'s rows are whole groups wide
+    (:func:`gridsample._row_loads.table_width`)."""
     last = off.shape[0] - 1  # the groups' masks
-    for j0 in range(0, grouped, LANES):
-        off[last, j0] = plan_rows(off, j0)
+    for j0 in range(0, nb, LANES):
+        off[last, j0] = plan_rows(off, j0, nb)
     # The views made once per channel, not per group: each costs reference counts.
     for c0 in range(0, C - 1, 2):
         xa, xb = xflat[c0 * xs_c:], xflat[(c0 + 1) * xs_c:]
         oa, ob = outflat[c0 * os_c:], outflat[(c0 + 1) * os_c:]
-        for j0 in range(0, grouped, LANES):
-            pair(xa, xb, off, wts, j0, oa, ob)
-    if C % 2:
-        xc, oc = xflat[(C - 1) * xs_c:], outflat[(C - 1) * os_c:]
-        for j0 in range(0, grouped, LANES):
-            group(xc, off, wts, j0, oc)
-    _row_leftovers(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero, point_sum)
-
-
-@skeleton
-def _linear_3d_sum(xc, kind, off, wts, j, zero):
-    return _sum_3d(xc, kind, off, wts, j, zero, 2)
-
-
-@skeleton
-def _row_leftovers(xflat, xs_c, off, wts, nb, C, outflat, os_c, kind, azero, point_sum):
-    """Every channel's points that the row groups did not sum: those of each group that do
-    not qualify, found bit by bit from the group's mask (a test per point would be
-    if-converted into a masked gather of every point), and the last ``nb % LANES`` as one
-    more group, all missed; each by ``point_sum``, the gathering sweep's."""
-    grouped = nb - nb % LANES
-    last = off.shape[0] - 1
-    for c in range(C):
-        zero = azero[c]
-        xc, oc = xflat[c * xs_c:], outflat[c * os_c:]
+        za, zb = azero[c0], azero[c0 + 1]
         for j0 in range(0, nb, LANES):
-            misses = off[last, j0] if j0 < grouped else (1 << (nb - j0)) - 1
-            while misses != 0:
-                j = j0 + lowest_bit(misses)
-                store(oc, j, point_sum(xc, kind, off, wts, j, zero), kind)
-                misses &= misses - 1
+            pair(xa, xb, off, wts, j0, oa, ob, nb, za, zb)
+    if C % 2:
+        xc, oc, zero = xflat[(C - 1) * xs_c:], outflat[(C - 1) * os_c:], azero[C - 1]
+        for j0 in range(0, nb, LANES):
+            group(xc, off, wts, j0, oc, nb, zero)
 
 
 @skeleton
