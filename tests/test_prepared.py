@@ -247,3 +247,5 @@ def test_the_settings_reader_sees_every_change_made_through_os_environ(monkeypat
     assert getenv(name, "dflt") == "gather"
     del os.environ[name]
     assert getenv(name, "dflt") == "dflt"
+    monkeypatch.setattr(os, "environ", {name: "replaced"})  # os.environ swapped wholesale
+    assert getenv(name) == "replaced"

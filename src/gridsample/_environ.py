@@ -7,8 +7,9 @@ up by raising and catching a ``KeyError``); four of them were a quarter of a sma
 call's Python time.  :func:`getenv` reads the same mapping ``os.environ`` keeps -- on
 CPython its private ``_data`` dict, keyed by the encoded name -- so it sees every change
 made through ``os.environ`` (``monkeypatch.setenv`` included) at once, and falls back to
-``os.environ.get`` wherever that mapping is not there.  Like ``os.environ``, it does not
-see changes made with C's ``setenv`` behind Python's back.
+``os.environ.get`` wherever that mapping is not there (or ``os.environ`` was replaced by
+another object).  Like ``os.environ``, it does not see changes made with C's ``setenv``
+behind Python's back.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ def _reader():
     keys = {}
 
     def getenv(name: str, default=None):
+        if os.environ is not environ:  # replaced wholesale (mock.patch("os.environ", ...))
+            return os.environ.get(name, default)
         key = keys.get(name)
         if key is None:
             key = keys[name] = encode(name)
