@@ -469,6 +469,35 @@ def test_bit_identical_at_any_thread_count(rng, case, mode):
         np.testing.assert_array_equal(gg, results[0][1])
 
 
+@pytest.mark.parametrize("shape,out", [((1, 1, 60, 70), (90, 80)),
+                                       ((1, 1, 20, 30, 40), (30, 40, 30))])
+@pytest.mark.parametrize("padding", ["zeros", "border", "wrap"])
+def test_a_single_channel_shares_both_vector_passes_at_any_thread_count(rng, shape, out,
+                                                                         padding):
+    """One item of one channel: the vector kernels run both gradients' passes as one set of
+    jobs the threads take in turn (gridsample._threads.run_jobs): the same bits at one and
+    two threads, and the general kernels' bits (up to the sign of a zero)."""
+    from gridsample._engine import use_kernels
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs 2 Numba threads")
+    x, grid = random_case(rng, shape, out, x_dtype=np.float32, grid_dtype=np.float32)
+    go = grad_output_like(rng, x, grid)
+    before = numba.get_num_threads()
+    results = []
+    try:
+        for family, threads in (("auto", 1), ("auto", 2), ("general", 2)):
+            numba.set_num_threads(threads)
+            with use_kernels(family):
+                results.append(gridsample.grid_sample_backward(go, x, grid, "linear",
+                                                               padding, False))
+    finally:
+        numba.set_num_threads(before)
+    for gx, gg in results[1:]:
+        np.testing.assert_array_equal(gx, results[0][0])
+        np.testing.assert_array_equal(gg, results[0][1])
+
+
 @pytest.mark.parametrize("Q", [1, 2, 3])
 @pytest.mark.parametrize("chunk", [7, 1 << 16])
 def test_per_thread_buffers_are_added_in_order(rng, Q, chunk):

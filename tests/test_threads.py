@@ -48,6 +48,24 @@ def test_shares_are_contiguous_and_cover_every_task_once(tasks, threads):
     assert first_share[3] == threading.get_ident()
 
 
+@pytest.mark.parametrize("jobs,threads", [(0, 2), (1, 2), (2, 2), (9, 2), (9, 3), (3, 8)])
+def test_run_jobs_runs_every_job_once(jobs, threads):
+    entry, calls = _recorder()
+    _threads.run_jobs([(entry, (j, j + 1, "job")) for j in range(jobs)], threads)
+    assert sorted(c[0] for c in calls) == list(range(jobs))
+    # A job that raises reaches the caller; the pool works afterwards.
+
+    def failing(first, stop):
+        raise ZeroDivisionError("a job")
+
+    if jobs:
+        with pytest.raises(ZeroDivisionError, match="a job"):
+            _threads.run_jobs([(entry, (0, 1, "x")), (failing, (1, 2))] * jobs, threads)
+        entry2, calls2 = _recorder()
+        _threads.run_jobs([(entry2, (j, j + 1, "after")) for j in range(jobs)], threads)
+        assert len(calls2) == jobs
+
+
 def test_a_worker_error_reaches_the_caller_after_every_share_ended():
     ended = []
 

@@ -20,6 +20,7 @@ parallel part of gridsample.
 
 from __future__ import annotations
 
+import itertools
 import os
 import queue
 import threading
@@ -30,7 +31,7 @@ import numpy as np
 from ._environ import getenv
 from ._errors import GridSampleError
 
-__all__ = ["num_threads", "threads_for", "min_work", "run_shared", "compile_pool",
+__all__ = ["num_threads", "threads_for", "min_work", "run_shared", "run_jobs", "compile_pool",
            "MIN_TAPS_PER_THREAD", "PLAN_TAPS_PER_AXIS", "THREAD_MIN_WORK_VARIABLE"]
 
 #: Work below which a second thread does not pay for its hand-over, in tap reads (one
@@ -179,6 +180,29 @@ def compile_pool() -> None:
     _spin.spin_until_greater(np.zeros(2, np.int64), 0, 1, 1, 0, np.zeros(1, np.int64), 0)
     _spin.spin_until_set(np.ones(2, np.int64), 1, 1)
     _spin.iterations(1e-6)
+
+
+def run_jobs(jobs: list, threads: int) -> None:
+    """Run ``jobs`` (``(entry, args)`` pairs, each ``entry(*args)``) on up to ``threads``
+    threads, each thread taking the next job not yet taken until none is left: jobs of
+    unequal size (two passes of a backward, say) share the threads without a fixed split.
+    Whatever job a thread takes, each job's own work and order are fixed, so the results do
+    not depend on the thread count.  List the longest jobs first."""
+    if threads <= 1 or len(jobs) <= 1:
+        for entry, args in jobs:
+            entry(*args)
+        return
+    claim = itertools.count()  # next() is atomic under the GIL
+
+    def take_jobs(first, stop):
+        for i in claim:
+            if i >= len(jobs):
+                return
+            entry, args = jobs[i]
+            entry(*args)
+
+    shares = min(threads, len(jobs))
+    run_shared(take_jobs, shares, (), shares)
 
 
 def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()) -> None:
