@@ -94,6 +94,11 @@ class _Kernel:
     def taps(self) -> int:
         return len(self.rows[0][0])
 
+    @property
+    def mask_row(self) -> int:
+        """The plan table's last row: the groups' miss masks, after the row starts."""
+        return self.plan_rows + len(self.rows)
+
 
 # 2-D cubic: x offsets and weights in rows 0-3, y in 4-7; y outer, x inner (_cubic_sum).
 _CUBIC_2D = _Kernel(8, tuple(((0, 1, 2, 3), (4 + ky,)) for ky in range(4)))
@@ -221,7 +226,7 @@ class _Emitter:
         8 lanes, a group without misses takes a copy of the code without the miss loops
         (:data:`_MISS_FREE_COPY`)."""
         b = self.builder
-        misses = b.load(self.row(self.oa, kernel.plan_rows + len(kernel.rows)))
+        misses = b.load(self.row(self.oa, kernel.mask_row))
         if not _MISS_FREE_COPY:
             self._sums(kernel, planes, outs, zeros, count, misses)
             return
@@ -454,7 +459,7 @@ def _tap_offset(kernel, off, r, t, j) -> int:
 def _group_interpreted(kernel, xc, off, wts, j0, oc, nb, zero):
     """The group sum as plain Python (``NUMBA_DISABLE_JIT=1``): the same float32
     operations in the same order, a miss's taps read one by one (outside: ``zero``)."""
-    misses = int(off[kernel.plan_rows + len(kernel.rows), j0])
+    misses = int(off[kernel.mask_row, j0])
     for j in range(j0, min(j0 + LANES, nb)):
         miss = (misses >> (j - j0)) & 1
         acc = None
