@@ -265,3 +265,29 @@ def test_iterations_scale_with_seconds():
                            np.zeros(1, np.int64), 0)
     took = time.perf_counter() - t0
     assert 0.002 < took < 1.0  # ~10 ms; loose: a shared machine may preempt the spin
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two Numba threads")
+def test_the_thread_count_is_numbas_setting_of_the_calling_thread():
+    """num_threads reads Numba's per-thread setting (after the first call without
+    numba.get_num_threads' launch check): each change is seen at once, and a thread's
+    setting is its own."""
+    before = numba.get_num_threads()
+    seen = {}
+
+    def other():
+        numba.set_num_threads(1)
+        seen["other"] = _threads.num_threads()
+
+    try:
+        for count in (1, 2, 1):
+            numba.set_num_threads(count)
+            assert _threads.num_threads() == count == numba.get_num_threads()
+        numba.set_num_threads(2)
+        worker = threading.Thread(target=other)
+        worker.start()
+        worker.join()
+        assert seen["other"] == 1
+        assert _threads.num_threads() == 2
+    finally:
+        numba.set_num_threads(before)

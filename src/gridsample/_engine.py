@@ -210,7 +210,7 @@ def flat_view(a: np.ndarray, writeable: bool = False):
     if a.flags.c_contiguous:  # the common case, without as_strided's cost (~5 us a call)
         flat = a.reshape(-1)
         if not writeable:
-            flat.flags.writeable = False
+            flat.setflags(write=False)
         return flat, strides
     span = 1 + sum((n - 1) * s for n, s in zip(a.shape, strides))
     flat = np.lib.stride_tricks.as_strided(a, shape=(span,), strides=(item,),
@@ -486,6 +486,9 @@ class PreparedForward:
     def __init__(self, plan: ForwardPlan, x_shape: tuple, x_strides: tuple, itemsize: int):
         self.plan = plan
         conv = self.conv = x_conversion(plan.out_dtype)
+        # The storage dtype as a dtype (compared with an array's ~2x faster than a type).
+        self.storage = np.dtype(conv.storage)
+        self.out_is_storage = np.dtype(plan.out_dtype) == self.storage
         r = plan.rank
         # Kernels see storage views (uint16 bits for float16/bfloat16, uint8 for bool) of
         # the same item size.
@@ -550,7 +553,7 @@ class PreparedForward:
         if self.empty:
             return out
         xflat = self._flat_x(x)
-        outflat = out.view(self.conv.storage).reshape(-1)
+        outflat = (out if self.out_is_storage else out.view(self.storage)).reshape(-1)
         if affine is not None and self.vector is not None:
             from ._affine_entries import (  # affine_warp's
                 AFFINE_CHANNEL_LAST_ENTRIES,
@@ -583,12 +586,12 @@ class PreparedForward:
     def _flat_x(self, x: np.ndarray) -> np.ndarray:
         """X's storage as :func:`flat_view` gives it, read-only (the contiguous case, a small
         call's common one, without its checks)."""
-        if x.dtype != self.conv.storage:
-            x = x.view(self.conv.storage)
+        if x.dtype != self.storage:
+            x = x.view(self.storage)
         if not x.flags.c_contiguous:
             return flat_view(x)[0]
         flat = x.reshape(-1)
-        flat.flags.writeable = False
+        flat.setflags(write=False)
         return flat
 
     def _run_chunks(self, chunks, xflat, outflat) -> None:

@@ -66,7 +66,29 @@ def min_work() -> int:
 
 def num_threads() -> int:
     """Threads a call may use (Numba's current setting for this thread)."""
-    return numba.get_num_threads()
+    read = _thread_count_reader
+    if read is not None:
+        return read()
+    count = numba.get_num_threads()
+    _bind_thread_count_reader()
+    return count
+
+
+#: Numba's own reader of the thread count, once its threads are running (below).
+_thread_count_reader = None
+
+
+def _bind_thread_count_reader() -> None:
+    """Read the thread count without ``numba.get_num_threads``'s check that the threads are
+    running (a lock, ~0.6 µs of a small call's ~10): once they are, its threading layer's
+    ``get_num_threads`` (a C function, the per-thread setting) is what it reads.  Where
+    Numba's internals differ, ``numba.get_num_threads`` it stays."""
+    global _thread_count_reader
+    from numba.np.ufunc import parallel
+
+    reader = getattr(parallel, "_get_num_threads", None)
+    if callable(reader) and reader() == numba.get_num_threads():
+        _thread_count_reader = reader
 
 
 def threads_for(points: int, taps: int, rank: int, cost: int = 1,
