@@ -284,6 +284,7 @@ def _spy_on(monkeypatch, table: dict) -> list:
 def test_the_backward_uses_them(monkeypatch):
     from gridsample import _backward
 
+    monkeypatch.setenv("GRIDSAMPLE_ONE_PASS", "off")  # the planned grid gradient
     grids = _spy_on(monkeypatch, _backward.GRID_GRAD_ENTRIES)
     inputs = _spy_on(monkeypatch, _backward.INPUT_GRAD_ENTRIES)
     x = np.ones((1, 2, 4, 4), np.float32)
@@ -296,6 +297,51 @@ def test_the_backward_uses_them(monkeypatch):
     with _engine.use_kernels("general"):
         gridsample.grid_sample_backward(gout, x, grid)
     assert grids == [(2, 0, 1)] and set(inputs) == {(2, 2, 0)}
+
+
+@pytest.mark.skipif(not gridsample._simd.AVAILABLE, reason="explicit vectors: x86 with AVX2")
+@pytest.mark.parametrize("pad", ["zeros", "border"])
+def test_the_grid_gradient_in_one_pass(rng, monkeypatch, pad):
+    """The 2-D linear grid gradient planned and summed in one pass (1-3 channels, float32,
+    zeros and border) gives the planned pass's bits: NaN, ±inf, huge and edge points, blocks
+    that end in a part of a group, a broadcast grid, X with a strided innermost axis, one
+    and two threads.  It runs where the backward says (spied on), and not for 4 channels,
+    an axis of size 1 with align_corners or ``GRIDSAMPLE_ONE_PASS=off``."""
+    import numba
+
+    from gridsample import _backward
+
+    ones = _spy_on(monkeypatch, _backward.GRID_GRAD_ONE_PASS_ENTRIES)
+    planned = _spy_on(monkeypatch, _backward.GRID_GRAD_ENTRIES)
+    out = (13, 11)  # 143 points: whole groups and a part of one
+    grid = nasty_grid(rng, (2, *out, 2), np.float32)
+    before = numba.get_num_threads()
+    try:
+        for channels, align, g, strided, threads in itertools.product(
+                (1, 2, 3), ALIGNS, (grid, grid[:1]), (False, True), (1, 2)):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            x = rng.standard_normal((2, channels, 9, 22 if strided else 11)).astype(np.float32)
+            x = x[..., ::2] if strided else x
+            gout = rng.standard_normal((2, channels, *out)).astype(np.float32)
+            del ones[:], planned[:]
+            monkeypatch.setenv("GRIDSAMPLE_ONE_PASS", "auto")
+            fast = gridsample.grid_sample_backward(gout, x, g, "linear", pad, align)
+            assert ones and not planned
+            monkeypatch.setenv("GRIDSAMPLE_ONE_PASS", "off")
+            slow = gridsample.grid_sample_backward(gout, x, g, "linear", pad, align)
+            assert planned
+            for a, b in zip(fast, slow):
+                np.testing.assert_array_equal(a, b)
+    finally:
+        numba.set_num_threads(before)
+    monkeypatch.setenv("GRIDSAMPLE_ONE_PASS", "auto")
+    for x, align in ((rng.standard_normal((1, 4, 9, 11)), False),
+                     (rng.standard_normal((1, 1, 1, 11)), True)):
+        x = x.astype(np.float32)
+        del ones[:], planned[:]
+        gout = np.ones((1, x.shape[1], *out), np.float32)
+        gridsample.grid_sample_backward(gout, x, grid[:1], "linear", pad, align)
+        assert planned and not ones
 
 
 @pytest.mark.parametrize("dtype", _FLOATS)

@@ -223,6 +223,9 @@ def render_affine() -> str:
 
 _GRAD_PLAN_ARGS = "grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords"
 _GRAD_SWEEP_ARGS = "xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero"
+#: The grid gradients with an entry that plans and sums in one pass
+#: (``_grad_vector.run_grad_{mode}_{rank}d_one``), by (mode, rank): the padding variants.
+GRAD_ONE_PASS = {("linear", 2): ("zeros", "border")}
 _GRAD_ENTRY_ARGS = ("first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat, "
                     "gs_n, gs_c, gs_p, ggrid, C, block")
 
@@ -270,14 +273,16 @@ def render_grad() -> str:
         "",
         "from ._grad_vector import (",
     ]
-    out += [f"    {name}," for name in sorted(templates + ["run_grid_grad_blocks",
-                                                         "run_scatter_blocks"])]
+    ones = [f"run_grad_{m}_{r}d_one" for m, r in GRAD_ONE_PASS]
+    out += [f"    {name}," for name in sorted(templates + ones + ["run_grid_grad_blocks",
+                                                                "run_scatter_blocks"])]
     out += [")", "from ._jit import function",
             *_import_block("._registry", {f"MODE_{m.name.upper()}" for m, _ in kernels + scatters}
                            | {f"PAD_{p.name.upper()}" for p in paddings}),
             *_import_block("._vector", {f"plan_{m.name}_{r}d" for m, r in scatters})]
-    out += ["", '__all__ = ["GRID_GRAD_ENTRIES", "INPUT_GRAD_ENTRIES"]', ""]
-    table = []
+    out += ["", '__all__ = ["GRID_GRAD_ENTRIES", "GRID_GRAD_ONE_PASS_ENTRIES", '
+            '"INPUT_GRAD_ENTRIES"]', ""]
+    table, one_pass = [], []
     for m, r in kernels:
         stem = f"{m.name}_{r}d"
         out.append(f"\n# {stem}")
@@ -288,13 +293,18 @@ def render_grad() -> str:
             out += _def(f"plan_grad_{stem}_{v}", _GRAD_PLAN_ARGS, f"plan_grad_{stem}({args})")
         out += _def(f"sweep_grad_{stem}_native", _GRAD_SWEEP_ARGS,
                     f"sweep_grad_{stem}({_GRAD_SWEEP_ARGS})")
-        for v, _, served in variants:
+        for v, code, served in variants:
             name = f"grid_grad_{stem}_{v}"
             out += _def(name, _GRAD_ENTRY_ARGS,
                         f"run_grid_grad_blocks({_GRAD_ENTRY_ARGS}, {PLAN_ROWS[(m.name, r)]}, {r}, "
                         f"plan_grad_{stem}_{v}, sweep_grad_{stem}_native)")
             table += [f"    ({r}, MODE_{m.name.upper()}, PAD_{p.name.upper()}): {name},"
                       for p in served]
+            if v in GRAD_ONE_PASS.get((m.name, r), ()):
+                out += _def(f"{name}_one", _GRAD_ENTRY_ARGS,
+                            f"run_grad_{stem}_one({_GRAD_ENTRY_ARGS}, {code})")
+                one_pass += [f"    ({r}, MODE_{m.name.upper()}, PAD_{p.name.upper()}): "
+                             f"{name}_one," for p in served]
     inputs = []
     for m, r in scatters:
         stem = f"{m.name}_{r}d"
@@ -315,6 +325,10 @@ def render_grad() -> str:
     out += ["", "#: Grid-gradient entry of each (rank, mode code, padding code).",
             "GRID_GRAD_ENTRIES = {"]
     out += table
+    out += ["}", "", "#: Grid-gradient entry planned and summed in one pass, where the backward",
+            "#: takes one, of each (rank, mode code, padding code).",
+            "GRID_GRAD_ONE_PASS_ENTRIES = {"]
+    out += one_pass
     out += ["}", "", "#: Input-gradient entry of each (rank, mode code, padding code).",
             "INPUT_GRAD_ENTRIES = {"]
     out += inputs

@@ -27,15 +27,22 @@ from ._engine import (
     PLANAR_MAX_CHANNELS,
     block_size,
     coordinates,
+    explicit_vectors_serve,
     flat_strides,
     flat_view,
     kernel_constants,
     kernel_family,
+    one_pass_setting,
     split_channels,
 )
 from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._grad_taps import slope_constants
-from ._grad_vector_entries import GRID_GRAD_ENTRIES, INPUT_GRAD_ENTRIES
+from ._grad_vector import ONE_PASS_GRAD_CHANNELS
+from ._grad_vector_entries import (
+    GRID_GRAD_ENTRIES,
+    GRID_GRAD_ONE_PASS_ENTRIES,
+    INPUT_GRAD_ENTRIES,
+)
 from ._jit import read_only
 from ._options import MODE_NEAREST
 from ._plan import ForwardPlan, as_array, common_padding, plan_forward
@@ -228,6 +235,8 @@ class PreparedGradients:
         # 1x1x1024² random 47 -> 17 ms).  Otherwise a single channel with both
         # gradients takes one fused general pass.
         vector = _grid_grad_entry(plan, sizes, strides) if self.grid_in_kernel else None
+        if vector is not None and _grid_grad_in_one_pass(plan, dt, self.gs_p, self.axc):
+            vector = GRID_GRAD_ONE_PASS_ENTRIES[(r, plan.kernel_mode, plan.kernel_padding)]
         scatter = _input_grad_entry(plan, sizes, strides) if want_x else None
         self.fused = (want_x and self.grid_in_kernel and plan.channels == 1
                       and (vector is None or scatter is None))
@@ -399,6 +408,23 @@ def _vector_entry(table: dict, plan: ForwardPlan, sizes, strides):
 def _grid_grad_entry(plan: ForwardPlan, sizes, strides):
     """The branch-free grid-gradient entry (:mod:`gridsample._grad_vector`), or None."""
     return _vector_entry(GRID_GRAD_ENTRIES, plan, sizes, strides)
+
+
+def _grid_grad_in_one_pass(plan: ForwardPlan, dt, gs_p: int, axc: np.ndarray) -> bool:
+    """Whether the grid gradient plans and sums its points in one pass
+    (:data:`GRID_GRAD_ONE_PASS_ENTRIES`: 2-D linear under zeros, constant or border), rather
+    than through a plan table: where its explicit vectors serve
+    (:func:`gridsample._engine.explicit_vectors_serve`: float32, x86 with fast gathers, the
+    axes), dL/dy's points are contiguous and there are at most
+    :data:`~gridsample._grad_vector.ONE_PASS_GRAD_CHANNELS` channels; ``GRIDSAMPLE_ONE_PASS
+    =off`` never (the same bits either way).  Measured (Zen 4, one thread, one process): the
+    grid gradient of 1x1x1024² took 0.65-0.79 of the planned pass's time, 1x3x1024²
+    0.79-0.82, 1x1x512² border 0.85 (docs/kernels.md, "The grid gradient in one pass")."""
+    key = (plan.rank, plan.kernel_mode, plan.kernel_padding)
+    return (key in GRID_GRAD_ONE_PASS_ENTRIES and dt == np.float32 and gs_p == 1
+            and plan.channels <= ONE_PASS_GRAD_CHANNELS
+            and explicit_vectors_serve(plan, plan.kernel_padding, axc)
+            and one_pass_setting() != "off")
 
 
 def _input_grad_entry(plan: ForwardPlan, sizes, strides):

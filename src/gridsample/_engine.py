@@ -58,7 +58,8 @@ from ._vector_entries import ENTRIES as VECTOR_ENTRIES
 __all__ = ["run_forward", "PreparedForward", "settings_key", "flat_view", "flat_strides",
            "c_strides", "GENERAL_KERNELS", "KERNEL_FAMILIES", "use_kernels", "kernel_family",
            "vector_entry", "kernel_constants", "coordinates", "identity_axis",
-           "one_pass_applies", "ONE_PASS_VARIABLE", "ONE_PASS_SETTINGS"]
+           "one_pass_applies", "one_pass_setting", "explicit_vectors_serve",
+           "ONE_PASS_VARIABLE", "ONE_PASS_SETTINGS"]
 
 #: General entry of each (rank, mode code) the registry specialises (named
 #: ``task_<mode>_<rank>d``); anything else uses ``kern.task_nd``.
@@ -412,11 +413,7 @@ def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool, pad: int,
               and plan.coord_dtype == plan.weight_dtype)
     if not (nearest or linear):
         return False
-    raw = getenv(ONE_PASS_VARIABLE, "")
-    value = raw.strip().lower() or "auto"
-    if value not in ONE_PASS_SETTINGS:
-        raise GridSampleError(f"{ONE_PASS_VARIABLE}={raw!r} is not allowed: use one of "
-                              f"{', '.join(ONE_PASS_SETTINGS)}")
+    value = one_pass_setting()
     if value == "off":
         return False
     if explicit_vectors_serve(plan, pad, axc):
@@ -424,6 +421,17 @@ def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool, pad: int,
     if nearest:
         return value == "on"
     return not by_rows and (value == "on" or vector_width() == 512)
+
+
+def one_pass_setting() -> str:
+    """``GRIDSAMPLE_ONE_PASS`` as it is set: ``auto`` (also when unset or empty), ``on`` or
+    ``off`` (anything else raises)."""
+    raw = getenv(ONE_PASS_VARIABLE, "")
+    value = raw.strip().lower() or "auto"
+    if value not in ONE_PASS_SETTINGS:
+        raise GridSampleError(f"{ONE_PASS_VARIABLE}={raw!r} is not allowed: use one of "
+                              f"{', '.join(ONE_PASS_SETTINGS)}")
+    return value
 
 
 def explicit_vectors_serve(plan: ForwardPlan, pad: int, axc: np.ndarray) -> bool:

@@ -46,7 +46,8 @@ import numpy as np
 from ._dtypes import KIND_NATIVE
 from ._jit import skeleton
 from ._registry import PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
-from ._simd_linear import plan_grad_linear_2d_groups, whole_groups
+from ._simd import LANES
+from ._simd_linear import plan_grad_linear_2d_groups, sum_grad_linear_2d_groups, whole_groups
 from ._taps import (
     AXIS_HIGH,
     AXIS_MUL,
@@ -69,7 +70,8 @@ from ._vector import (
     unfold,
 )
 
-__all__ = ["plan_grad_linear_2d", "sweep_grad_linear_2d", "plan_grad_linear_3d",
+__all__ = ["plan_grad_linear_2d", "sweep_grad_linear_2d", "run_grad_linear_2d_one",
+           "ONE_PASS_GRAD_CHANNELS", "plan_grad_linear_3d",
            "sweep_grad_linear_3d", "plan_grad_cubic_2d", "sweep_grad_cubic_2d",
            "run_grid_grad_blocks", "scatter_fused", "scatter_cubic_2d", "scatter_cubic_3d",
            "scatter_linear_3d", "run_scatter_blocks"]
@@ -190,6 +192,63 @@ def sweep_grad_linear_2d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, a
                 gv = gc[j * gs_p]
                 acc[0, j] += gv * _slope_sum(xc, off, dws, 0, j, zero)
                 acc[1, j] += gv * _slope_sum(xc, off, dws, 1, j, zero)
+
+
+#: Channels up to which the 2-D linear grid gradient plans and sums its points in one pass
+#: (:func:`run_grad_linear_2d_one`); beyond, each group's channels read as many planes of X
+#: and dL/dy at once, where the planned sweep's channel-by-channel order reads two.
+ONE_PASS_GRAD_CHANNELS = 3
+
+
+@skeleton
+def _sum_grad_linear_2d(grid, nb, pad, ax0, ax1, st0, st1, xflat, xs_c, gflat, gs_c, C, rows,
+                        tail_points, tail_go, tail_rows):
+    """``rows[2 j + a] = S_a chain_a`` of a 2-D linear block's ``nb`` points in one pass
+    (:func:`gridsample._simd_linear.sum_grad_linear_2d_groups`): the whole groups of lanes
+    in place, the last ``nb mod LANES`` points through copies padded to a group
+    (``tail_*``: coordinates 0 and dL/dy 0 in the lanes past the block at first, then what
+    an earlier block's tail left; their sums are dropped, and a group reads only taps inside
+    X whatever its coordinates), so that nothing is read or written past the block."""
+    done = sum_grad_linear_2d_groups(grid, whole_groups(nb, ax0, ax1, pad), xflat, xs_c, C,
+                                     gflat, gs_c, rows, ax0, ax1, st0, st1, pad)
+    rest = nb - done
+    if rest > 0:
+        for i in range(2 * rest):
+            tail_points[i] = grid[2 * done + i]
+        for c in range(C):
+            for p in range(rest):
+                tail_go[c * LANES + p] = gflat[c * gs_c + done + p]
+        sum_grad_linear_2d_groups(tail_points, LANES, xflat, xs_c, C, tail_go, LANES,
+                                  tail_rows, ax0, ax1, st0, st1, pad)
+        for i in range(2 * rest):
+            rows[2 * done + i] = tail_rows[i]
+
+
+@skeleton
+def run_grad_linear_2d_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                           gflat, gs_n, gs_c, gs_p, ggrid, C, block, pad):
+    """:func:`run_grid_grad_blocks` of a 2-D linear grid gradient planned and summed in one
+    pass, a group of points at a time, without plan tables (:func:`_sum_grad_linear_2d`):
+    float32, zeros or border, contiguous dL/dy (``gs_p`` 1), at most
+    :data:`ONE_PASS_GRAD_CHANNELS` channels and axes the explicit vectors serve (the
+    backward takes it only there); the same bits as the planned entry."""
+    P = grid.shape[1]
+    nblk = (P + block - 1) // block
+    gcoords = grid.reshape(grid.size)
+    ax0, ax1 = axis_row(axc, 0), axis_row(axc, 1)
+    st0, st1 = np.int32(strides[0]), np.int32(strides[1])
+    tail_points = np.zeros(2 * LANES, grid.dtype)
+    tail_go = np.zeros(C * LANES, gflat.dtype)
+    tail_rows = np.empty(2 * LANES, ggrid.dtype)
+    for task in range(first, stop):
+        n = task // nblk
+        p0 = (task - n * nblk) * block
+        nb = min(block, P - p0)
+        gn = 0 if grid.shape[0] == 1 else n
+        _sum_grad_linear_2d(gcoords[(gn * P + p0) * 2:], nb, pad, ax0, ax1, st0, st1,
+                            xflat[n * xs_n:], xs_c, gflat[n * gs_n + p0:], gs_c, C,
+                            ggrid[n, p0:p0 + nb].reshape(nb * 2), tail_points, tail_go,
+                            tail_rows)
 
 
 @skeleton

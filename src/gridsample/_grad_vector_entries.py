@@ -14,6 +14,7 @@ from ._grad_vector import (
     plan_grad_cubic_2d,
     plan_grad_linear_2d,
     plan_grad_linear_3d,
+    run_grad_linear_2d_one,
     run_grid_grad_blocks,
     run_scatter_blocks,
     scatter_cubic_2d,
@@ -45,7 +46,7 @@ from ._vector import (
     plan_nearest_3d,
 )
 
-__all__ = ["GRID_GRAD_ENTRIES", "INPUT_GRAD_ENTRIES"]
+__all__ = ["GRID_GRAD_ENTRIES", "GRID_GRAD_ONE_PASS_ENTRIES", "INPUT_GRAD_ENTRIES"]
 
 
 # linear_2d
@@ -90,11 +91,25 @@ def grid_grad_linear_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
 
 
 @function
+def grid_grad_linear_2d_zeros_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                                  gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grad_linear_2d_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                           gs_n, gs_c, gs_p, ggrid, C, block, PAD_ZEROS)
+
+
+@function
 def grid_grad_linear_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                                gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_border,
                          sweep_grad_linear_2d_native)
+
+
+@function
+def grid_grad_linear_2d_border_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                                   grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grad_linear_2d_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                           gs_n, gs_c, gs_p, ggrid, C, block, PAD_BORDER)
 
 
 @function
@@ -616,6 +631,13 @@ GRID_GRAD_ENTRIES = {
     (2, MODE_CUBIC, PAD_MIRROR): grid_grad_cubic_2d_index,
     (2, MODE_CUBIC, PAD_SYMMETRIC): grid_grad_cubic_2d_index,
     (2, MODE_CUBIC, PAD_WRAP): grid_grad_cubic_2d_index,
+}
+
+#: Grid-gradient entry planned and summed in one pass, where the backward
+#: takes one, of each (rank, mode code, padding code).
+GRID_GRAD_ONE_PASS_ENTRIES = {
+    (2, MODE_LINEAR, PAD_ZEROS): grid_grad_linear_2d_zeros_one,
+    (2, MODE_LINEAR, PAD_BORDER): grid_grad_linear_2d_border_one,
 }
 
 #: Input-gradient entry of each (rank, mode code, padding code).

@@ -113,16 +113,20 @@ def compile_combination(c: Combination) -> float:
     # A fill of 0 would run as zeros: constant's own kernel needs another fill.
     fill = 1 if c.padding == "constant" and x.dtype.kind not in "USO" else 0
     start = time.perf_counter()
+    # Four channels as well: a few channels may run an entry of their own (the forward's 2-D
+    # linear one pass takes one, nearest's and the 2-D linear grid gradient's up to three),
+    # more the planned sweep.
+    more = not (c.channel_last or c.channels)
     if c.backward:
         grid_sample_backward(grad_out, x, grid, c.mode, c.padding, channel_last=c.channel_last,
                              fill_value=fill)
+        if more:
+            x2, _, grad_out2 = _example(c, channels=4)
+            grid_sample_backward(grad_out2, x2, grid, c.mode, c.padding, fill_value=fill)
     else:
         grid_sample(x, grid, c.mode, c.padding, channel_last=c.channel_last, fill_value=fill)
-        if not (c.channel_last or c.channels):
-            # Four channels as well: a few channels may run an entry of their own (the 2-D
-            # linear one pass takes one, nearest's up to three), more the planned sweep.
-            x2 = _example(c, channels=4)[0]
-            grid_sample(x2, grid, c.mode, c.padding, fill_value=fill)
+        if more:
+            grid_sample(_example(c, channels=4)[0], grid, c.mode, c.padding, fill_value=fill)
     return time.perf_counter() - start
 
 

@@ -42,7 +42,7 @@ from ._target import fast_gathers
 
 __all__ = ["whole_groups", "count_whole_groups", "sum_linear_2d_groups",
            "plan_linear_2d_groups", "plan_grad_linear_2d_groups", "sweep_linear_2d_groups",
-           "sweep_linear_2d_cl_groups", "sum_nearest_2d_groups"]
+           "sweep_linear_2d_cl_groups", "sum_nearest_2d_groups", "sum_grad_linear_2d_groups"]
 
 #: The vectors serve axes shorter than this: their sizes and tap indices exact in float32
 #: (``S = 2**24 + 1`` is stored as ``2**24``, so the bound is strict).
@@ -371,30 +371,88 @@ def _plan_grad_linear_2d_groups(typingctx, points, done, off, dws, chain, ax0, a
             none = v.splat(ir.Constant(ir.IntType(32), -1))
 
             def group(j):
-                points = k.points(j)
-                g0, g1, ax0, ax1, *_, border = points
-                taps, masks, dx, dy = _emit_corners(v, *points)
+                taps, masks, rows, chains = _emit_grad_plan(v, builder, k.points(j))
                 for row, (q, m) in enumerate(zip(taps, masks)):
                     v.store(k.at("off", k.intp(row), j), v.select(m, q, none))
-                # A NaN point: both fractions NaN, as the scalar loop's (each slope row has
-                # the other axis's factor only).
-                either = v.add(dx, dy)
-                nan = v.is_nan(either)
-                dx, dy = v.select(nan, either, dx), v.select(nan, either, dy)
-                one = v.splat(ax0[AXIS_ONE])
-                minus = v.sub(v.sub(one, one), one)  # -w as (-1) w: the same bits
-                wx0, wy0 = v.sub(one, dx), v.sub(one, dy)
-                rows = (v.mul(minus, wy0), wy0, v.mul(minus, dy), dy,
-                        v.mul(minus, wx0), v.mul(minus, dx), wx0, dx)
                 for row, d in enumerate(rows):
                     v.store(k.at("dws", k.intp(row), j), d)
-                for row, (g, ax) in enumerate(((g0, ax0), (g1, ax1))):
-                    v.store(k.at("chain", k.intp(row), j), _emit_chain(v, builder, g, ax, border))
+                for row, c in enumerate(chains):
+                    v.store(k.at("chain", k.intp(row), j), c)
 
             k.point_groups(count, group)
         return count
 
     return types.intp(points, done, off, dws, chain, ax0, ax1, st0, st1, pad), codegen
+
+
+def _emit_grad_plan(v, builder, points):
+    """What :func:`gridsample._grad_vector.plan_grad_linear_2d` plans for ``LANES`` points
+    (``points``: :meth:`_Kernel.points`): the four taps' offsets and inside masks, the
+    eight weight slopes ``D_{k,a}`` (rows ``4a + k``) and the two chain factors."""
+    g0, g1, ax0, ax1, *_, border = points
+    taps, masks, dx, dy = _emit_corners(v, *points)
+    # A NaN point: both fractions NaN, as the scalar loop's (each slope row has the other
+    # axis's factor only).
+    either = v.add(dx, dy)
+    nan = v.is_nan(either)
+    dx, dy = v.select(nan, either, dx), v.select(nan, either, dy)
+    one = v.splat(ax0[AXIS_ONE])
+    minus = v.sub(v.sub(one, one), one)  # -w as (-1) w: the same bits
+    wx0, wy0 = v.sub(one, dx), v.sub(one, dy)
+    rows = (v.mul(minus, wy0), wy0, v.mul(minus, dy), dy,
+            v.mul(minus, wx0), v.mul(minus, dx), wx0, dx)
+    chains = [_emit_chain(v, builder, g, ax, border) for g, ax in ((g0, ax0), (g1, ax1))]
+    return taps, masks, rows, chains
+
+
+_GRAD_SUM = ("points", "done", "xn", "xs_c", "C", "gn", "gs_c", "rows", "ax0", "ax1", "st0",
+             "st1", "pad")
+
+
+@intrinsic
+def _sum_grad_linear_2d_groups(typingctx, points, done, xn, xs_c, C, gn, gs_c, rows, ax0, ax1,
+                               st0, st1, pad):
+    serves = _float32(points, xn, gn, rows)
+
+    def codegen(context, builder, signature, args):
+        count = _count(context, builder, signature, args, serves)
+        if serves:
+            k = _Kernel(context, builder, signature, args, _GRAD_SUM)
+            v = k.v
+            channels, xs_c, gs_c = k.index("C"), k.index("xs_c"), k.index("gs_c")
+            zero = ir.Constant(v.f32, None)  # +0.0 in every lane
+            sums = [cgutils.alloca_once(builder, v.f32) for _ in range(2)]
+            low = ir.Constant(v.i32, [p // 2 + (p % 2) * LANES for p in range(LANES)])
+            high = ir.Constant(v.i32, [LANES // 2 + p // 2 + (p % 2) * LANES
+                                       for p in range(LANES)])
+
+            def group(j):
+                taps, masks, slopes, chains = _emit_grad_plan(v, builder, k.points(j))
+                for acc in sums:
+                    builder.store(zero, acc)
+                with cgutils.for_range(builder, channels) as loop:
+                    c = loop.index
+                    base = k.at("xn", builder.mul(c, xs_c))
+                    values = [v.gather(base, q, m, zero) for q, m in zip(taps, masks)]
+                    g = v.load(k.at("gn", builder.add(builder.mul(c, gs_c), j)), v.f32)
+                    for a, acc in enumerate(sums):
+                        # 0 + D_{0,a} v_0 + ... + D_{3,a} v_3, left to right (_slope_sum)
+                        total = zero
+                        for d, value in zip(slopes[4 * a:4 * a + 4], values):
+                            total = v.add(total, v.mul(d, value))
+                        builder.store(v.add(builder.load(acc), v.mul(g, total)), acc)
+                out = [v.mul(builder.load(acc), chain) for acc, chain in zip(sums, chains)]
+                # rows[2 p + a] = out[a][p]: the two vectors interleaved.
+                at = builder.mul(j, k.intp(2))
+                v.store(k.at("rows", at), builder.shuffle_vector(out[0], out[1], low))
+                v.store(k.at("rows", builder.add(at, k.intp(LANES))),
+                        builder.shuffle_vector(out[0], out[1], high))
+
+            k.groups(count, group)  # one copy (any stride): a first backward compiles less
+        return count
+
+    return (types.intp(points, done, xn, xs_c, C, gn, gs_c, rows, ax0, ax1, st0, st1, pad),
+            codegen)
 
 
 _SWEEP = ("xa", "xb", "off", "wts", "nb", "oa", "ob", "za", "zb", "two")
@@ -568,8 +626,9 @@ def _nothing(*args) -> int:
 if numba.config.DISABLE_JIT:
     sum_linear_2d_groups = plan_linear_2d_groups = sweep_linear_2d_groups = _nothing
     plan_grad_linear_2d_groups = _nothing
-    sum_nearest_2d_groups = sweep_linear_2d_cl_groups = _nothing
+    sum_nearest_2d_groups = sweep_linear_2d_cl_groups = sum_grad_linear_2d_groups = _nothing
 else:
+    sum_grad_linear_2d_groups = _sum_grad_linear_2d_groups
     sum_linear_2d_groups = _sum_linear_2d_groups
     plan_linear_2d_groups = _plan_linear_2d_groups
     plan_grad_linear_2d_groups = _plan_grad_linear_2d_groups
