@@ -22,13 +22,17 @@ and the sweep gathers every tap of every channel::
 
 which are the general kernels' sums in their order (a tap outside adds
 ``D * 0``, which changes at most the sign of a zero sum): the two families
-give the same bits otherwise, which the tests check.  The input gradient,
-a scatter, stays with the general kernels.
+give the same bits otherwise, which the tests check.  The input gradient
+is a scatter: planned the same way, scattered in scalar code (below).
 
 2-D linear: taps ``(x0, y0), (x1, y0), (x0, y1), (x1, y1)`` with weights
 ``w_x w_y``, so ``D_x = (-w_y0, w_y0, -w_y1, w_y1)`` and
 ``D_y = (-w_x0, -w_x1, w_x0, w_x1)`` (the weight slopes are ``±1`` in the
 padded coordinate, so these products are exact).
+
+2-D linear of up to :data:`ONE_PASS_GRAD_CHANNELS` float32 channels under zeros or border
+skips the table: :func:`run_grad_linear_2d_one` plans each group of lanes in registers and
+sums it at once, the same terms in the same order.
 
 3-D linear plans per axis instead (the forward's table: two offsets and two
 weights per axis, :func:`gridsample._vector._plan_linear_axis`; 24 slope
