@@ -469,18 +469,31 @@ def test_bit_identical_at_any_thread_count(rng, case, mode):
         np.testing.assert_array_equal(gg, results[0][1])
 
 
-@pytest.mark.parametrize("shape,out", [((1, 1, 60, 70), (90, 80)),
-                                       ((1, 1, 20, 30, 40), (30, 40, 30))])
+@pytest.mark.parametrize("shape,out,mode", [((1, 1, 60, 70), (90, 80), "linear"),
+                                            ((1, 1, 20, 30, 40), (30, 40, 30), "linear"),
+                                            ((1, 3, 60, 70), (90, 80), "linear"),
+                                            ((1, 2, 20, 30, 40), (30, 40, 30), "linear"),
+                                            ((1, 3, 40, 50), (45, 35), "cubic")])
 @pytest.mark.parametrize("padding", ["zeros", "border", "wrap"])
-def test_a_single_channel_shares_both_vector_passes_at_any_thread_count(rng, shape, out,
-                                                                         padding):
-    """One item of one channel: the vector kernels run both gradients' passes as one set of
-    jobs the threads take in turn (gridsample._threads.run_jobs): the same bits at one and
-    two threads, and the general kernels' bits (up to the sign of a zero)."""
+def test_a_single_item_shares_both_vector_passes_at_any_thread_count(rng, monkeypatch, shape,
+                                                                     out, mode, padding):
+    """One item of one channel, or of a few channel-first ones: the vector kernels run both
+    gradients' passes as one set of jobs the threads take in turn
+    (gridsample._threads.run_jobs; spied on): the same bits at one and two threads, and the
+    general kernels' bits (up to the sign of a zero)."""
+    from gridsample import _backward
     from gridsample._engine import use_kernels
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs 2 Numba threads")
+    shared = []
+
+    def spy(jobs, threads):
+        shared.append(len(jobs))
+        return run_jobs(jobs, threads)
+
+    run_jobs = _backward.run_jobs
+    monkeypatch.setattr(_backward, "run_jobs", spy)
     x, grid = random_case(rng, shape, out, x_dtype=np.float32, grid_dtype=np.float32)
     go = grad_output_like(rng, x, grid)
     before = numba.get_num_threads()
@@ -489,8 +502,10 @@ def test_a_single_channel_shares_both_vector_passes_at_any_thread_count(rng, sha
         for family, threads in (("auto", 1), ("auto", 2), ("general", 2)):
             numba.set_num_threads(threads)
             with use_kernels(family):
-                results.append(gridsample.grid_sample_backward(go, x, grid, "linear",
-                                                               padding, False))
+                results.append(gridsample.grid_sample_backward(go, x, grid, mode, padding,
+                                                               False))
+            assert bool(shared) == ((family, threads) == ("auto", 2))
+            del shared[:]
     finally:
         numba.set_num_threads(before)
     for gx, gg in results[1:]:

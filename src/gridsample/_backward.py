@@ -244,6 +244,18 @@ class PreparedGradients:
             vector = scatter = None
         self.vector, self.scatter = vector, scatter
         self.wconst = np.array([0.0, 1.0, np.nan], dt)
+        # A single item of one channel, or of a few channel-first ones: its input gradient
+        # has few tasks (Q chunks of one channel; a channel group each), which leave a
+        # thread idle in turns (3 channels: groups of 2 and 1).  Both vector passes then
+        # become one list of jobs the threads take in turn, a channel a job.  (With more
+        # tasks, jobs taken from Python pass the GIL between threads at each: the 64x1x28²
+        # batch 1.9x.)
+        self.shared_jobs = (vector is not None and scatter is not None and threads > 1
+                            and plan.batch == 1
+                            and (plan.channels == 1 or (not plan.channel_last and plan.channels
+                                                        <= ONE_PASS_GRAD_CHANNELS)))
+        if self.shared_jobs:
+            self.G = plan.channels  # any grouping adds in the same order (work_split)
 
     @classmethod
     def prepare(cls, plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
@@ -293,13 +305,9 @@ class PreparedGradients:
             run_shared(entry, plan.batch * G * Q, (args,), threads)
 
         gxbuf = np.zeros(Q * self.x_size, dt) if want_x else None
-        # A single channel of a single item: its input gradient is Q tasks at most, which
-        # leave threads idle; so both vector passes become one set of jobs the threads take
-        # in turn: the input gradient's tasks (largest first), then the grid gradient's
-        # blocks in runs.  (Elsewhere the passes have tasks enough, and jobs taken from
-        # Python pass the GIL between threads at each: the 64x1x28² batch 1.9x.)
-        both = (self.vector is not None and self.scatter is not None and threads > 1
-                and plan.batch * plan.channels == 1)
+        # The input gradient's tasks first (the largest jobs), then the grid gradient's
+        # blocks in runs (self.shared_jobs).
+        both = self.shared_jobs
         if both:
             scatter_args = self._scatter_args(gxbuf, grid3, gflat)
             jobs = [(self.scatter, (t, t + 1, *scatter_args))
