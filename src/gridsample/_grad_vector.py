@@ -212,11 +212,13 @@ def _sum_grad_linear_2d(grid, nb, pad, ax0, ax1, st0, st1, xflat, xs_c, gflat, g
     in place, the last ``nb mod LANES`` points through copies padded to a group
     (``tail_*``: coordinates 0 and dL/dy 0 in the lanes past the block at first, then what
     an earlier block's tail left; their sums are dropped, and a group reads only taps inside
-    X whatever its coordinates), so that nothing is read or written past the block."""
+    X whatever its coordinates), so that nothing is read or written past the block.  The
+    rest goes a group at a time, so that no copy overflows even where ``whole_groups``
+    would do none (the backward takes this pass only where it does them all)."""
     done = sum_grad_linear_2d_groups(grid, whole_groups(nb, ax0, ax1, pad), xflat, xs_c, C,
                                      gflat, gs_c, rows, ax0, ax1, st0, st1, pad)
-    rest = nb - done
-    if rest > 0:
+    while done < nb:
+        rest = min(nb - done, LANES)
         for i in range(2 * rest):
             tail_points[i] = grid[2 * done + i]
         for c in range(C):
@@ -226,6 +228,7 @@ def _sum_grad_linear_2d(grid, nb, pad, ax0, ax1, st0, st1, xflat, xs_c, gflat, g
                                   tail_rows, ax0, ax1, st0, st1, pad)
         for i in range(2 * rest):
             rows[2 * done + i] = tail_rows[i]
+        done += rest
 
 
 @skeleton
@@ -235,7 +238,8 @@ def run_grad_linear_2d_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
     pass, a group of points at a time, without plan tables (:func:`_sum_grad_linear_2d`):
     float32, zeros or border, contiguous dL/dy (``gs_p`` 1), at most
     :data:`ONE_PASS_GRAD_CHANNELS` channels and axes the explicit vectors serve (the
-    backward takes it only there); the same bits as the planned entry."""
+    backward takes it only there); the planned entry's bits, but for the sign of a NaN (its
+    points in a block's last part of a group are planned by scalar code there)."""
     P = grid.shape[1]
     nblk = (P + block - 1) // block
     gcoords = grid.reshape(grid.size)

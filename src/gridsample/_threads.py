@@ -68,7 +68,9 @@ def num_threads() -> int:
     """Threads a call may use (Numba's current setting for this thread)."""
     read = _thread_count_reader
     if read is not None:
-        return read()
+        count = read()
+        if count > 0:  # (not set: a forked child's new thread under workqueue)
+            return count
     count = numba.get_num_threads()
     _bind_thread_count_reader()
     return count
