@@ -65,6 +65,10 @@ _MAX_CHUNKS = 2
 # Runs of grid-gradient blocks per thread when both vector passes share the threads: small
 # enough to even out the threads' ends, large enough that taking a job (Python) stays cheap.
 _GRID_GRAD_JOBS_PER_THREAD = 8
+# Channel-first channels of a single item up to which both passes share the threads, a
+# channel a job (PreparedGradients.shared_jobs): 3 split 2 and 1 over two threads as channel
+# groups; from 4 the groups are even, and each job taken from Python passes the GIL.
+_SHARED_JOBS_CHANNELS = 3
 _MIN_CHUNK_POINTS = 1 << 14
 _MIN_BLOCK_POINTS = 1 << 10
 _MAX_EXTRA_BUFFER_BYTES = 256 << 20
@@ -253,7 +257,7 @@ class PreparedGradients:
         self.shared_jobs = (vector is not None and scatter is not None and threads > 1
                             and plan.batch == 1
                             and (plan.channels == 1 or (not plan.channel_last and plan.channels
-                                                        <= ONE_PASS_GRAD_CHANNELS)))
+                                                        <= _SHARED_JOBS_CHANNELS)))
         if self.shared_jobs:
             self.G = plan.channels  # any grouping adds in the same order (work_split)
 
