@@ -429,9 +429,8 @@ def _grid_grad_in_one_pass(plan: ForwardPlan, dt, gs_p: int, axc: np.ndarray) ->
     (:func:`gridsample._engine.explicit_vectors_serve`: float32, x86 with fast gathers, the
     axes), dL/dy's points are contiguous and there are at most
     :data:`~gridsample._grad_vector.ONE_PASS_GRAD_CHANNELS` channels; ``GRIDSAMPLE_ONE_PASS
-    =off`` never (the same bits either way).  Measured (Zen 4, one thread, one process): the
-    grid gradient of 1x1x1024² took 0.65-0.79 of the planned pass's time, 1x3x1024²
-    0.79-0.82, 1x1x512² border 0.85 (docs/kernels.md, "The grid gradient in one pass")."""
+    =off`` never (the same bits either way, but for a NaN's sign).  What it gains:
+    docs/kernels.md, "The grid gradient in one pass"."""
     key = (plan.rank, plan.kernel_mode, plan.kernel_padding)
     return (key in GRID_GRAD_ONE_PASS_ENTRIES and dt == np.float32 and gs_p == 1
             and plan.channels <= ONE_PASS_GRAD_CHANNELS
