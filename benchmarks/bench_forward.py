@@ -69,6 +69,13 @@ def default_cases():
         Case("volume 1x128³x1 linear channel-last", vol, (128, 128, 128), channel_last=True),
         Case("volume 2x64³x4 linear channel-last", (2, 4, 64, 64, 64), (64, 64, 64),
              channel_last=True),
+        # feature planes and grids of neural fields: many channels, channel-last
+        Case("features 1x256²x32 linear channel-last", (1, 32, 256, 256), (256, 256),
+             grid="random", channel_last=True),
+        Case("features 1x512²x8 cubic channel-last", (1, 8, 512, 512), (512, 512), "cubic",
+             channel_last=True),
+        Case("features 1x64³x16 linear channel-last", (1, 16, 64, 64, 64), (64, 64, 64),
+             grid="random", channel_last=True),
         # reflection: the planners' fmod (a libm call per coordinate) keeps their loop scalar
         Case("image 1x3x1024² linear reflection", img, (1024, 1024), padding="reflection"),
         Case("image 1x3x1024² nearest reflection", img, (1024, 1024), "nearest",

@@ -1,6 +1,7 @@
 """gridsample.affine_warp: bit for bit the pair grid_sample(x, affine_grid(theta)), without
 the grid in memory."""
 
+import itertools
 import tracemalloc
 
 import ml_dtypes
@@ -212,3 +213,17 @@ def test_errors_name_the_argument(args, kwargs, words):
 def test_theta_type_error():
     with pytest.raises(GridSampleTypeError, match="theta has dtype int64"):
         gridsample.affine_warp(np.ones((1, 1, 4, 4)), np.eye(2, 3, dtype=np.int64))
+
+
+@pytest.mark.parametrize("rank", [2, 3])
+def test_channel_last_with_many_channels(rng, kernels, rank):
+    """Channel-last memory of many contiguous channels: the point-at-a-time entries of the
+    affine tables (from their channel counts on) and the channel-at-a-time ones below."""
+    spatial = (21, 19) if rank == 2 else (9, 8, 7)
+    modes = ("linear", "nearest", "cubic") if rank == 2 else ("linear", "nearest")
+    theta = random_theta(rng, 2, rank)
+    for channels, mode, padding in itertools.product((5, 8, 19), modes, ("zeros", "border")):
+        x = rng.standard_normal((2,) + spatial + (channels,)).astype(np.float32)
+        got = gridsample.affine_warp(x, theta, None, mode, padding, channel_last=True)
+        want = pair(x, theta, spatial, mode, padding, False, channel_last=True)
+        np.testing.assert_array_equal(got, want)

@@ -576,3 +576,102 @@ def test_kernel_constants_are_shared_and_never_written(rng, mode, padding):
     assert again[0] is axc and again[1] is kc
     np.testing.assert_array_equal(axc, before[0])
     np.testing.assert_array_equal(kc, before[1])
+
+
+# Channel-last memory of many channels: the point-at-a-time sweeps (gridsample._vector,
+# sweep_*_il; _engine.INTERLEAVED_MIN_CHANNELS) and, below their channel counts, the
+# channel-at-a-time ones.  19 channels: a vector of 16 and three more.
+_MANY_CHANNELS = (5, 8, 19)
+
+
+@pytest.mark.parametrize("mode", VECTOR_MODES)
+@pytest.mark.parametrize("pad,x_dtype,grid_dtype", PAD_DTYPES)
+def test_many_channels_last_equal_to_the_general_kernels(rng, monkeypatch, mode, pad, x_dtype,
+                                                         grid_dtype):
+    grid = nasty_grid(rng, (2, 6, 7, 2), grid_dtype)
+    for channels in _MANY_CHANNELS:
+        x = rng.standard_normal((2, 7, 9, channels)).astype(x_dtype)
+        x[0, 3, 4, 1] = np.inf  # a tap outside must never turn 0 * inf into NaN
+        x[1, 0, 0, channels - 1] = -np.inf
+        x[1, 6, 8, 2] = np.nan
+        for align in ALIGNS:
+            np.testing.assert_array_equal(
+                gridsample.grid_sample(x, grid, mode, pad, align, channel_last=True),
+                general(monkeypatch, x, grid, mode, pad, align, channel_last=True))
+
+
+@pytest.mark.parametrize("mode", VECTOR_MODES)
+def test_many_channels_last_3d_types_strides_and_fills(rng, monkeypatch, mode):
+    """3-D (cubic: the channel-at-a-time sweep at any count), the other element families,
+    strided X whose channels stay contiguous, a broadcast grid, a fill per channel, and one
+    against two threads."""
+    for pad, channels in itertools.product(ONNX_PADDINGS, _MANY_CHANNELS):
+        x = rng.standard_normal((2, 5, 6, 7, channels)).astype(np.float32)
+        x[1, 4, 5, 6, 0] = np.nan
+        grid = nasty_grid(rng, (2, 4, 3, 5, 3), np.float32)
+        np.testing.assert_array_equal(
+            gridsample.grid_sample(x, grid, mode, pad, channel_last=True),
+            general(monkeypatch, x, grid, mode, pad, channel_last=True))
+    grid = nasty_grid(rng, (1, 6, 7, 2), np.float32)  # batch 1 broadcasts
+    base = rng.uniform(0, 200, (2, 8, 9, 8))
+    for dtype, pad in ((np.uint8, "reflection"), (np.float16, "zeros"),
+                       (ml_dtypes.bfloat16, "border"), (np.float64, "wrap")):
+        x = base.astype(dtype)
+        got = gridsample.grid_sample(x, grid, mode, pad, channel_last=True)
+        want = general(monkeypatch, x, grid, mode, pad, channel_last=True)
+        assert got.dtype == want.dtype == x.dtype
+        np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
+    big = rng.standard_normal((2, 12, 15, 10)).astype(np.float32)
+    xs = big[:, 1::2, ::-2, 1:9]  # strided rows and columns, 8 contiguous channels
+    np.testing.assert_array_equal(
+        gridsample.grid_sample(xs, grid, mode, "zeros", channel_last=True),
+        general(monkeypatch, xs, grid, mode, "zeros", channel_last=True))
+    fill = np.arange(8, dtype=np.float32) - 3.5
+    np.testing.assert_array_equal(
+        gridsample.grid_sample(xs, grid, mode, "constant", channel_last=True, fill_value=fill),
+        general(monkeypatch, xs, grid, mode, "constant", channel_last=True, fill_value=fill))
+    x = rng.standard_normal((1, 40, 40, 19)).astype(np.float32)
+    wide = nasty_grid(rng, (1, 30, 40, 2), np.float32)
+    one = gridsample.grid_sample(x, wide, mode, "border", channel_last=True)
+    numba = pytest.importorskip("numba")
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        np.testing.assert_array_equal(
+            one, gridsample.grid_sample(x, wide, mode, "border", channel_last=True))
+    finally:
+        numba.set_num_threads(threads)
+
+
+def test_each_channel_count_runs_its_sweep(monkeypatch):
+    """Channel-last with contiguous channels runs the point-at-a-time entry from its
+    kernel's channel count on, the channel-at-a-time one below it (and for 3-D cubic)."""
+    calls = []
+
+    def spy(table, label):
+        def wrap(entry):
+            def call(*args):
+                calls.append(label)
+                return entry(*args)
+            return call
+        return {key: wrap(f) for key, f in table.items()}
+
+    monkeypatch.setattr(_engine, "CHANNEL_LAST_ENTRIES",
+                        spy(_engine.CHANNEL_LAST_ENTRIES, "channel"))
+    monkeypatch.setattr(_engine, "INTERLEAVED_ENTRIES",
+                        spy(_engine.INTERLEAVED_ENTRIES, "point"))
+    codes = {"linear": 0, "nearest": 1, "cubic": 2}
+    for rank, mode in itertools.product((2, 3), VECTOR_MODES):
+        least = _engine.INTERLEAVED_MIN_CHANNELS.get((rank, codes[mode]))
+        grid = np.zeros((1,) + (2,) * rank + (rank,), np.float32)
+        for channels in (3, 4, 5, 7, 8, 16):
+            calls.clear()
+            x = np.ones((1,) + (4,) * rank + (channels,), np.float32)
+            gridsample.grid_sample(x, grid, mode, channel_last=True)
+            want = "point" if least is not None and channels >= least else "channel"
+            assert calls == [want], (rank, mode, channels)
+    # channels not contiguous (every other one of a wider array): a channel at a time
+    calls.clear()
+    x = np.ones((1, 4, 4, 32), np.float32)[..., ::2]
+    gridsample.grid_sample(x, np.zeros((1, 2, 2, 2), np.float32), channel_last=True)
+    assert calls == ["channel"]

@@ -34,24 +34,30 @@ from ._vector import (
     sum_nearest_2d_one,
     sweep_cubic_2d,
     sweep_cubic_2d_cl,
+    sweep_cubic_2d_il,
     sweep_cubic_2d_rows,
     sweep_cubic_3d,
     sweep_cubic_3d_cl,
     sweep_linear_2d,
     sweep_linear_2d_cl,
+    sweep_linear_2d_il,
     sweep_linear_2d_rows,
     sweep_linear_3d,
     sweep_linear_3d_cl,
+    sweep_linear_3d_il,
     sweep_linear_3d_rows,
     sweep_nearest_2d,
     sweep_nearest_2d_cl,
+    sweep_nearest_2d_il,
     sweep_nearest_3d,
     sweep_nearest_3d_cl,
+    sweep_nearest_3d_il,
 )
 
 __all__ = [
     "AFFINE_ENTRIES",
     "AFFINE_CHANNEL_LAST_ENTRIES",
+    "AFFINE_INTERLEAVED_ENTRIES",
     "AFFINE_ROW_LOAD_ENTRIES",
     "AFFINE_ONE_PASS_ENTRIES",
 ]
@@ -75,6 +81,15 @@ def linear_2d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl, 0)
+
+
+@function
+def linear_2d_zeros_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                              wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_il, 0)
 
 
 @function
@@ -114,6 +129,15 @@ def linear_2d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
 
 
 @function
+def linear_2d_zeros_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_il, 0)
+
+
+@function
 def linear_2d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
@@ -129,6 +153,15 @@ def linear_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl, 0)
+
+
+@function
+def linear_2d_zeros_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_il, 0)
 
 
 @function
@@ -150,6 +183,15 @@ def linear_2d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
 
 
 @function
+def linear_2d_zeros_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_il, 0)
+
+
+@function
 def linear_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                             wts, coords, points):
@@ -165,6 +207,15 @@ def linear_2d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl, 0)
+
+
+@function
+def linear_2d_border_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_il, 0)
 
 
 @function
@@ -204,6 +255,15 @@ def linear_2d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
 
 
 @function
+def linear_2d_border_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_il, 0)
+
+
+@function
 def linear_2d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
@@ -219,6 +279,15 @@ def linear_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl, 0)
+
+
+@function
+def linear_2d_border_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_il, 0)
 
 
 @function
@@ -240,6 +309,15 @@ def linear_2d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
 
 
 @function
+def linear_2d_border_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_il, 0)
+
+
+@function
 def linear_2d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
@@ -255,6 +333,15 @@ def linear_2d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl, 0)
+
+
+@function
+def linear_2d_reflection_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_il, 0)
 
 
 @function
@@ -294,6 +381,15 @@ def linear_2d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, st
 
 
 @function
+def linear_2d_reflection_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                       wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_il, 0)
+
+
+@function
 def linear_2d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                      bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
                                      kind, azero, off, wts, coords, points):
@@ -309,6 +405,15 @@ def linear_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, s
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl, 0)
+
+
+@function
+def linear_2d_reflection_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                        wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_il, 0)
 
 
 @function
@@ -330,6 +435,15 @@ def linear_2d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, st
 
 
 @function
+def linear_2d_reflection_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                       wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_il, 0)
+
+
+@function
 def linear_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                            wts, coords, points):
@@ -345,6 +459,15 @@ def linear_2d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl, 0)
+
+
+@function
+def linear_2d_index_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                              wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_il, 0)
 
 
 @function
@@ -384,6 +507,15 @@ def linear_2d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
 
 
 @function
+def linear_2d_index_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_il, 0)
+
+
+@function
 def linear_2d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
@@ -399,6 +531,15 @@ def linear_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl, 0)
+
+
+@function
+def linear_2d_index_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_il, 0)
 
 
 @function
@@ -419,6 +560,15 @@ def linear_2d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                       coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl, 0)
 
 
+@function
+def linear_2d_index_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_il, 0)
+
+
 # linear_3d
 
 @function
@@ -437,6 +587,15 @@ def linear_3d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl, 0)
+
+
+@function
+def linear_3d_zeros_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                              wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_il, 0)
 
 
 @function
@@ -467,6 +626,15 @@ def linear_3d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
 
 
 @function
+def linear_3d_zeros_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_il, 0)
+
+
+@function
 def linear_3d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
@@ -482,6 +650,15 @@ def linear_3d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl, 0)
+
+
+@function
+def linear_3d_zeros_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_il, 0)
 
 
 @function
@@ -503,6 +680,15 @@ def linear_3d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
 
 
 @function
+def linear_3d_zeros_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_il, 0)
+
+
+@function
 def linear_3d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                             wts, coords, points):
@@ -518,6 +704,15 @@ def linear_3d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl, 0)
+
+
+@function
+def linear_3d_border_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_il, 0)
 
 
 @function
@@ -548,6 +743,15 @@ def linear_3d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
 
 
 @function
+def linear_3d_border_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_il, 0)
+
+
+@function
 def linear_3d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
@@ -563,6 +767,15 @@ def linear_3d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl, 0)
+
+
+@function
+def linear_3d_border_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_il, 0)
 
 
 @function
@@ -584,6 +797,15 @@ def linear_3d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
 
 
 @function
+def linear_3d_border_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_il, 0)
+
+
+@function
 def linear_3d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
@@ -599,6 +821,15 @@ def linear_3d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl, 0)
+
+
+@function
+def linear_3d_reflection_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_il, 0)
 
 
 @function
@@ -629,6 +860,15 @@ def linear_3d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, st
 
 
 @function
+def linear_3d_reflection_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                       wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_il, 0)
+
+
+@function
 def linear_3d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                      bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
                                      kind, azero, off, wts, coords, points):
@@ -644,6 +884,15 @@ def linear_3d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, s
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl, 0)
+
+
+@function
+def linear_3d_reflection_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                        wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_il, 0)
 
 
 @function
@@ -665,6 +914,15 @@ def linear_3d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, st
 
 
 @function
+def linear_3d_reflection_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                       wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_il, 0)
+
+
+@function
 def linear_3d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                            wts, coords, points):
@@ -680,6 +938,15 @@ def linear_3d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl, 0)
+
+
+@function
+def linear_3d_index_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                              wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_il, 0)
 
 
 @function
@@ -710,6 +977,15 @@ def linear_3d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
 
 
 @function
+def linear_3d_index_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_il, 0)
+
+
+@function
 def linear_3d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
@@ -725,6 +1001,15 @@ def linear_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl, 0)
+
+
+@function
+def linear_3d_index_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_il, 0)
 
 
 @function
@@ -745,6 +1030,15 @@ def linear_3d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
                       coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl, 0)
 
 
+@function
+def linear_3d_index_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_il, 0)
+
+
 # nearest_2d
 
 @function
@@ -763,6 +1057,15 @@ def nearest_2d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_zeros_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_il, 0)
 
 
 @function
@@ -793,6 +1096,15 @@ def nearest_2d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
 
 
 @function
+def nearest_2d_zeros_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_il, 0)
+
+
+@function
 def nearest_2d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
@@ -808,6 +1120,15 @@ def nearest_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_zeros_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_il, 0)
 
 
 @function
@@ -829,6 +1150,15 @@ def nearest_2d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
 
 
 @function
+def nearest_2d_zeros_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_il, 0)
+
+
+@function
 def nearest_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                              wts, coords, points):
@@ -844,6 +1174,15 @@ def nearest_2d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_border_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_il, 0)
 
 
 @function
@@ -874,6 +1213,15 @@ def nearest_2d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
 
 
 @function
+def nearest_2d_border_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_il, 0)
+
+
+@function
 def nearest_2d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
@@ -889,6 +1237,15 @@ def nearest_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stri
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_border_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                     kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_il, 0)
 
 
 @function
@@ -910,6 +1267,15 @@ def nearest_2d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
 
 
 @function
+def nearest_2d_border_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_il, 0)
+
+
+@function
 def nearest_2d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
@@ -925,6 +1291,15 @@ def nearest_2d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_reflection_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_il, 0)
 
 
 @function
@@ -955,6 +1330,15 @@ def nearest_2d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, s
 
 
 @function
+def nearest_2d_reflection_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                        wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_il, 0)
+
+
+@function
 def nearest_2d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                       wconst, kind, azero, off, wts, coords, points):
@@ -970,6 +1354,15 @@ def nearest_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, 
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_reflection_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                         theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                         wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_il, 0)
 
 
 @function
@@ -991,6 +1384,15 @@ def nearest_2d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, s
 
 
 @function
+def nearest_2d_reflection_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                        wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_il, 0)
+
+
+@function
 def nearest_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                             wts, coords, points):
@@ -1006,6 +1408,15 @@ def nearest_2d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_index_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_il, 0)
 
 
 @function
@@ -1036,6 +1447,15 @@ def nearest_2d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
 
 
 @function
+def nearest_2d_index_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_il, 0)
+
+
+@function
 def nearest_2d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
@@ -1054,6 +1474,15 @@ def nearest_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
 
 
 @function
+def nearest_2d_index_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_il, 0)
+
+
+@function
 def nearest_2d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
@@ -1069,6 +1498,15 @@ def nearest_2d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
                       coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_index_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_il, 0)
 
 
 # nearest_3d
@@ -1092,6 +1530,15 @@ def nearest_3d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
 
 
 @function
+def nearest_3d_zeros_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_il, 0)
+
+
+@function
 def nearest_3d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
@@ -1107,6 +1554,15 @@ def nearest_3d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_zeros_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_il, 0)
 
 
 @function
@@ -1128,6 +1584,15 @@ def nearest_3d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
 
 
 @function
+def nearest_3d_zeros_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_il, 0)
+
+
+@function
 def nearest_3d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
@@ -1143,6 +1608,15 @@ def nearest_3d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_zeros_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_il, 0)
 
 
 @function
@@ -1164,6 +1638,15 @@ def nearest_3d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, 
 
 
 @function
+def nearest_3d_border_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_il, 0)
+
+
+@function
 def nearest_3d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
@@ -1179,6 +1662,15 @@ def nearest_3d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_border_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_il, 0)
 
 
 @function
@@ -1200,6 +1692,15 @@ def nearest_3d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stri
 
 
 @function
+def nearest_3d_border_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                     kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_il, 0)
+
+
+@function
 def nearest_3d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
@@ -1215,6 +1716,15 @@ def nearest_3d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_border_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_il, 0)
 
 
 @function
@@ -1236,6 +1746,15 @@ def nearest_3d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
 
 
 @function
+def nearest_3d_reflection_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_il, 0)
+
+
+@function
 def nearest_3d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                      bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
                                      kind, azero, off, wts, coords, points):
@@ -1251,6 +1770,15 @@ def nearest_3d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, s
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_reflection_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                        wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_il, 0)
 
 
 @function
@@ -1272,6 +1800,15 @@ def nearest_3d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, 
 
 
 @function
+def nearest_3d_reflection_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                         theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                         wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_il, 0)
+
+
+@function
 def nearest_3d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                      bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
                                      kind, azero, off, wts, coords, points):
@@ -1287,6 +1824,15 @@ def nearest_3d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, s
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_reflection_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                        wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_il, 0)
 
 
 @function
@@ -1308,6 +1854,15 @@ def nearest_3d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, a
 
 
 @function
+def nearest_3d_index_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_il, 0)
+
+
+@function
 def nearest_3d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
@@ -1323,6 +1878,15 @@ def nearest_3d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_index_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_il, 0)
 
 
 @function
@@ -1344,6 +1908,15 @@ def nearest_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strid
 
 
 @function
+def nearest_3d_index_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
+                                    kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_il, 0)
+
+
+@function
 def nearest_3d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
@@ -1359,6 +1932,15 @@ def nearest_3d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_index_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_il, 0)
 
 
 # cubic_2d
@@ -1379,6 +1961,15 @@ def cubic_2d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl, 0)
+
+
+@function
+def cubic_2d_zeros_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                             wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_il, 0)
 
 
 @function
@@ -1409,6 +2000,15 @@ def cubic_2d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
 
 
 @function
+def cubic_2d_zeros_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_il, 0)
+
+
+@function
 def cubic_2d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
@@ -1424,6 +2024,15 @@ def cubic_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl, 0)
+
+
+@function
+def cubic_2d_zeros_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_il, 0)
 
 
 @function
@@ -1445,6 +2054,15 @@ def cubic_2d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
 
 
 @function
+def cubic_2d_zeros_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_il, 0)
+
+
+@function
 def cubic_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                            wts, coords, points):
@@ -1460,6 +2078,15 @@ def cubic_2d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl, 0)
+
+
+@function
+def cubic_2d_border_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                              wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_il, 0)
 
 
 @function
@@ -1490,6 +2117,15 @@ def cubic_2d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
 
 
 @function
+def cubic_2d_border_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_il, 0)
+
+
+@function
 def cubic_2d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
@@ -1505,6 +2141,15 @@ def cubic_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, stride
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl, 0)
+
+
+@function
+def cubic_2d_border_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_il, 0)
 
 
 @function
@@ -1526,6 +2171,15 @@ def cubic_2d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
 
 
 @function
+def cubic_2d_border_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_il, 0)
+
+
+@function
 def cubic_2d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
@@ -1541,6 +2195,15 @@ def cubic_2d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl, 0)
+
+
+@function
+def cubic_2d_reflection_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_il, 0)
 
 
 @function
@@ -1571,6 +2234,15 @@ def cubic_2d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, str
 
 
 @function
+def cubic_2d_reflection_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                      theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                      wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_il, 0)
+
+
+@function
 def cubic_2d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
                                     kind, azero, off, wts, coords, points):
@@ -1586,6 +2258,15 @@ def cubic_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, st
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
                       coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl, 0)
+
+
+@function
+def cubic_2d_reflection_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                       wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_il, 0)
 
 
 @function
@@ -1607,6 +2288,15 @@ def cubic_2d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, str
 
 
 @function
+def cubic_2d_reflection_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                      theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                      wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_il, 0)
+
+
+@function
 def cubic_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                           bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                           wts, coords, points):
@@ -1622,6 +2312,15 @@ def cubic_2d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
                       points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl, 0)
+
+
+@function
+def cubic_2d_index_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                             wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
+                      points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_il, 0)
 
 
 @function
@@ -1652,6 +2351,15 @@ def cubic_2d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
 
 
 @function
+def cubic_2d_index_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_il, 0)
+
+
+@function
 def cubic_2d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
@@ -1670,6 +2378,15 @@ def cubic_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides
 
 
 @function
+def cubic_2d_index_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_il, 0)
+
+
+@function
 def cubic_2d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                               bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                               wts, coords, points):
@@ -1685,6 +2402,15 @@ def cubic_2d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides,
     run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
                       outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
                       coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl, 0)
+
+
+@function
+def cubic_2d_index_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
+                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_il, 0)
 
 
 # cubic_3d
@@ -2271,6 +2997,130 @@ AFFINE_CHANNEL_LAST_ENTRIES = {
     (3, MODE_CUBIC, PAD_MIRROR, 'int'): cubic_3d_index_int_cl_affine,
     (3, MODE_CUBIC, PAD_SYMMETRIC, 'int'): cubic_3d_index_int_cl_affine,
     (3, MODE_CUBIC, PAD_WRAP, 'int'): cubic_3d_index_int_cl_affine,
+}
+
+#: The same for channel-last output of many contiguous channels, a point at a time.
+AFFINE_INTERLEAVED_ENTRIES = {
+    (2, MODE_LINEAR, PAD_ZEROS, 'native'): linear_2d_zeros_il_affine,
+    (2, MODE_LINEAR, PAD_ZEROS, 'f16'): linear_2d_zeros_f16_il_affine,
+    (2, MODE_LINEAR, PAD_ZEROS, 'bf16'): linear_2d_zeros_bf16_il_affine,
+    (2, MODE_LINEAR, PAD_ZEROS, 'int'): linear_2d_zeros_int_il_affine,
+    (2, MODE_LINEAR, PAD_BORDER, 'native'): linear_2d_border_il_affine,
+    (2, MODE_LINEAR, PAD_BORDER, 'f16'): linear_2d_border_f16_il_affine,
+    (2, MODE_LINEAR, PAD_BORDER, 'bf16'): linear_2d_border_bf16_il_affine,
+    (2, MODE_LINEAR, PAD_BORDER, 'int'): linear_2d_border_int_il_affine,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_2d_reflection_il_affine,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_2d_reflection_f16_il_affine,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_2d_reflection_bf16_il_affine,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'int'): linear_2d_reflection_int_il_affine,
+    (2, MODE_LINEAR, PAD_MIRROR, 'native'): linear_2d_index_il_affine,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_2d_index_il_affine,
+    (2, MODE_LINEAR, PAD_WRAP, 'native'): linear_2d_index_il_affine,
+    (2, MODE_LINEAR, PAD_MIRROR, 'f16'): linear_2d_index_f16_il_affine,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'f16'): linear_2d_index_f16_il_affine,
+    (2, MODE_LINEAR, PAD_WRAP, 'f16'): linear_2d_index_f16_il_affine,
+    (2, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_2d_index_bf16_il_affine,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_2d_index_bf16_il_affine,
+    (2, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_2d_index_bf16_il_affine,
+    (2, MODE_LINEAR, PAD_MIRROR, 'int'): linear_2d_index_int_il_affine,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'int'): linear_2d_index_int_il_affine,
+    (2, MODE_LINEAR, PAD_WRAP, 'int'): linear_2d_index_int_il_affine,
+    (3, MODE_LINEAR, PAD_ZEROS, 'native'): linear_3d_zeros_il_affine,
+    (3, MODE_LINEAR, PAD_ZEROS, 'f16'): linear_3d_zeros_f16_il_affine,
+    (3, MODE_LINEAR, PAD_ZEROS, 'bf16'): linear_3d_zeros_bf16_il_affine,
+    (3, MODE_LINEAR, PAD_ZEROS, 'int'): linear_3d_zeros_int_il_affine,
+    (3, MODE_LINEAR, PAD_BORDER, 'native'): linear_3d_border_il_affine,
+    (3, MODE_LINEAR, PAD_BORDER, 'f16'): linear_3d_border_f16_il_affine,
+    (3, MODE_LINEAR, PAD_BORDER, 'bf16'): linear_3d_border_bf16_il_affine,
+    (3, MODE_LINEAR, PAD_BORDER, 'int'): linear_3d_border_int_il_affine,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_3d_reflection_il_affine,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_3d_reflection_f16_il_affine,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_3d_reflection_bf16_il_affine,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'int'): linear_3d_reflection_int_il_affine,
+    (3, MODE_LINEAR, PAD_MIRROR, 'native'): linear_3d_index_il_affine,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_3d_index_il_affine,
+    (3, MODE_LINEAR, PAD_WRAP, 'native'): linear_3d_index_il_affine,
+    (3, MODE_LINEAR, PAD_MIRROR, 'f16'): linear_3d_index_f16_il_affine,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'f16'): linear_3d_index_f16_il_affine,
+    (3, MODE_LINEAR, PAD_WRAP, 'f16'): linear_3d_index_f16_il_affine,
+    (3, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_3d_index_bf16_il_affine,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_3d_index_bf16_il_affine,
+    (3, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_3d_index_bf16_il_affine,
+    (3, MODE_LINEAR, PAD_MIRROR, 'int'): linear_3d_index_int_il_affine,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'int'): linear_3d_index_int_il_affine,
+    (3, MODE_LINEAR, PAD_WRAP, 'int'): linear_3d_index_int_il_affine,
+    (2, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_2d_zeros_il_affine,
+    (2, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_2d_zeros_f16_il_affine,
+    (2, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_2d_zeros_bf16_il_affine,
+    (2, MODE_NEAREST, PAD_ZEROS, 'int'): nearest_2d_zeros_int_il_affine,
+    (2, MODE_NEAREST, PAD_BORDER, 'native'): nearest_2d_border_il_affine,
+    (2, MODE_NEAREST, PAD_BORDER, 'f16'): nearest_2d_border_f16_il_affine,
+    (2, MODE_NEAREST, PAD_BORDER, 'bf16'): nearest_2d_border_bf16_il_affine,
+    (2, MODE_NEAREST, PAD_BORDER, 'int'): nearest_2d_border_int_il_affine,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_2d_reflection_il_affine,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_2d_reflection_f16_il_affine,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_2d_reflection_bf16_il_affine,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'int'): nearest_2d_reflection_int_il_affine,
+    (2, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_2d_index_il_affine,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_2d_index_il_affine,
+    (2, MODE_NEAREST, PAD_WRAP, 'native'): nearest_2d_index_il_affine,
+    (2, MODE_NEAREST, PAD_MIRROR, 'f16'): nearest_2d_index_f16_il_affine,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'f16'): nearest_2d_index_f16_il_affine,
+    (2, MODE_NEAREST, PAD_WRAP, 'f16'): nearest_2d_index_f16_il_affine,
+    (2, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_2d_index_bf16_il_affine,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_2d_index_bf16_il_affine,
+    (2, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_2d_index_bf16_il_affine,
+    (2, MODE_NEAREST, PAD_MIRROR, 'int'): nearest_2d_index_int_il_affine,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'int'): nearest_2d_index_int_il_affine,
+    (2, MODE_NEAREST, PAD_WRAP, 'int'): nearest_2d_index_int_il_affine,
+    (3, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_3d_zeros_il_affine,
+    (3, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_3d_zeros_f16_il_affine,
+    (3, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_3d_zeros_bf16_il_affine,
+    (3, MODE_NEAREST, PAD_ZEROS, 'int'): nearest_3d_zeros_int_il_affine,
+    (3, MODE_NEAREST, PAD_BORDER, 'native'): nearest_3d_border_il_affine,
+    (3, MODE_NEAREST, PAD_BORDER, 'f16'): nearest_3d_border_f16_il_affine,
+    (3, MODE_NEAREST, PAD_BORDER, 'bf16'): nearest_3d_border_bf16_il_affine,
+    (3, MODE_NEAREST, PAD_BORDER, 'int'): nearest_3d_border_int_il_affine,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_3d_reflection_il_affine,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_3d_reflection_f16_il_affine,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_3d_reflection_bf16_il_affine,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'int'): nearest_3d_reflection_int_il_affine,
+    (3, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_3d_index_il_affine,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_3d_index_il_affine,
+    (3, MODE_NEAREST, PAD_WRAP, 'native'): nearest_3d_index_il_affine,
+    (3, MODE_NEAREST, PAD_MIRROR, 'f16'): nearest_3d_index_f16_il_affine,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'f16'): nearest_3d_index_f16_il_affine,
+    (3, MODE_NEAREST, PAD_WRAP, 'f16'): nearest_3d_index_f16_il_affine,
+    (3, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_3d_index_bf16_il_affine,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_3d_index_bf16_il_affine,
+    (3, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_3d_index_bf16_il_affine,
+    (3, MODE_NEAREST, PAD_MIRROR, 'int'): nearest_3d_index_int_il_affine,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'int'): nearest_3d_index_int_il_affine,
+    (3, MODE_NEAREST, PAD_WRAP, 'int'): nearest_3d_index_int_il_affine,
+    (2, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_2d_zeros_il_affine,
+    (2, MODE_CUBIC, PAD_ZEROS, 'f16'): cubic_2d_zeros_f16_il_affine,
+    (2, MODE_CUBIC, PAD_ZEROS, 'bf16'): cubic_2d_zeros_bf16_il_affine,
+    (2, MODE_CUBIC, PAD_ZEROS, 'int'): cubic_2d_zeros_int_il_affine,
+    (2, MODE_CUBIC, PAD_BORDER, 'native'): cubic_2d_border_il_affine,
+    (2, MODE_CUBIC, PAD_BORDER, 'f16'): cubic_2d_border_f16_il_affine,
+    (2, MODE_CUBIC, PAD_BORDER, 'bf16'): cubic_2d_border_bf16_il_affine,
+    (2, MODE_CUBIC, PAD_BORDER, 'int'): cubic_2d_border_int_il_affine,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_2d_reflection_il_affine,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'f16'): cubic_2d_reflection_f16_il_affine,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'bf16'): cubic_2d_reflection_bf16_il_affine,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'int'): cubic_2d_reflection_int_il_affine,
+    (2, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_2d_index_il_affine,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_2d_index_il_affine,
+    (2, MODE_CUBIC, PAD_WRAP, 'native'): cubic_2d_index_il_affine,
+    (2, MODE_CUBIC, PAD_MIRROR, 'f16'): cubic_2d_index_f16_il_affine,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'f16'): cubic_2d_index_f16_il_affine,
+    (2, MODE_CUBIC, PAD_WRAP, 'f16'): cubic_2d_index_f16_il_affine,
+    (2, MODE_CUBIC, PAD_MIRROR, 'bf16'): cubic_2d_index_bf16_il_affine,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'bf16'): cubic_2d_index_bf16_il_affine,
+    (2, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_2d_index_bf16_il_affine,
+    (2, MODE_CUBIC, PAD_MIRROR, 'int'): cubic_2d_index_int_il_affine,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'int'): cubic_2d_index_int_il_affine,
+    (2, MODE_CUBIC, PAD_WRAP, 'int'): cubic_2d_index_int_il_affine,
 }
 
 #: The same for contiguous points from float32 rows of taps, one load a row

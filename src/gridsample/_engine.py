@@ -52,7 +52,13 @@ from ._taps import axis_constants, weight_constants
 from ._target import fast_gathers, vector_width, wide_gathers_beat_row_loads
 from ._threads import THREAD_MIN_WORK_VARIABLE, num_threads, run_shared, threads_for
 from ._vector import fits_int32
-from ._vector_entries import CHANNEL_LAST_ENTRIES, ONE_PASS_ENTRIES, PLAN_ROWS, ROW_LOAD_ENTRIES
+from ._vector_entries import (
+    CHANNEL_LAST_ENTRIES,
+    INTERLEAVED_ENTRIES,
+    ONE_PASS_ENTRIES,
+    PLAN_ROWS,
+    ROW_LOAD_ENTRIES,
+)
 from ._vector_entries import ENTRIES as VECTOR_ENTRIES
 
 __all__ = ["run_forward", "PreparedForward", "settings_key", "flat_view", "flat_strides",
@@ -112,16 +118,18 @@ def use_kernels(family: str):
 
 
 def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kind, tables=None,
-                 strided=False, rows=False, one=False):
+                 strided=False, rows=False, one=False, interleaved=False):
     """The vector entry for these arguments from ``tables`` (default: :data:`VECTOR_ENTRIES`,
-    :data:`CHANNEL_LAST_ENTRIES`, :data:`ROW_LOAD_ENTRIES` and :data:`ONE_PASS_ENTRIES`;
-    affine warps pass their own four), or None where the general kernels must run.
+    :data:`CHANNEL_LAST_ENTRIES`, :data:`ROW_LOAD_ENTRIES`, :data:`ONE_PASS_ENTRIES` and
+    :data:`INTERLEAVED_ENTRIES`; affine warps pass their own five), or None where the
+    general kernels must run.
 
     ``strided``: the output's points are not contiguous (channel-last): the second table
     serves (each sweep has a form per layout, gridsample._vector.sweep_linear_2d).
     ``rows``: contiguous points from float32 rows of taps (:func:`row_loads_apply`): the
     third.  ``one``: the points planned and summed in one pass (:func:`one_pass_applies`):
-    the fourth.
+    the fourth.  ``interleaved``: channel-last memory of many contiguous channels (X's and
+    the output's channel stride 1), a point at a time: the fifth.
 
     Cubic and 3-D linear keep per-axis weights in the weight dtype and
     multiply them in the sweep, which matches the general kernels' rounding
@@ -133,11 +141,12 @@ def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kin
     # with it a run-time argument, every uint16 load and store chose at run time between
     # plain integers and float16/bfloat16 bits, which share uint16 storage.
     family = {KIND_F16: "f16", KIND_BF16: "bf16", KIND_INT: "int"}.get(kind, "native")
-    first, other, by_rows, one_pass = (
-        (VECTOR_ENTRIES, CHANNEL_LAST_ENTRIES, ROW_LOAD_ENTRIES, ONE_PASS_ENTRIES)
-        if tables is None else tables)
+    first, other, by_rows, one_pass, points = (
+        (VECTOR_ENTRIES, CHANNEL_LAST_ENTRIES, ROW_LOAD_ENTRIES, ONE_PASS_ENTRIES,
+         INTERLEAVED_ENTRIES) if tables is None else tables)
     key = (rank, mode, pad, family)
-    table = one_pass if one else by_rows if rows else other if strided else first
+    table = (points if interleaved else one_pass if one else by_rows if rows
+             else other if strided else first)
     entry = table.get(key)
     if entry is None or not fits_int32(sizes, strides):
         return None
@@ -164,9 +173,19 @@ PAIRS_PER_BLOCK = 4096
 # 2-D cubic at 2048 pairs (half the block) was 1.07-1.13x.
 PLAN_ENTRIES_PER_BLOCK = 2048
 _MIN_BLOCK = 16
-# Up to this many channels the planar sweep wins even on channel-last memory
-# (a few passes over cache lines the first pass brought in; no accumulator array).
+# Up to this many channels the general kernels' planar sweep wins even on channel-last
+# memory (a few passes over cache lines the first pass brought in; no accumulator array).
 PLANAR_MAX_CHANNELS = 4
+# The vector kernels on channel-last memory whose channels are contiguous: from this many
+# channels on, a point at a time, each tap's channels read by contiguous loads
+# (INTERLEAVED_ENTRIES); below, and for a kernel not listed, a channel at a time
+# (CHANNEL_LAST_ENTRIES), each tap gathered.  Measured one thread, Zen 4, float32, the
+# point-at-a-time time over the channel-at-a-time (docs/kernels.md, "Channel-last with many
+# channels"): 2-D linear 4 channels 1.5-1.7, 5: 0.72-0.98, 8: 0.57; 2-D nearest 4: 1.1-1.2,
+# 5: 0.49-0.65; 2-D cubic 5: 1.5, 8: 0.68-1.02, 16: 0.44-0.58; 3-D linear 5: 1.1-1.4, 8:
+# 0.83-0.86, 16: 0.39; 3-D nearest 5: 1.0-1.2, 16: 0.21-0.25; 3-D cubic 16: 0.91-1.16.
+INTERLEAVED_MIN_CHANNELS = {(2, MODE_LINEAR): 5, (2, MODE_NEAREST): 5, (2, MODE_CUBIC): 8,
+                            (3, MODE_LINEAR): 8, (3, MODE_NEAREST): 8}
 # Points per chunk when a float16/bfloat16 grid is converted to float32 on the
 # way in: 64 Ki points x 3 axes x 4 bytes = 768 KiB of float32 coordinates.
 _HALF_GRID_CHUNK_POINTS = 1 << 16
@@ -512,8 +531,12 @@ class PreparedForward:
         self.wconst = np.array([0.0, 1.0, np.nan], plan.weight_dtype)
         self.azero = np.zeros(1, conv.accumulator)
         self.fillv = None if plan.fill is None else plan.fill.astype(conv.accumulator)
-        # Sweep channels innermost when they are many and the closest in memory.
+        # Sweep channels innermost when they are many and the closest in memory (the general
+        # kernels; the vector kernels where their channels are contiguous runs).
         self.interleaved = plan.channels > PLANAR_MAX_CHANNELS and self.xs_c <= min(strides)
+        self.vector_interleaved = (
+            self.xs_c == 1 and self.os_c == 1 and 1 < min(strides)
+            and plan.channels >= INTERLEAVED_MIN_CHANNELS.get((r, plan.kernel_mode), 1 << 62))
         self.K = taps_per_point(plan.kernel_mode, r)
         self.threads = threads_for(plan.batch * plan.out_points, plan.channels * self.K, r)
         family = kernel_family()
@@ -522,16 +545,22 @@ class PreparedForward:
         self.vector_pad = PAD_ZEROS if plan.padding == PAD_CONSTANT else plan.kernel_padding
         self.outside = (np.zeros(plan.channels, conv.accumulator) if self.fillv is None
                         else self.fillv)
-        vector_ok = (dtype_name(plan.out_dtype) in VECTOR_DTYPES and not self.interleaved
+        vector_ok = (dtype_name(plan.out_dtype) in VECTOR_DTYPES
                      and self.vector_pad >= 0 and padding_of(self.vector_pad).vector)
         self.vector = None
         self.by_rows = self.one_pass = False
-        if vector_ok and family in ("auto", "vector"):
-            self.by_rows = row_loads_apply(plan, sizes, strides, os_p)
+        if not (vector_ok and family in ("auto", "vector")):
+            self.vector_interleaved = False
+        else:
             entry = functools.partial(vector_entry, r, plan.kernel_mode, self.vector_pad,
                                       plan.coord_dtype, plan.weight_dtype, sizes, strides,
                                       conv.kind)
-            if one_pass_applies(plan, os_p, self.by_rows, self.vector_pad, self.axc):
+            if self.vector_interleaved:
+                self.vector = entry(interleaved=True)
+                self.vector_interleaved = self.vector is not None
+            self.by_rows = self.vector is None and row_loads_apply(plan, sizes, strides, os_p)
+            if (self.vector is None
+                    and one_pass_applies(plan, os_p, self.by_rows, self.vector_pad, self.axc)):
                 self.vector = entry(one=True)  # None for the other element families
                 self.one_pass = self.vector is not None
                 self.by_rows = self.by_rows and not self.one_pass
@@ -566,6 +595,7 @@ class PreparedForward:
             from ._affine_entries import (  # affine_warp's
                 AFFINE_CHANNEL_LAST_ENTRIES,
                 AFFINE_ENTRIES,
+                AFFINE_INTERLEAVED_ENTRIES,
                 AFFINE_ONE_PASS_ENTRIES,
                 AFFINE_ROW_LOAD_ENTRIES,
             )
@@ -575,8 +605,10 @@ class PreparedForward:
                                  plan.coord_dtype, plan.weight_dtype, self.sizes,
                                  self.strides, self.conv.kind,
                                  (AFFINE_ENTRIES, AFFINE_CHANNEL_LAST_ENTRIES,
-                                  AFFINE_ROW_LOAD_ENTRIES, AFFINE_ONE_PASS_ENTRIES),
-                                 strided=self.os_p != 1, rows=self.by_rows, one=self.one_pass)
+                                  AFFINE_ROW_LOAD_ENTRIES, AFFINE_ONE_PASS_ENTRIES,
+                                  AFFINE_INTERLEAVED_ENTRIES),
+                                 strided=self.os_p != 1, rows=self.by_rows, one=self.one_pass,
+                                 interleaved=self.vector_interleaved)
             self._run_vector(entry, affine, xflat, outflat, plan.out_points, plan.batch,
                              self.threads, one_pass=self.one_pass)
             return out
@@ -638,8 +670,10 @@ class PreparedForward:
         if len(source) > 1:
             scratch += (((plan.rank * block,), source[0].dtype),)
         xs_c, os_c = self.xs_c, self.os_c
-        for c0, count in channel_groups(plan.channels, self.channel_bytes, self.plane_bytes,
-                                        scattered):
+        # Interleaved channels in one group: each tap's line holds them all.
+        groups = ([(0, plan.channels)] if self.vector_interleaved else
+                  channel_groups(plan.channels, self.channel_bytes, self.plane_bytes, scattered))
+        for c0, count in groups:
             if c0:
                 xs, outs, outside = xflat[c0 * xs_c:], outflat[c0 * os_c:], self.outside[c0:]
             else:

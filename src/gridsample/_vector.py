@@ -49,6 +49,7 @@ from ._affine import affine_points
 from ._convert import load, store
 from ._int32 import add32, mul32
 from ._jit import helper, skeleton
+from ._prefetch import PREFETCH_POINTS, prefetch_run
 from ._registry import (
     PAD_BORDER,
     PAD_MIRROR,
@@ -69,6 +70,7 @@ from ._row_loads import (
     plan_rows_linear_2d,
     plan_rows_linear_3d,
 )
+from ._simd_interleaved import interleaved_vectors_serve, sum_interleaved
 from ._simd_linear import (
     plan_linear_2d_groups,
     sum_linear_2d_groups,
@@ -967,11 +969,28 @@ def _tap_inlined(xc, kind, q, zero):
 
 
 @skeleton
-def _linear_point_sum(xc, kind, off, wts, j, zero):
-    """A 2-D linear point's sum: ``w0 v0 + w1 v1 + w2 v2 + w3 v3``, left to right."""
+def _tap_planar(xc, kind, q, c, zero):
+    """:func:`_tap_inlined` as the point sums read a tap: ``xc`` starts at the channel
+    (``c`` unused), the offset stays int32 (16 lanes per gather)."""
+    return _tap_inlined(xc, kind, q, zero)
+
+
+@skeleton
+def _tap_interleaved(xn, kind, q, c, zero):
+    """Channel ``c`` of the pixel at ``q`` in channel-last memory whose channels are
+    contiguous (``xn`` starts at the pixel's first channel), or ``zero`` for a tap outside:
+    consecutive ``c`` read consecutive elements, so a loop over the channels loads vectors."""
+    v = load(xn, kind, (q if q > 0 else np.int32(0)) + c)
+    return v if q >= 0 else zero
+
+
+@skeleton
+def _linear_point_sum(xc, kind, off, wts, j, zero, c, tap):
+    """A 2-D linear point's sum: ``w0 v0 + w1 v1 + w2 v2 + w3 v3``, left to right, each tap
+    read by ``tap`` (:func:`_tap_planar`, or :func:`_tap_interleaved` for channel ``c``)."""
     acc = zero
     for k in range(4):
-        term = wts[k, j] * _tap_inlined(xc, kind, off[k, j], zero)
+        term = wts[k, j] * tap(xc, kind, off[k, j], c, zero)
         acc = term if k == 0 else acc + term
     return acc
 
@@ -980,7 +999,7 @@ def _linear_point_sum(xc, kind, off, wts, j, zero):
 def _linear_sum(xc, kind, off, wts, j, zero):
     """:func:`_linear_point_sum` compiled apart, for the gathering sweeps' loops (inlined
     by LLVM)."""
-    return _linear_point_sum(xc, kind, off, wts, j, zero)
+    return _linear_point_sum(xc, kind, off, wts, j, zero, 0, _tap_planar)
 
 
 @skeleton
@@ -1046,8 +1065,9 @@ def _sweep_cl_from(xflat, xs_c, off, wts, first, nb, C, outflat, os_c, os_p, kin
 
 
 @skeleton
-def _cubic_sum(xc, kind, off, wts, j, zero):
-    """``sum w_x w_y x[oy + ox]`` over the 16 taps, ``y`` outer, ``x`` inner (plan order)."""
+def _cubic_sum(xc, kind, off, wts, j, zero, c, tap):
+    """``sum w_x w_y x[oy + ox]`` over the 16 taps, ``y`` outer, ``x`` inner (plan order),
+    each tap read by ``tap`` (as :func:`_linear_point_sum`'s)."""
     acc = zero
     for ky in range(4):
         oy = off[4 + ky, j]
@@ -1055,7 +1075,7 @@ def _cubic_sum(xc, kind, off, wts, j, zero):
         for kx in range(4):
             ox = off[kx, j]
             q = np.int32(oy + ox) if (oy | ox) >= 0 else np.int32(-1)  # Numba adds in int64
-            term = (wts[kx, j] * wy) * _tap_inlined(xc, kind, q, zero)
+            term = (wts[kx, j] * wy) * tap(xc, kind, q, c, zero)
             if ky == 0 and kx == 0:
                 acc = term
             else:
@@ -1110,7 +1130,7 @@ def sweep_cubic_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azer
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
         for j in range(nb):
-            store(oc, j, _cubic_sum(xc, kind, off, wts, j, zero), kind)
+            store(oc, j, _cubic_sum(xc, kind, off, wts, j, zero, 0, _tap_planar), kind)
 
 
 @skeleton
@@ -1122,16 +1142,18 @@ def sweep_cubic_2d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, a
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
         for j in range(nb):
-            store(oc, j * os_p, _cubic_sum(xc, kind, off, wts, j, zero), kind)
+            store(oc, j * os_p, _cubic_sum(xc, kind, off, wts, j, zero, 0, _tap_planar),
+                  kind)
 
 
 
 
 
 @skeleton
-def _sum_3d(xc, kind, off, wts, j, zero, T):
+def _sum_3d(xc, kind, off, wts, j, zero, T, c, tap):
     """The ``T**3`` taps of a per-axis 3-D plan (``T`` rows per axis: 2 linear, 4 cubic),
-    ``z`` outer, ``x`` inner, weights ``(w_x w_y) w_z`` (the general order)."""
+    ``z`` outer, ``x`` inner, weights ``(w_x w_y) w_z`` (the general order), each tap read
+    by ``tap`` (as :func:`_linear_point_sum`'s)."""
     acc = zero
     for kz in range(T):
         oz = off[2 * T + kz, j]
@@ -1143,7 +1165,7 @@ def _sum_3d(xc, kind, off, wts, j, zero, T):
                 ox = off[kx, j]
                 inside = (oz | oy | ox) >= 0
                 q = np.int32(oz + oy + ox) if inside else np.int32(-1)
-                term = ((wts[kx, j] * wy) * wz) * _tap_inlined(xc, kind, q, zero)
+                term = ((wts[kx, j] * wy) * wz) * tap(xc, kind, q, c, zero)
                 if kz == 0 and ky == 0 and kx == 0:
                     acc = term
                 else:
@@ -1160,7 +1182,8 @@ def _sweep_3d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero,
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
         for j in range(nb):
-            store(oc, j * os_p, _sum_3d(xc, kind, off, wts, j, zero, T), kind)
+            store(oc, j * os_p, _sum_3d(xc, kind, off, wts, j, zero, T, 0, _tap_planar),
+                  kind)
 
 
 @skeleton
@@ -1173,7 +1196,8 @@ def sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, aze
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
         for j in range(nb):
-            store(oc, j, _sum_3d(xc, kind, off, wts, j, zero, 2), kind)
+            store(oc, j, _sum_3d(xc, kind, off, wts, j, zero, 2, 0, _tap_planar),
+                  kind)
 
 
 @skeleton
@@ -1228,7 +1252,8 @@ def sweep_cubic_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azer
         xc = xflat[c * xs_c:]
         oc = outflat[c * os_c:]
         for j in range(nb):
-            store(oc, j, _sum_3d(xc, kind, off, wts, j, zero, 4), kind)
+            store(oc, j, _sum_3d(xc, kind, off, wts, j, zero, 4, 0, _tap_planar),
+                  kind)
 
 
 @skeleton
@@ -1262,9 +1287,133 @@ def sweep_nearest_2d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind,
 
 
 
+# Channel-last memory of many channels (more than ``_engine.PLANAR_MAX_CHANNELS``, the
+# channels contiguous: ``xs_c == os_c == 1``): a point at a time, each tap's ``C`` channels
+# read by contiguous loads (a loop over the channels, vectorized by LLVM) and the point's
+# ``C`` results stored together; each channel's sum is the planar sweeps' (the same terms
+# in the same order: the same bits).  The sweeps above would read every tap's cache line
+# once per channel, and the general kernels' interleaved sweep made an array view per tap.
+# Each sweep asks for the lines of the taps of the point ``PREFETCH_POINTS`` ahead
+# (gridsample._prefetch).  The output index is unsigned (Numba wraps a signed index
+# around, lane by lane: the stores became scatters).
+
+@skeleton
+def _prefetch_fused(xn, off, jd, nb, rows, C):
+    """Ask for the lines of point ``jd``'s taps (``rows`` fused offsets, ``-1`` outside) if
+    the block has that point."""
+    if jd < nb:
+        for k in range(rows):
+            q = off[k, jd]
+            if q >= 0:
+                prefetch_run(xn, q, C)
+
+
+@skeleton
+def _prefetch_3d(xn, off, jd, nb, C):
+    """Ask for the lines of point ``jd``'s 8 taps of a 3-D linear plan if the block has that
+    point."""
+    if jd < nb:
+        for kz in range(2):
+            oz = off[4 + kz, jd]
+            for ky in range(2):
+                oy = off[2 + ky, jd]
+                for kx in range(2):
+                    ox = off[kx, jd]
+                    if (oz | oy | ox) >= 0:
+                        prefetch_run(xn, oz + oy + ox, C)
+
+
+@skeleton
+def sweep_linear_2d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    """All channels of a planned 2-D linear block, channel-last with contiguous channels
+    (``xs_c == os_c == 1``; points ``os_p`` apart): :func:`_linear_point_sum` of each
+    channel, the channels innermost; float32 with explicit vectors
+    (:func:`gridsample._simd_interleaved.sum_interleaved`) from the point's taps."""
+    vectors = interleaved_vectors_serve(xflat, wts, outflat, azero)
+    taps, weights = np.empty(4, np.int32), np.empty(4, wts.dtype)
+    for j in range(nb):
+        _prefetch_fused(xflat, off, j + PREFETCH_POINTS, nb, 4, C)
+        if vectors:
+            for k in range(4):
+                taps[k], weights[k] = off[k, j], wts[k, j]
+            sum_interleaved(xflat, taps, weights, 4, C, outflat, j * os_p, azero)
+            continue
+        for c in range(C):
+            store(outflat, np.uint64(j * os_p + c),
+                  _linear_point_sum(xflat, kind, off, wts, j, azero[c], c, _tap_interleaved),
+                  kind)
+
+
+@skeleton
+def sweep_cubic_2d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    """:func:`sweep_linear_2d_il` for a planned 2-D cubic block (:func:`_cubic_sum`: its
+    taps ``y`` outer, ``x`` inner, weights ``w_x w_y``), without prefetch: 16 taps a point
+    are work enough to hide the misses, and the requests cost more than they saved
+    (docs/kernels.md, "Channel-last with many channels")."""
+    vectors = interleaved_vectors_serve(xflat, wts, outflat, azero)
+    taps, weights = np.empty(16, np.int32), np.empty(16, wts.dtype)
+    for j in range(nb):
+        if vectors:
+            for ky in range(4):
+                oy, wy = off[4 + ky, j], wts[4 + ky, j]
+                for kx in range(4):
+                    ox = off[kx, j]
+                    taps[4 * ky + kx] = oy + ox if (oy | ox) >= 0 else -1
+                    weights[4 * ky + kx] = wts[kx, j] * wy
+            sum_interleaved(xflat, taps, weights, 16, C, outflat, j * os_p, azero)
+            continue
+        for c in range(C):
+            store(outflat, np.uint64(j * os_p + c),
+                  _cubic_sum(xflat, kind, off, wts, j, azero[c], c, _tap_interleaved), kind)
+
+
+@skeleton
+def sweep_linear_3d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    """:func:`sweep_linear_2d_il` for a planned 3-D linear block (:func:`_sum_3d`).  (3-D
+    cubic has no such sweep: its 64 taps' offsets and weights spill, and the
+    channel-at-a-time sweep measured faster.)"""
+    vectors = interleaved_vectors_serve(xflat, wts, outflat, azero)
+    taps, weights = np.empty(8, np.int32), np.empty(8, wts.dtype)
+    for j in range(nb):
+        _prefetch_3d(xflat, off, j + PREFETCH_POINTS, nb, C)
+        if vectors:
+            for kz in range(2):
+                oz, wz = off[4 + kz, j], wts[4 + kz, j]
+                for ky in range(2):
+                    oy, wy = off[2 + ky, j], wts[2 + ky, j]
+                    for kx in range(2):
+                        ox = off[kx, j]
+                        t = 4 * kz + 2 * ky + kx
+                        taps[t] = oz + oy + ox if (oz | oy | ox) >= 0 else -1
+                        weights[t] = (wts[kx, j] * wy) * wz
+            sum_interleaved(xflat, taps, weights, 8, C, outflat, j * os_p, azero)
+            continue
+        for c in range(C):
+            store(outflat, np.uint64(j * os_p + c),
+                  _sum_3d(xflat, kind, off, wts, j, azero[c], 2, c, _tap_interleaved), kind)
+
+
+@skeleton
+def sweep_nearest_2d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
+    """:func:`sweep_linear_2d_il` for a planned nearest block (2-D or 3-D: one tap)."""
+    vectors = interleaved_vectors_serve(xflat, wts, outflat, azero)
+    taps, weights = np.empty(1, np.int32), np.empty(1, wts.dtype)
+    for j in range(nb):
+        _prefetch_fused(xflat, off, j + PREFETCH_POINTS, nb, 1, C)
+        q, w = off[0, j], wts[0, j]
+        if vectors:
+            taps[0], weights[0] = q, w
+            sum_interleaved(xflat, taps, weights, 1, C, outflat, j * os_p, azero)
+            continue
+        for c in range(C):
+            store(outflat, np.uint64(j * os_p + c),
+                  w * _tap_interleaved(xflat, kind, q, c, azero[c]), kind)
+
+
 #: 3-D nearest sweeps exactly as 2-D: one tap, its offset already formed.
 sweep_nearest_3d = sweep_nearest_2d
 sweep_nearest_3d_cl = sweep_nearest_2d_cl
+sweep_nearest_3d_il = sweep_nearest_2d_il
 
 
 @skeleton

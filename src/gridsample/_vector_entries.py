@@ -33,24 +33,30 @@ from ._vector import (
     sum_nearest_2d_one,
     sweep_cubic_2d,
     sweep_cubic_2d_cl,
+    sweep_cubic_2d_il,
     sweep_cubic_2d_rows,
     sweep_cubic_3d,
     sweep_cubic_3d_cl,
     sweep_linear_2d,
     sweep_linear_2d_cl,
+    sweep_linear_2d_il,
     sweep_linear_2d_rows,
     sweep_linear_3d,
     sweep_linear_3d_cl,
+    sweep_linear_3d_il,
     sweep_linear_3d_rows,
     sweep_nearest_2d,
     sweep_nearest_2d_cl,
+    sweep_nearest_2d_il,
     sweep_nearest_3d,
     sweep_nearest_3d_cl,
+    sweep_nearest_3d_il,
 )
 
 __all__ = [
     "ENTRIES",
     "CHANNEL_LAST_ENTRIES",
+    "INTERLEAVED_ENTRIES",
     "ROW_LOAD_ENTRIES",
     "ONE_PASS_ENTRIES",
     "PLAN_ROWS",
@@ -73,6 +79,14 @@ def linear_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_ZEROS,
                sweep_linear_2d_cl, 0)
+
+
+@function
+def linear_2d_zeros_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_ZEROS,
+               sweep_linear_2d_il, 0)
 
 
 @function
@@ -108,6 +122,14 @@ def linear_2d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
 
 
 @function
+def linear_2d_zeros_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_ZEROS, sweep_linear_2d_il, 0)
+
+
+@function
 def linear_2d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -121,6 +143,14 @@ def linear_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_ZEROS, sweep_linear_2d_cl, 0)
+
+
+@function
+def linear_2d_zeros_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_ZEROS, sweep_linear_2d_il, 0)
 
 
 @function
@@ -140,6 +170,14 @@ def linear_2d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
 
 
 @function
+def linear_2d_zeros_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_ZEROS, sweep_linear_2d_il, 0)
+
+
+@function
 def linear_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -153,6 +191,14 @@ def linear_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_BORDER,
                sweep_linear_2d_cl, 0)
+
+
+@function
+def linear_2d_border_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_BORDER,
+               sweep_linear_2d_il, 0)
 
 
 @function
@@ -188,6 +234,14 @@ def linear_2d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
 
 
 @function
+def linear_2d_border_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_BORDER, sweep_linear_2d_il, 0)
+
+
+@function
 def linear_2d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -201,6 +255,14 @@ def linear_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_BORDER, sweep_linear_2d_cl, 0)
+
+
+@function
+def linear_2d_border_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_BORDER, sweep_linear_2d_il, 0)
 
 
 @function
@@ -220,6 +282,14 @@ def linear_2d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
 
 
 @function
+def linear_2d_border_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_BORDER, sweep_linear_2d_il, 0)
+
+
+@function
 def linear_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -233,6 +303,14 @@ def linear_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d_cl, 0)
+
+
+@function
+def linear_2d_reflection_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_REFLECTION, sweep_linear_2d_il, 0)
 
 
 @function
@@ -270,6 +348,15 @@ def linear_2d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, 
 
 
 @function
+def linear_2d_reflection_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_REFLECTION, sweep_linear_2d_il, 0)
+
+
+@function
 def linear_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                               coords):
@@ -285,6 +372,15 @@ def linear_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d_cl, 0)
+
+
+@function
+def linear_2d_reflection_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                 coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_REFLECTION, sweep_linear_2d_il, 0)
 
 
 @function
@@ -305,6 +401,15 @@ def linear_2d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, 
 
 
 @function
+def linear_2d_reflection_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_REFLECTION, sweep_linear_2d_il, 0)
+
+
+@function
 def linear_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -318,6 +423,14 @@ def linear_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_MIRROR,
                sweep_linear_2d_cl, 0)
+
+
+@function
+def linear_2d_index_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_MIRROR,
+               sweep_linear_2d_il, 0)
 
 
 @function
@@ -353,6 +466,14 @@ def linear_2d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
 
 
 @function
+def linear_2d_index_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_MIRROR, sweep_linear_2d_il, 0)
+
+
+@function
 def linear_2d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -366,6 +487,14 @@ def linear_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_MIRROR, sweep_linear_2d_cl, 0)
+
+
+@function
+def linear_2d_index_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_MIRROR, sweep_linear_2d_il, 0)
 
 
 @function
@@ -384,6 +513,14 @@ def linear_2d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                PAD_MIRROR, sweep_linear_2d_cl, 0)
 
 
+@function
+def linear_2d_index_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
+               PAD_MIRROR, sweep_linear_2d_il, 0)
+
+
 # linear_3d
 
 @function
@@ -400,6 +537,14 @@ def linear_3d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_ZEROS,
                sweep_linear_3d_cl, 0)
+
+
+@function
+def linear_3d_zeros_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_ZEROS,
+               sweep_linear_3d_il, 0)
 
 
 @function
@@ -427,6 +572,14 @@ def linear_3d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
 
 
 @function
+def linear_3d_zeros_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_ZEROS, sweep_linear_3d_il, 0)
+
+
+@function
 def linear_3d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -440,6 +593,14 @@ def linear_3d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_ZEROS, sweep_linear_3d_cl, 0)
+
+
+@function
+def linear_3d_zeros_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_ZEROS, sweep_linear_3d_il, 0)
 
 
 @function
@@ -459,6 +620,14 @@ def linear_3d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
 
 
 @function
+def linear_3d_zeros_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_ZEROS, sweep_linear_3d_il, 0)
+
+
+@function
 def linear_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -472,6 +641,14 @@ def linear_3d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_BORDER,
                sweep_linear_3d_cl, 0)
+
+
+@function
+def linear_3d_border_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_BORDER,
+               sweep_linear_3d_il, 0)
 
 
 @function
@@ -499,6 +676,14 @@ def linear_3d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
 
 
 @function
+def linear_3d_border_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_BORDER, sweep_linear_3d_il, 0)
+
+
+@function
 def linear_3d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -512,6 +697,14 @@ def linear_3d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_BORDER, sweep_linear_3d_cl, 0)
+
+
+@function
+def linear_3d_border_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_BORDER, sweep_linear_3d_il, 0)
 
 
 @function
@@ -531,6 +724,14 @@ def linear_3d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
 
 
 @function
+def linear_3d_border_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_BORDER, sweep_linear_3d_il, 0)
+
+
+@function
 def linear_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -544,6 +745,14 @@ def linear_3d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d_cl, 0)
+
+
+@function
+def linear_3d_reflection_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_REFLECTION, sweep_linear_3d_il, 0)
 
 
 @function
@@ -573,6 +782,15 @@ def linear_3d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, 
 
 
 @function
+def linear_3d_reflection_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_REFLECTION, sweep_linear_3d_il, 0)
+
+
+@function
 def linear_3d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                               coords):
@@ -588,6 +806,15 @@ def linear_3d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d_cl, 0)
+
+
+@function
+def linear_3d_reflection_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                 coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_REFLECTION, sweep_linear_3d_il, 0)
 
 
 @function
@@ -608,6 +835,15 @@ def linear_3d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, 
 
 
 @function
+def linear_3d_reflection_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_REFLECTION, sweep_linear_3d_il, 0)
+
+
+@function
 def linear_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -621,6 +857,14 @@ def linear_3d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_MIRROR,
                sweep_linear_3d_cl, 0)
+
+
+@function
+def linear_3d_index_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_MIRROR,
+               sweep_linear_3d_il, 0)
 
 
 @function
@@ -648,6 +892,14 @@ def linear_3d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
 
 
 @function
+def linear_3d_index_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_MIRROR, sweep_linear_3d_il, 0)
+
+
+@function
 def linear_3d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -661,6 +913,14 @@ def linear_3d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_MIRROR, sweep_linear_3d_cl, 0)
+
+
+@function
+def linear_3d_index_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_MIRROR, sweep_linear_3d_il, 0)
 
 
 @function
@@ -679,6 +939,14 @@ def linear_3d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                PAD_MIRROR, sweep_linear_3d_cl, 0)
 
 
+@function
+def linear_3d_index_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
+               PAD_MIRROR, sweep_linear_3d_il, 0)
+
+
 # nearest_2d
 
 @function
@@ -695,6 +963,14 @@ def nearest_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d, PAD_ZEROS,
                sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_zeros_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d, PAD_ZEROS,
+               sweep_nearest_2d_il, 0)
 
 
 @function
@@ -722,6 +998,14 @@ def nearest_2d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
 
 
 @function
+def nearest_2d_zeros_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_ZEROS, sweep_nearest_2d_il, 0)
+
+
+@function
 def nearest_2d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -735,6 +1019,14 @@ def nearest_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_ZEROS, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_zeros_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_ZEROS, sweep_nearest_2d_il, 0)
 
 
 @function
@@ -754,6 +1046,14 @@ def nearest_2d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
 
 
 @function
+def nearest_2d_zeros_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_ZEROS, sweep_nearest_2d_il, 0)
+
+
+@function
 def nearest_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -767,6 +1067,14 @@ def nearest_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_BORDER, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_border_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_BORDER, sweep_nearest_2d_il, 0)
 
 
 @function
@@ -794,6 +1102,14 @@ def nearest_2d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
 
 
 @function
+def nearest_2d_border_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_BORDER, sweep_nearest_2d_il, 0)
+
+
+@function
 def nearest_2d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -808,6 +1124,15 @@ def nearest_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_BORDER, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_border_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                              coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_BORDER, sweep_nearest_2d_il, 0)
 
 
 @function
@@ -827,6 +1152,14 @@ def nearest_2d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
 
 
 @function
+def nearest_2d_border_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_BORDER, sweep_nearest_2d_il, 0)
+
+
+@function
 def nearest_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -840,6 +1173,14 @@ def nearest_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_reflection_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_REFLECTION, sweep_nearest_2d_il, 0)
 
 
 @function
@@ -870,6 +1211,15 @@ def nearest_2d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides,
 
 
 @function
+def nearest_2d_reflection_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                 coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_REFLECTION, sweep_nearest_2d_il, 0)
+
+
+@function
 def nearest_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                coords):
@@ -885,6 +1235,15 @@ def nearest_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_reflection_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                  outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                                  wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_REFLECTION, sweep_nearest_2d_il, 0)
 
 
 @function
@@ -906,6 +1265,15 @@ def nearest_2d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides,
 
 
 @function
+def nearest_2d_reflection_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                 coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_REFLECTION, sweep_nearest_2d_il, 0)
+
+
+@function
 def nearest_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -919,6 +1287,14 @@ def nearest_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_MIRROR, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_index_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_MIRROR, sweep_nearest_2d_il, 0)
 
 
 @function
@@ -946,6 +1322,14 @@ def nearest_2d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
 
 
 @function
+def nearest_2d_index_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_MIRROR, sweep_nearest_2d_il, 0)
+
+
+@function
 def nearest_2d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -962,6 +1346,14 @@ def nearest_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
 
 
 @function
+def nearest_2d_index_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_MIRROR, sweep_nearest_2d_il, 0)
+
+
+@function
 def nearest_2d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -975,6 +1367,14 @@ def nearest_2d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_MIRROR, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_index_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
+               PAD_MIRROR, sweep_nearest_2d_il, 0)
 
 
 # nearest_3d
@@ -996,6 +1396,14 @@ def nearest_3d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
 
 
 @function
+def nearest_3d_zeros_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d, PAD_ZEROS,
+               sweep_nearest_3d_il, 0)
+
+
+@function
 def nearest_3d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1009,6 +1417,14 @@ def nearest_3d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_ZEROS, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_zeros_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_ZEROS, sweep_nearest_3d_il, 0)
 
 
 @function
@@ -1028,6 +1444,14 @@ def nearest_3d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
 
 
 @function
+def nearest_3d_zeros_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_ZEROS, sweep_nearest_3d_il, 0)
+
+
+@function
 def nearest_3d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1041,6 +1465,14 @@ def nearest_3d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_ZEROS, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_zeros_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_ZEROS, sweep_nearest_3d_il, 0)
 
 
 @function
@@ -1060,6 +1492,14 @@ def nearest_3d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
 
 
 @function
+def nearest_3d_border_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_BORDER, sweep_nearest_3d_il, 0)
+
+
+@function
 def nearest_3d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1073,6 +1513,14 @@ def nearest_3d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_BORDER, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_border_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_BORDER, sweep_nearest_3d_il, 0)
 
 
 @function
@@ -1093,6 +1541,15 @@ def nearest_3d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
 
 
 @function
+def nearest_3d_border_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                              outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                              coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_BORDER, sweep_nearest_3d_il, 0)
+
+
+@function
 def nearest_3d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1109,6 +1566,14 @@ def nearest_3d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
 
 
 @function
+def nearest_3d_border_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_BORDER, sweep_nearest_3d_il, 0)
+
+
+@function
 def nearest_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1122,6 +1587,14 @@ def nearest_3d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_reflection_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_REFLECTION, sweep_nearest_3d_il, 0)
 
 
 @function
@@ -1143,6 +1616,15 @@ def nearest_3d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides,
 
 
 @function
+def nearest_3d_reflection_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                 coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_REFLECTION, sweep_nearest_3d_il, 0)
+
+
+@function
 def nearest_3d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                coords):
@@ -1158,6 +1640,15 @@ def nearest_3d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_reflection_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                  outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
+                                  wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_REFLECTION, sweep_nearest_3d_il, 0)
 
 
 @function
@@ -1179,6 +1670,15 @@ def nearest_3d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides,
 
 
 @function
+def nearest_3d_reflection_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                 coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_REFLECTION, sweep_nearest_3d_il, 0)
+
+
+@function
 def nearest_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1192,6 +1692,14 @@ def nearest_3d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_MIRROR, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_index_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                        os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_MIRROR, sweep_nearest_3d_il, 0)
 
 
 @function
@@ -1211,6 +1719,14 @@ def nearest_3d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
 
 
 @function
+def nearest_3d_index_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_MIRROR, sweep_nearest_3d_il, 0)
+
+
+@function
 def nearest_3d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1224,6 +1740,14 @@ def nearest_3d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_MIRROR, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_index_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_MIRROR, sweep_nearest_3d_il, 0)
 
 
 @function
@@ -1242,6 +1766,14 @@ def nearest_3d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
                PAD_MIRROR, sweep_nearest_3d_cl, 0)
 
 
+@function
+def nearest_3d_index_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
+               PAD_MIRROR, sweep_nearest_3d_il, 0)
+
+
 # cubic_2d
 
 @function
@@ -1258,6 +1790,14 @@ def cubic_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, g
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_ZEROS,
                sweep_cubic_2d_cl, 0)
+
+
+@function
+def cubic_2d_zeros_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_ZEROS,
+               sweep_cubic_2d_il, 0)
 
 
 @function
@@ -1285,6 +1825,14 @@ def cubic_2d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
 
 
 @function
+def cubic_2d_zeros_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_ZEROS, sweep_cubic_2d_il, 0)
+
+
+@function
 def cubic_2d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1298,6 +1846,14 @@ def cubic_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_ZEROS, sweep_cubic_2d_cl, 0)
+
+
+@function
+def cubic_2d_zeros_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_ZEROS, sweep_cubic_2d_il, 0)
 
 
 @function
@@ -1317,6 +1873,14 @@ def cubic_2d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
 
 
 @function
+def cubic_2d_zeros_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_ZEROS, sweep_cubic_2d_il, 0)
+
+
+@function
 def cubic_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1330,6 +1894,14 @@ def cubic_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_BORDER,
                sweep_cubic_2d_cl, 0)
+
+
+@function
+def cubic_2d_border_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_BORDER,
+               sweep_cubic_2d_il, 0)
 
 
 @function
@@ -1357,6 +1929,14 @@ def cubic_2d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
 
 
 @function
+def cubic_2d_border_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_BORDER, sweep_cubic_2d_il, 0)
+
+
+@function
 def cubic_2d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1370,6 +1950,14 @@ def cubic_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_BORDER, sweep_cubic_2d_cl, 0)
+
+
+@function
+def cubic_2d_border_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_BORDER, sweep_cubic_2d_il, 0)
 
 
 @function
@@ -1389,6 +1977,14 @@ def cubic_2d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
 
 
 @function
+def cubic_2d_border_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_BORDER, sweep_cubic_2d_il, 0)
+
+
+@function
 def cubic_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1402,6 +1998,14 @@ def cubic_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_REFLECTION, sweep_cubic_2d_cl, 0)
+
+
+@function
+def cubic_2d_reflection_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_REFLECTION, sweep_cubic_2d_il, 0)
 
 
 @function
@@ -1430,6 +2034,15 @@ def cubic_2d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, a
 
 
 @function
+def cubic_2d_reflection_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                               coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_REFLECTION, sweep_cubic_2d_il, 0)
+
+
+@function
 def cubic_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                              os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1444,6 +2057,15 @@ def cubic_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, 
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_REFLECTION, sweep_cubic_2d_cl, 0)
+
+
+@function
+def cubic_2d_reflection_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                                coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_REFLECTION, sweep_cubic_2d_il, 0)
 
 
 @function
@@ -1464,6 +2086,15 @@ def cubic_2d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, a
 
 
 @function
+def cubic_2d_reflection_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                               coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_REFLECTION, sweep_cubic_2d_il, 0)
+
+
+@function
 def cubic_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                    os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1477,6 +2108,14 @@ def cubic_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, g
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_MIRROR,
                sweep_cubic_2d_cl, 0)
+
+
+@function
+def cubic_2d_index_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_MIRROR,
+               sweep_cubic_2d_il, 0)
 
 
 @function
@@ -1504,6 +2143,14 @@ def cubic_2d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
 
 
 @function
+def cubic_2d_index_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_MIRROR, sweep_cubic_2d_il, 0)
+
+
+@function
 def cubic_2d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1520,6 +2167,14 @@ def cubic_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
 
 
 @function
+def cubic_2d_index_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_MIRROR, sweep_cubic_2d_il, 0)
+
+
+@function
 def cubic_2d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                        os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
@@ -1533,6 +2188,14 @@ def cubic_2d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
     run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_MIRROR, sweep_cubic_2d_cl, 0)
+
+
+@function
+def cubic_2d_index_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+               os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
+               PAD_MIRROR, sweep_cubic_2d_il, 0)
 
 
 # cubic_3d
@@ -2090,6 +2753,130 @@ CHANNEL_LAST_ENTRIES = {
     (3, MODE_CUBIC, PAD_MIRROR, 'int'): cubic_3d_index_int_cl,
     (3, MODE_CUBIC, PAD_SYMMETRIC, 'int'): cubic_3d_index_int_cl,
     (3, MODE_CUBIC, PAD_WRAP, 'int'): cubic_3d_index_int_cl,
+}
+
+#: The same for channel-last output of many contiguous channels, a point at a time.
+INTERLEAVED_ENTRIES = {
+    (2, MODE_LINEAR, PAD_ZEROS, 'native'): linear_2d_zeros_il,
+    (2, MODE_LINEAR, PAD_ZEROS, 'f16'): linear_2d_zeros_f16_il,
+    (2, MODE_LINEAR, PAD_ZEROS, 'bf16'): linear_2d_zeros_bf16_il,
+    (2, MODE_LINEAR, PAD_ZEROS, 'int'): linear_2d_zeros_int_il,
+    (2, MODE_LINEAR, PAD_BORDER, 'native'): linear_2d_border_il,
+    (2, MODE_LINEAR, PAD_BORDER, 'f16'): linear_2d_border_f16_il,
+    (2, MODE_LINEAR, PAD_BORDER, 'bf16'): linear_2d_border_bf16_il,
+    (2, MODE_LINEAR, PAD_BORDER, 'int'): linear_2d_border_int_il,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_2d_reflection_il,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_2d_reflection_f16_il,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_2d_reflection_bf16_il,
+    (2, MODE_LINEAR, PAD_REFLECTION, 'int'): linear_2d_reflection_int_il,
+    (2, MODE_LINEAR, PAD_MIRROR, 'native'): linear_2d_index_il,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_2d_index_il,
+    (2, MODE_LINEAR, PAD_WRAP, 'native'): linear_2d_index_il,
+    (2, MODE_LINEAR, PAD_MIRROR, 'f16'): linear_2d_index_f16_il,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'f16'): linear_2d_index_f16_il,
+    (2, MODE_LINEAR, PAD_WRAP, 'f16'): linear_2d_index_f16_il,
+    (2, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_2d_index_bf16_il,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_2d_index_bf16_il,
+    (2, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_2d_index_bf16_il,
+    (2, MODE_LINEAR, PAD_MIRROR, 'int'): linear_2d_index_int_il,
+    (2, MODE_LINEAR, PAD_SYMMETRIC, 'int'): linear_2d_index_int_il,
+    (2, MODE_LINEAR, PAD_WRAP, 'int'): linear_2d_index_int_il,
+    (3, MODE_LINEAR, PAD_ZEROS, 'native'): linear_3d_zeros_il,
+    (3, MODE_LINEAR, PAD_ZEROS, 'f16'): linear_3d_zeros_f16_il,
+    (3, MODE_LINEAR, PAD_ZEROS, 'bf16'): linear_3d_zeros_bf16_il,
+    (3, MODE_LINEAR, PAD_ZEROS, 'int'): linear_3d_zeros_int_il,
+    (3, MODE_LINEAR, PAD_BORDER, 'native'): linear_3d_border_il,
+    (3, MODE_LINEAR, PAD_BORDER, 'f16'): linear_3d_border_f16_il,
+    (3, MODE_LINEAR, PAD_BORDER, 'bf16'): linear_3d_border_bf16_il,
+    (3, MODE_LINEAR, PAD_BORDER, 'int'): linear_3d_border_int_il,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'native'): linear_3d_reflection_il,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'f16'): linear_3d_reflection_f16_il,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'bf16'): linear_3d_reflection_bf16_il,
+    (3, MODE_LINEAR, PAD_REFLECTION, 'int'): linear_3d_reflection_int_il,
+    (3, MODE_LINEAR, PAD_MIRROR, 'native'): linear_3d_index_il,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'native'): linear_3d_index_il,
+    (3, MODE_LINEAR, PAD_WRAP, 'native'): linear_3d_index_il,
+    (3, MODE_LINEAR, PAD_MIRROR, 'f16'): linear_3d_index_f16_il,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'f16'): linear_3d_index_f16_il,
+    (3, MODE_LINEAR, PAD_WRAP, 'f16'): linear_3d_index_f16_il,
+    (3, MODE_LINEAR, PAD_MIRROR, 'bf16'): linear_3d_index_bf16_il,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'bf16'): linear_3d_index_bf16_il,
+    (3, MODE_LINEAR, PAD_WRAP, 'bf16'): linear_3d_index_bf16_il,
+    (3, MODE_LINEAR, PAD_MIRROR, 'int'): linear_3d_index_int_il,
+    (3, MODE_LINEAR, PAD_SYMMETRIC, 'int'): linear_3d_index_int_il,
+    (3, MODE_LINEAR, PAD_WRAP, 'int'): linear_3d_index_int_il,
+    (2, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_2d_zeros_il,
+    (2, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_2d_zeros_f16_il,
+    (2, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_2d_zeros_bf16_il,
+    (2, MODE_NEAREST, PAD_ZEROS, 'int'): nearest_2d_zeros_int_il,
+    (2, MODE_NEAREST, PAD_BORDER, 'native'): nearest_2d_border_il,
+    (2, MODE_NEAREST, PAD_BORDER, 'f16'): nearest_2d_border_f16_il,
+    (2, MODE_NEAREST, PAD_BORDER, 'bf16'): nearest_2d_border_bf16_il,
+    (2, MODE_NEAREST, PAD_BORDER, 'int'): nearest_2d_border_int_il,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_2d_reflection_il,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_2d_reflection_f16_il,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_2d_reflection_bf16_il,
+    (2, MODE_NEAREST, PAD_REFLECTION, 'int'): nearest_2d_reflection_int_il,
+    (2, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_2d_index_il,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_2d_index_il,
+    (2, MODE_NEAREST, PAD_WRAP, 'native'): nearest_2d_index_il,
+    (2, MODE_NEAREST, PAD_MIRROR, 'f16'): nearest_2d_index_f16_il,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'f16'): nearest_2d_index_f16_il,
+    (2, MODE_NEAREST, PAD_WRAP, 'f16'): nearest_2d_index_f16_il,
+    (2, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_2d_index_bf16_il,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_2d_index_bf16_il,
+    (2, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_2d_index_bf16_il,
+    (2, MODE_NEAREST, PAD_MIRROR, 'int'): nearest_2d_index_int_il,
+    (2, MODE_NEAREST, PAD_SYMMETRIC, 'int'): nearest_2d_index_int_il,
+    (2, MODE_NEAREST, PAD_WRAP, 'int'): nearest_2d_index_int_il,
+    (3, MODE_NEAREST, PAD_ZEROS, 'native'): nearest_3d_zeros_il,
+    (3, MODE_NEAREST, PAD_ZEROS, 'f16'): nearest_3d_zeros_f16_il,
+    (3, MODE_NEAREST, PAD_ZEROS, 'bf16'): nearest_3d_zeros_bf16_il,
+    (3, MODE_NEAREST, PAD_ZEROS, 'int'): nearest_3d_zeros_int_il,
+    (3, MODE_NEAREST, PAD_BORDER, 'native'): nearest_3d_border_il,
+    (3, MODE_NEAREST, PAD_BORDER, 'f16'): nearest_3d_border_f16_il,
+    (3, MODE_NEAREST, PAD_BORDER, 'bf16'): nearest_3d_border_bf16_il,
+    (3, MODE_NEAREST, PAD_BORDER, 'int'): nearest_3d_border_int_il,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'native'): nearest_3d_reflection_il,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'f16'): nearest_3d_reflection_f16_il,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'bf16'): nearest_3d_reflection_bf16_il,
+    (3, MODE_NEAREST, PAD_REFLECTION, 'int'): nearest_3d_reflection_int_il,
+    (3, MODE_NEAREST, PAD_MIRROR, 'native'): nearest_3d_index_il,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_3d_index_il,
+    (3, MODE_NEAREST, PAD_WRAP, 'native'): nearest_3d_index_il,
+    (3, MODE_NEAREST, PAD_MIRROR, 'f16'): nearest_3d_index_f16_il,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'f16'): nearest_3d_index_f16_il,
+    (3, MODE_NEAREST, PAD_WRAP, 'f16'): nearest_3d_index_f16_il,
+    (3, MODE_NEAREST, PAD_MIRROR, 'bf16'): nearest_3d_index_bf16_il,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'bf16'): nearest_3d_index_bf16_il,
+    (3, MODE_NEAREST, PAD_WRAP, 'bf16'): nearest_3d_index_bf16_il,
+    (3, MODE_NEAREST, PAD_MIRROR, 'int'): nearest_3d_index_int_il,
+    (3, MODE_NEAREST, PAD_SYMMETRIC, 'int'): nearest_3d_index_int_il,
+    (3, MODE_NEAREST, PAD_WRAP, 'int'): nearest_3d_index_int_il,
+    (2, MODE_CUBIC, PAD_ZEROS, 'native'): cubic_2d_zeros_il,
+    (2, MODE_CUBIC, PAD_ZEROS, 'f16'): cubic_2d_zeros_f16_il,
+    (2, MODE_CUBIC, PAD_ZEROS, 'bf16'): cubic_2d_zeros_bf16_il,
+    (2, MODE_CUBIC, PAD_ZEROS, 'int'): cubic_2d_zeros_int_il,
+    (2, MODE_CUBIC, PAD_BORDER, 'native'): cubic_2d_border_il,
+    (2, MODE_CUBIC, PAD_BORDER, 'f16'): cubic_2d_border_f16_il,
+    (2, MODE_CUBIC, PAD_BORDER, 'bf16'): cubic_2d_border_bf16_il,
+    (2, MODE_CUBIC, PAD_BORDER, 'int'): cubic_2d_border_int_il,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'native'): cubic_2d_reflection_il,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'f16'): cubic_2d_reflection_f16_il,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'bf16'): cubic_2d_reflection_bf16_il,
+    (2, MODE_CUBIC, PAD_REFLECTION, 'int'): cubic_2d_reflection_int_il,
+    (2, MODE_CUBIC, PAD_MIRROR, 'native'): cubic_2d_index_il,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'native'): cubic_2d_index_il,
+    (2, MODE_CUBIC, PAD_WRAP, 'native'): cubic_2d_index_il,
+    (2, MODE_CUBIC, PAD_MIRROR, 'f16'): cubic_2d_index_f16_il,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'f16'): cubic_2d_index_f16_il,
+    (2, MODE_CUBIC, PAD_WRAP, 'f16'): cubic_2d_index_f16_il,
+    (2, MODE_CUBIC, PAD_MIRROR, 'bf16'): cubic_2d_index_bf16_il,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'bf16'): cubic_2d_index_bf16_il,
+    (2, MODE_CUBIC, PAD_WRAP, 'bf16'): cubic_2d_index_bf16_il,
+    (2, MODE_CUBIC, PAD_MIRROR, 'int'): cubic_2d_index_int_il,
+    (2, MODE_CUBIC, PAD_SYMMETRIC, 'int'): cubic_2d_index_int_il,
+    (2, MODE_CUBIC, PAD_WRAP, 'int'): cubic_2d_index_int_il,
 }
 
 #: The same for contiguous points from float32 rows of taps, one load a row

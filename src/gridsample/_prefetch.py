@@ -1,0 +1,76 @@
+"""Software prefetch in compiled code: ask for the cache lines of a later point's taps.
+
+A sweep over channel-last memory (:func:`gridsample._vector.sweep_linear_2d_il` and its
+kin) reads each tap's ``C`` channels with contiguous loads, a point at a time.  Its reads
+miss the caches on a large input: a rotated warp walks the input diagonally, a band of
+rows whose ``C`` channels together outgrow L2, and no hardware prefetcher follows that
+walk.  The loads of one point are too few to keep many misses in flight (a gathering
+sweep over channel-first planes keeps 16 in flight per instruction).  Asking for the
+lines of the point ``PREFETCH_POINTS`` ahead overlaps their misses with this point's
+work (docs/kernels.md, "Channel-last with many channels").
+
+``llvm.prefetch`` is a hint: it never faults and changes no value, so the results are the
+same bits with or without it; a target without prefetch drops it.
+"""
+
+from __future__ import annotations
+
+import numba
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from ._jit import skeleton
+
+__all__ = ["prefetch", "prefetch_run", "PREFETCH_POINTS", "LINE_BYTES"]
+
+#: How many points ahead a sweep asks for its taps' lines: far enough that a miss to
+#: memory ends before the point is summed, near enough that its lines are still in L1.
+PREFETCH_POINTS = 32
+#: The cache line size of x86-64 and most 64-bit CPUs (a longer line only makes some of
+#: the requests redundant).
+LINE_BYTES = 64
+
+_I8P = ir.IntType(8).as_pointer()
+_I32 = ir.IntType(32)
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):
+    """Ask for the cache line of ``array[index]`` (a read, kept in all levels)."""
+    if not isinstance(array, types.Array) or not isinstance(index, types.Integer):
+        return None
+    sig = types.void(array, index)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        at = context.cast(builder, args[1], signature.args[1], types.intp)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [at], wraparound=False)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [_I8P, _I32, _I32, _I32]),
+            "llvm.prefetch.p0i8")
+        # (address, read = 0, locality 3 = keep in every level, data cache = 1)
+        builder.call(fn, [builder.bitcast(ptr, _I8P), ir.Constant(_I32, 0),
+                          ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _no_prefetch(array, index) -> None:
+    """Interpreted (``NUMBA_DISABLE_JIT=1``): nothing to ask for."""
+
+
+prefetch = _no_prefetch if numba.config.DISABLE_JIT else _prefetch
+
+
+@skeleton
+def prefetch_run(x, first, count):
+    """Ask for the lines of ``x[first : first + count]`` (``first >= 0``, all inside ``x``):
+    one request a line, and one for the last element (which may start a line of its own)."""
+    step = LINE_BYTES // x.itemsize
+    for i in range(0, count, step):
+        prefetch(x, first + i)
+    prefetch(x, first + count - 1)
