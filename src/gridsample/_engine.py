@@ -179,11 +179,8 @@ PLANAR_MAX_CHANNELS = 4
 # The vector kernels on channel-last memory whose channels are contiguous: from this many
 # channels on, a point at a time, each tap's channels read by contiguous loads
 # (INTERLEAVED_ENTRIES); below, and for a kernel not listed, a channel at a time
-# (CHANNEL_LAST_ENTRIES), each tap gathered.  Measured one thread, Zen 4, float32, the
-# point-at-a-time time over the channel-at-a-time (docs/kernels.md, "Channel-last with many
-# channels"): 2-D linear 4 channels 1.5-1.7, 5: 0.72-0.98, 8: 0.57; 2-D nearest 4: 1.1-1.2,
-# 5: 0.49-0.65; 2-D cubic 5: 1.5, 8: 0.68-1.02, 16: 0.44-0.58; 3-D linear 5: 1.1-1.4, 8:
-# 0.83-0.86, 16: 0.39; 3-D nearest 5: 1.0-1.2, 16: 0.21-0.25; 3-D cubic 16: 0.91-1.16.
+# (CHANNEL_LAST_ENTRIES), each tap gathered: the counts where the first measured faster
+# (docs/kernels.md, "Channel-last with many channels"); 3-D cubic has no such sweep.
 INTERLEAVED_MIN_CHANNELS = {(2, MODE_LINEAR): 5, (2, MODE_NEAREST): 5, (2, MODE_CUBIC): 8,
                             (3, MODE_LINEAR): 8, (3, MODE_NEAREST): 8}
 # Points per chunk when a float16/bfloat16 grid is converted to float32 on the
