@@ -37,6 +37,9 @@ def test_every_registered_vector_kernel_has_entries():
 
     assert set(_engine.ROW_LOAD_ENTRIES) == {key for key in want if key[:2] in ROW_LOAD_ROWS
                                              and key[3] == "native"}
+    # a point at a time on channel-last memory: the kernels the engine has counts for
+    assert set(_engine.INTERLEAVED_ENTRIES) == {key for key in want
+                                                if key[:2] in _engine.INTERLEAVED_MIN_CHANNELS}
     # 2-D linear and nearest in one pass, the native family
     assert set(_engine.ONE_PASS_ENTRIES) == {key for key in want
                                              if key[:2] in ((2, MODE_LINEAR), (2, MODE_NEAREST))

@@ -8,6 +8,7 @@ equal and NaN as equal to NaN, so these comparisons are otherwise bit for bit.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import warnings
 
@@ -66,6 +67,16 @@ def nasty_grid(rng, shape, dtype):
     return g.astype(dtype)
 
 
+def spied(calls, table, label):
+    """``table`` with each entry wrapped to append ``label`` to ``calls`` when it runs."""
+    def wrap(entry):
+        def call(*args):
+            calls.append(label)
+            return entry(*args)
+        return call
+    return {key: wrap(f) for key, f in table.items()}
+
+
 @pytest.mark.parametrize("mode", VECTOR_MODES)
 @pytest.mark.parametrize("pad,x_dtype,grid_dtype", PAD_DTYPES)
 def test_3d_equal_to_the_general_kernels(rng, monkeypatch, mode, pad, x_dtype, grid_dtype):
@@ -115,14 +126,7 @@ def test_each_layout_runs_its_entry(monkeypatch, mode):
     """Each vector kernel has an entry for contiguous output points (channel-first) and one
     for strided points (channel-last with two or more channels); each call runs its own."""
     calls = []
-
-    def spy(table, label):
-        def wrap(entry):
-            def call(*args):
-                calls.append(label)
-                return entry(*args)
-            return call
-        return {key: wrap(f) for key, f in table.items()}
+    spy = functools.partial(spied, calls)
 
     monkeypatch.setattr(_engine, "VECTOR_ENTRIES", spy(_engine.VECTOR_ENTRIES, "first"))
     monkeypatch.setattr(_engine, "CHANNEL_LAST_ENTRIES",
@@ -605,13 +609,18 @@ def test_many_channels_last_3d_types_strides_and_fills(rng, monkeypatch, mode):
     """3-D (cubic: the channel-at-a-time sweep at any count), the other element families,
     strided X whose channels stay contiguous, a broadcast grid, a fill per channel, and one
     against two threads."""
+    grid = nasty_grid(rng, (2, 6, 7, 8, 3), np.float32)  # blocks past the prefetch distance
     for pad, channels in itertools.product(ONNX_PADDINGS, _MANY_CHANNELS):
         x = rng.standard_normal((2, 5, 6, 7, channels)).astype(np.float32)
         x[1, 4, 5, 6, 0] = np.nan
-        grid = nasty_grid(rng, (2, 4, 3, 5, 3), np.float32)
         np.testing.assert_array_equal(
             gridsample.grid_sample(x, grid, mode, pad, channel_last=True),
             general(monkeypatch, x, grid, mode, pad, channel_last=True))
+    for dtype in (np.float16, np.float64):  # the loop over the channels (no explicit vectors)
+        x = rng.uniform(-50, 50, (1, 5, 6, 7, 9)).astype(dtype)
+        np.testing.assert_array_equal(
+            gridsample.grid_sample(x, grid[:1], mode, "border", channel_last=True),
+            general(monkeypatch, x, grid[:1], mode, "border", channel_last=True))
     grid = nasty_grid(rng, (1, 6, 7, 2), np.float32)  # batch 1 broadcasts
     base = rng.uniform(0, 200, (2, 8, 9, 8))
     for dtype, pad in ((np.uint8, "reflection"), (np.float16, "zeros"),
@@ -621,15 +630,21 @@ def test_many_channels_last_3d_types_strides_and_fills(rng, monkeypatch, mode):
         want = general(monkeypatch, x, grid, mode, pad, channel_last=True)
         assert got.dtype == want.dtype == x.dtype
         np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
-    big = rng.standard_normal((2, 12, 15, 10)).astype(np.float32)
-    xs = big[:, 1::2, ::-2, 1:9]  # strided rows and columns, 8 contiguous channels
+    big = rng.standard_normal((2, 12, 15, 22)).astype(np.float32)
+    # strided rows and columns read in place, channels 1-19 of 22 contiguous, a fill each
+    for xs in (big[:, 1::2, ::2, 1:20], big[:, 1::2, ::2, 1:9]):
+        assert not xs.flags.c_contiguous and xs.strides[-1] == 4
+        fill = np.arange(xs.shape[-1], dtype=np.float32) - 3.5
+        for pad, kw in (("zeros", {}), ("constant", {"fill_value": fill})):
+            np.testing.assert_array_equal(
+                gridsample.grid_sample(xs, grid, mode, pad, channel_last=True, **kw),
+                general(monkeypatch, xs, grid, mode, pad, channel_last=True, **kw))
+    # a size-1 axis of stride 0 (a new axis) does not hide that the channels are innermost
+    x1 = rng.standard_normal((2, 9, 11, 8)).astype(np.float32)[:, None]
+    grid3 = nasty_grid(rng, (2, 1, 5, 6, 3), np.float32)
     np.testing.assert_array_equal(
-        gridsample.grid_sample(xs, grid, mode, "zeros", channel_last=True),
-        general(monkeypatch, xs, grid, mode, "zeros", channel_last=True))
-    fill = np.arange(8, dtype=np.float32) - 3.5
-    np.testing.assert_array_equal(
-        gridsample.grid_sample(xs, grid, mode, "constant", channel_last=True, fill_value=fill),
-        general(monkeypatch, xs, grid, mode, "constant", channel_last=True, fill_value=fill))
+        gridsample.grid_sample(x1, grid3, mode, "border", channel_last=True),
+        general(monkeypatch, x1, grid3, mode, "border", channel_last=True))
     x = rng.standard_normal((1, 40, 40, 19)).astype(np.float32)
     wide = nasty_grid(rng, (1, 30, 40, 2), np.float32)
     one = gridsample.grid_sample(x, wide, mode, "border", channel_last=True)
@@ -647,14 +662,7 @@ def test_each_channel_count_runs_its_sweep(monkeypatch):
     """Channel-last with contiguous channels runs the point-at-a-time entry from its
     kernel's channel count on, the channel-at-a-time one below it (and for 3-D cubic)."""
     calls = []
-
-    def spy(table, label):
-        def wrap(entry):
-            def call(*args):
-                calls.append(label)
-                return entry(*args)
-            return call
-        return {key: wrap(f) for key, f in table.items()}
+    spy = functools.partial(spied, calls)
 
     monkeypatch.setattr(_engine, "CHANNEL_LAST_ENTRIES",
                         spy(_engine.CHANNEL_LAST_ENTRIES, "channel"))
@@ -675,3 +683,8 @@ def test_each_channel_count_runs_its_sweep(monkeypatch):
     x = np.ones((1, 4, 4, 32), np.float32)[..., ::2]
     gridsample.grid_sample(x, np.zeros((1, 2, 2, 2), np.float32), channel_last=True)
     assert calls == ["channel"]
+    # a size-1 axis added with np.newaxis (stride 0): still a point at a time
+    calls.clear()
+    x = np.ones((1, 4, 4, 8), np.float32)[:, None]
+    gridsample.grid_sample(x, np.zeros((1, 2, 2, 2, 3), np.float32), channel_last=True)
+    assert calls == ["point"]

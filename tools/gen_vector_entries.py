@@ -42,8 +42,8 @@ PLAN_ROWS = {("linear", 2): 4, ("nearest", 2): 1, ("cubic", 2): 8, ("linear", 3)
 #: compiles only the loops its layout runs.
 LAYOUTS = ("", "_cl", "_il")
 
-#: Kernels without the point-at-a-time form: 3-D cubic's 64 taps a channel spill their
-#: offsets and weights (measured slower than the channel-at-a-time form up to 16 channels).
+#: Kernels without the point-at-a-time form: 3-D cubic (its 64 taps' offsets and weights
+#: spill; measured: docs/kernels.md, "Channel-last with many channels").
 NO_INTERLEAVED_KERNELS = (("cubic", 3),)
 
 #: Kernels with a third form, into contiguous points from float32 X read a row of taps per

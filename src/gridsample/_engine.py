@@ -180,7 +180,7 @@ PLANAR_MAX_CHANNELS = 4
 # channels on, a point at a time, each tap's channels read by contiguous loads
 # (INTERLEAVED_ENTRIES); below, and for a kernel not listed, a channel at a time
 # (CHANNEL_LAST_ENTRIES), each tap gathered: the counts where the first measured faster
-# (docs/kernels.md, "Channel-last with many channels"); 3-D cubic has no such sweep.
+# (docs/kernels.md, "Channel-last with many channels").
 INTERLEAVED_MIN_CHANNELS = {(2, MODE_LINEAR): 5, (2, MODE_NEAREST): 5, (2, MODE_CUBIC): 8,
                             (3, MODE_LINEAR): 8, (3, MODE_NEAREST): 8}
 # Points per chunk when a float16/bfloat16 grid is converted to float32 on the
@@ -531,8 +531,12 @@ class PreparedForward:
         # Sweep channels innermost when they are many and the closest in memory (the general
         # kernels; the vector kernels where their channels are contiguous runs).
         self.interleaved = plan.channels > PLANAR_MAX_CHANNELS and self.xs_c <= min(strides)
+        # Channels innermost in memory (below every spatial axis that has a stride of use:
+        # a size-1 axis's stride is never read).
+        self.channels_innermost = self.xs_c < min(
+            [s for s, n in zip(strides, sizes) if n > 1], default=self.xs_c + 1)
         self.vector_interleaved = (
-            self.xs_c == 1 and self.os_c == 1 and 1 < min(strides)
+            self.xs_c == 1 and self.os_c == 1 and self.channels_innermost
             and plan.channels >= INTERLEAVED_MIN_CHANNELS.get((r, plan.kernel_mode), 1 << 62))
         self.K = taps_per_point(plan.kernel_mode, r)
         self.threads = threads_for(plan.batch * plan.out_points, plan.channels * self.K, r)
@@ -667,8 +671,8 @@ class PreparedForward:
         if len(source) > 1:
             scratch += (((plan.rank * block,), source[0].dtype),)
         xs_c, os_c = self.xs_c, self.os_c
-        # Interleaved channels in one group: each tap's line holds them all.
-        groups = ([(0, plan.channels)] if self.vector_interleaved else
+        # Channels innermost in memory in one group: each tap's line holds them all.
+        groups = ([(0, plan.channels)] if self.channels_innermost else
                   channel_groups(plan.channels, self.channel_bytes, self.plane_bytes, scattered))
         for c0, count in groups:
             if c0:

@@ -1,14 +1,15 @@
 """A point's taps summed over many contiguous channels with explicit x86 vectors.
 
-The point-at-a-time sweeps over channel-last memory (:func:`gridsample._vector.sweep_linear_2d_il`
-and its kin) sum, for every channel ``c`` of a point, ``w_0 x[q_0 + c] + w_1 x[q_1 + c] +
-...`` over the point's taps.  Left to LLVM, the loop over the channels is vectorized for
-whole vectors of ``LANES`` channels and the rest runs one channel at a time (a 2-D cubic
-point of 8 channels: 16 taps x 8 scalar channels).  :func:`sum_interleaved` emits the loop
-itself, ``LANES`` channels a step with a lane mask for the last step: each step one masked
-load per tap (``llvm.masked.load``: the lanes past the last channel are not read), the
-products and sums in the taps' order, and one masked store.  Each lane does the scalar
-loop's operations in the same order: the same bits.
+The point-at-a-time sweeps over channel-last memory
+(:func:`gridsample._vector.sweep_linear_2d_il` and its kin) sum, for every channel ``c`` of
+a point, ``w_0 x[q_0 + c] + w_1 x[q_1 + c] + ...`` over the point's taps. Left to LLVM, the
+loop over the channels is vectorized for whole vectors of ``LANES`` channels and the rest
+runs one channel at a time (with 16 lanes, a 2-D cubic point of 8 channels: 16 taps x 8
+scalar channels). :func:`sum_interleaved` emits the loop itself, ``LANES`` channels a step
+with a lane mask for the last step: each step one masked load per tap (``llvm.masked.load``:
+the lanes past the last channel are not read), the products and sums in the taps' order, and
+one masked store. Each lane does the scalar loop's operations in the same order: the same
+bits.
 
 A tap outside (offset ``-1``) reads the channels' outside values ``azero`` (0, or the fill
 of ``"constant"``) instead of ``X``, as :func:`gridsample._vector._tap_interleaved` does.
@@ -30,8 +31,10 @@ _I1, _I32, _I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 
 
 def _float32_vectors(*arrays) -> bool:
+    """Whether the vectors serve: x86 with AVX2 or AVX-512, and every array float32, 1-D and
+    contiguous (the flat views the sweeps pass)."""
     return AVAILABLE and all(isinstance(a, types.Array) and a.dtype == types.float32
-                             for a in arrays)
+                             and a.ndim == 1 and a.layout == "C" for a in arrays)
 
 
 @intrinsic

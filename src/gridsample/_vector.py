@@ -977,8 +977,9 @@ def _tap_planar(xc, kind, q, c, zero):
 
 @skeleton
 def _tap_interleaved(xn, kind, q, c, zero):
-    """Channel ``c`` of the pixel at ``q`` in channel-last memory whose channels are
-    contiguous (``xn`` starts at the pixel's first channel), or ``zero`` for a tap outside:
+    """Channel ``c`` of the pixel at offset ``q`` (its first channel) in channel-last memory
+    whose channels are contiguous (``xn`` starts at the batch item), or ``zero`` for a tap
+    outside:
     consecutive ``c`` read consecutive elements, so a loop over the channels loads vectors."""
     v = load(xn, kind, (q if q > 0 else np.int32(0)) + c)
     return v if q >= 0 else zero
@@ -1287,15 +1288,15 @@ def sweep_nearest_2d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind,
 
 
 
-# Channel-last memory of many channels (more than ``_engine.PLANAR_MAX_CHANNELS``, the
+# Channel-last memory of many channels (from ``_engine.INTERLEAVED_MIN_CHANNELS``, the
 # channels contiguous: ``xs_c == os_c == 1``): a point at a time, each tap's ``C`` channels
-# read by contiguous loads (a loop over the channels, vectorized by LLVM) and the point's
-# ``C`` results stored together; each channel's sum is the planar sweeps' (the same terms
-# in the same order: the same bits).  The sweeps above would read every tap's cache line
-# once per channel, and the general kernels' interleaved sweep made an array view per tap.
-# Each sweep asks for the lines of the taps of the point ``PREFETCH_POINTS`` ahead
-# (gridsample._prefetch).  The output index is unsigned (Numba wraps a signed index
-# around, lane by lane: the stores became scatters).
+# read by contiguous loads (float32: explicit masked vectors; other types: a loop over the
+# channels that LLVM vectorizes) and the point's ``C`` results stored together; each
+# channel's sum is the planar sweeps' (the same terms in the same order: the same bits). The
+# sweeps above would read every tap's cache line once per channel, and the general kernels'
+# interleaved sweep made an array view per tap. Each sweep asks for the lines of the taps of
+# the point ``PREFETCH_POINTS`` ahead (gridsample._prefetch). The output index is unsigned
+# (Numba wraps a signed index around, lane by lane: the stores became scatters).
 
 @skeleton
 def _prefetch_fused(xn, off, jd, nb, rows, C):
@@ -1369,9 +1370,8 @@ def sweep_cubic_2d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, a
 
 @skeleton
 def sweep_linear_3d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    """:func:`sweep_linear_2d_il` for a planned 3-D linear block (:func:`_sum_3d`).  (3-D
-    cubic has no such sweep: its 64 taps' offsets and weights spill, and the
-    channel-at-a-time sweep measured faster.)"""
+    """:func:`sweep_linear_2d_il` for a planned 3-D linear block (:func:`_sum_3d`).  3-D
+    cubic has none (``tools/gen_vector_entries.py``, ``NO_INTERLEAVED_KERNELS``)."""
     vectors = interleaved_vectors_serve(xflat, wts, outflat, azero)
     taps, weights = np.empty(8, np.int32), np.empty(8, wts.dtype)
     for j in range(nb):
