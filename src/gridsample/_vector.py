@@ -979,8 +979,8 @@ def _tap_planar(xc, kind, q, c, zero):
 def _tap_interleaved(xn, kind, q, c, zero):
     """Channel ``c`` of the pixel at offset ``q`` (its first channel) in channel-last memory
     whose channels are contiguous (``xn`` starts at the batch item), or ``zero`` for a tap
-    outside:
-    consecutive ``c`` read consecutive elements, so a loop over the channels loads vectors."""
+    outside: consecutive ``c`` read consecutive elements, so a loop over the channels loads
+    vectors."""
     v = load(xn, kind, (q if q > 0 else np.int32(0)) + c)
     return v if q >= 0 else zero
 
@@ -1066,17 +1066,33 @@ def _sweep_cl_from(xflat, xs_c, off, wts, first, nb, C, outflat, os_c, os_p, kin
 
 
 @skeleton
+def _cubic_tap(off, wts, j, ky, kx):
+    """Tap ``(ky, kx)`` of point ``j`` of a 2-D cubic plan: its offset ``oy + ox`` (int32;
+    ``-1`` where either axis's tap lies outside) and its weight ``w_x w_y``."""
+    oy, ox = off[4 + ky, j], off[kx, j]
+    q = np.int32(oy + ox) if (oy | ox) >= 0 else np.int32(-1)  # Numba adds in int64
+    return q, wts[kx, j] * wts[4 + ky, j]
+
+
+@skeleton
+def _tap_3d(off, wts, j, T, kz, ky, kx):
+    """Tap ``(kz, ky, kx)`` of point ``j`` of a per-axis 3-D plan of ``T`` rows per axis:
+    its offset ``oz + oy + ox`` (int32; ``-1`` where any axis's tap lies outside) and its
+    weight ``(w_x w_y) w_z``."""
+    oz, oy, ox = off[2 * T + kz, j], off[T + ky, j], off[kx, j]
+    q = np.int32(oz + oy + ox) if (oz | oy | ox) >= 0 else np.int32(-1)
+    return q, (wts[kx, j] * wts[T + ky, j]) * wts[2 * T + kz, j]
+
+
+@skeleton
 def _cubic_sum(xc, kind, off, wts, j, zero, c, tap):
     """``sum w_x w_y x[oy + ox]`` over the 16 taps, ``y`` outer, ``x`` inner (plan order),
     each tap read by ``tap`` (as :func:`_linear_point_sum`'s)."""
     acc = zero
     for ky in range(4):
-        oy = off[4 + ky, j]
-        wy = wts[4 + ky, j]
         for kx in range(4):
-            ox = off[kx, j]
-            q = np.int32(oy + ox) if (oy | ox) >= 0 else np.int32(-1)  # Numba adds in int64
-            term = (wts[kx, j] * wy) * tap(xc, kind, q, c, zero)
+            q, w = _cubic_tap(off, wts, j, ky, kx)
+            term = w * tap(xc, kind, q, c, zero)
             if ky == 0 and kx == 0:
                 acc = term
             else:
@@ -1090,12 +1106,8 @@ def _cubic_sum_pair(xa, xb, kind, off, wts, j, za, zb):
     weight ``w_x w_y`` are formed once for both (each sum keeps its own order)."""
     acc_a, acc_b = za, zb
     for ky in range(4):
-        oy = off[4 + ky, j]
-        wy = wts[4 + ky, j]
         for kx in range(4):
-            ox = off[kx, j]
-            q = np.int32(oy + ox) if (oy | ox) >= 0 else np.int32(-1)  # Numba adds in int64
-            w = wts[kx, j] * wy
+            q, w = _cubic_tap(off, wts, j, ky, kx)
             term_a = w * _tap_inlined(xa, kind, q, za)
             term_b = w * _tap_inlined(xb, kind, q, zb)
             if ky == 0 and kx == 0:
@@ -1157,16 +1169,10 @@ def _sum_3d(xc, kind, off, wts, j, zero, T, c, tap):
     by ``tap`` (as :func:`_linear_point_sum`'s)."""
     acc = zero
     for kz in range(T):
-        oz = off[2 * T + kz, j]
-        wz = wts[2 * T + kz, j]
         for ky in range(T):
-            oy = off[T + ky, j]
-            wy = wts[T + ky, j]
             for kx in range(T):
-                ox = off[kx, j]
-                inside = (oz | oy | ox) >= 0
-                q = np.int32(oz + oy + ox) if inside else np.int32(-1)
-                term = ((wts[kx, j] * wy) * wz) * tap(xc, kind, q, c, zero)
+                q, w = _tap_3d(off, wts, j, T, kz, ky, kx)
+                term = w * tap(xc, kind, q, c, zero)
                 if kz == 0 and ky == 0 and kx == 0:
                     acc = term
                 else:
@@ -1213,16 +1219,9 @@ def _sum_3d_pair(xa, xb, kind, off, wts, j, za, zb, T):
     formed once for both (each sum keeps its own order)."""
     acc_a, acc_b = za, zb
     for kz in range(T):
-        oz = off[2 * T + kz, j]
-        wz = wts[2 * T + kz, j]
         for ky in range(T):
-            oy = off[T + ky, j]
-            wy = wts[T + ky, j]
             for kx in range(T):
-                ox = off[kx, j]
-                inside = (oz | oy | ox) >= 0
-                q = np.int32(oz + oy + ox) if inside else np.int32(-1)
-                w = (wts[kx, j] * wy) * wz
+                q, w = _tap_3d(off, wts, j, T, kz, ky, kx)
                 term_a = w * _tap_inlined(xa, kind, q, za)
                 term_b = w * _tap_inlined(xb, kind, q, zb)
                 if kz == 0 and ky == 0 and kx == 0:
@@ -1310,18 +1309,16 @@ def _prefetch_fused(xn, off, jd, nb, rows, C):
 
 
 @skeleton
-def _prefetch_3d(xn, off, jd, nb, C):
+def _prefetch_3d(xn, off, wts, jd, nb, C):
     """Ask for the lines of point ``jd``'s 8 taps of a 3-D linear plan if the block has that
     point."""
     if jd < nb:
         for kz in range(2):
-            oz = off[4 + kz, jd]
             for ky in range(2):
-                oy = off[2 + ky, jd]
                 for kx in range(2):
-                    ox = off[kx, jd]
-                    if (oz | oy | ox) >= 0:
-                        prefetch_run(xn, oz + oy + ox, C)
+                    q, _ = _tap_3d(off, wts, jd, 2, kz, ky, kx)
+                    if q >= 0:
+                        prefetch_run(xn, q, C)
 
 
 @skeleton
@@ -1356,11 +1353,8 @@ def sweep_cubic_2d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, a
     for j in range(nb):
         if vectors:
             for ky in range(4):
-                oy, wy = off[4 + ky, j], wts[4 + ky, j]
                 for kx in range(4):
-                    ox = off[kx, j]
-                    taps[4 * ky + kx] = oy + ox if (oy | ox) >= 0 else -1
-                    weights[4 * ky + kx] = wts[kx, j] * wy
+                    taps[4 * ky + kx], weights[4 * ky + kx] = _cubic_tap(off, wts, j, ky, kx)
             sum_interleaved(xflat, taps, weights, 16, C, outflat, j * os_p, azero)
             continue
         for c in range(C):
@@ -1375,17 +1369,13 @@ def sweep_linear_3d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, 
     vectors = interleaved_vectors_serve(xflat, wts, outflat, azero)
     taps, weights = np.empty(8, np.int32), np.empty(8, wts.dtype)
     for j in range(nb):
-        _prefetch_3d(xflat, off, j + PREFETCH_POINTS, nb, C)
+        _prefetch_3d(xflat, off, wts, j + PREFETCH_POINTS, nb, C)
         if vectors:
             for kz in range(2):
-                oz, wz = off[4 + kz, j], wts[4 + kz, j]
                 for ky in range(2):
-                    oy, wy = off[2 + ky, j], wts[2 + ky, j]
                     for kx in range(2):
-                        ox = off[kx, j]
                         t = 4 * kz + 2 * ky + kx
-                        taps[t] = oz + oy + ox if (oz | oy | ox) >= 0 else -1
-                        weights[t] = (wts[kx, j] * wy) * wz
+                        taps[t], weights[t] = _tap_3d(off, wts, j, 2, kz, ky, kx)
             sum_interleaved(xflat, taps, weights, 8, C, outflat, j * os_p, azero)
             continue
         for c in range(C):
