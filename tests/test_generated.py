@@ -47,9 +47,18 @@ def test_every_registered_vector_kernel_has_entries():
 
 
 def test_every_registered_grid_gradient_kernel_has_entries():
-    from gridsample._grad_vector_entries import GRID_GRAD_ENTRIES
+    from gridsample._grad_vector_entries import (
+        GRID_GRAD_ENTRIES,
+        GRID_GRAD_INTERLEAVED_ENTRIES,
+        INPUT_GRAD_ENTRIES,
+        INPUT_GRAD_INTERLEAVED_ENTRIES,
+    )
     from gridsample._registry import MODES, PADDINGS
 
     want = {(r, m.code, p.code) for m in MODES for r in m.grid_grad_vector_ranks
             for p in PADDINGS if p.vector}
     assert set(GRID_GRAD_ENTRIES) == want
+    assert set(GRID_GRAD_INTERLEAVED_ENTRIES) == want  # a form per layout
+    scatters = {(r, m.code, p.code) for m in MODES for r in m.vector_ranks
+                for p in PADDINGS if p.vector}
+    assert set(INPUT_GRAD_ENTRIES) == set(INPUT_GRAD_INTERLEAVED_ENTRIES) == scatters

@@ -697,3 +697,102 @@ def test_each_channel_count_runs_its_sweep(monkeypatch):
     x = np.ones((1, 4, 4, 8), np.float32)[:, None]
     gridsample.grid_sample(x, np.zeros((1, 2, 2, 2, 3), np.float32), channel_last=True)
     assert calls == ["point"]
+
+
+# The backward over channel-last memory of many channels: a point at a time
+# (gridsample._grad_interleaved; more than PLANAR_MAX_CHANNELS contiguous channels).
+
+@pytest.mark.parametrize("pad,x_dtype,grid_dtype", GRAD_PAD_DTYPES)
+@pytest.mark.parametrize("rank, mode", [(2, "linear"), (3, "linear"), (2, "nearest"),
+                                        (3, "nearest"), (2, "cubic"), (3, "cubic")])
+def test_many_channels_last_gradients_equal_to_the_general_kernels(rng, rank, mode, pad,
+                                                                   x_dtype, grid_dtype):
+    """Both gradients bit for bit (up to the sign of a zero) against the general kernels,
+    NaN, ±inf, huge and edge points and non-finite X included; the grid gradient also
+    equal to channel-first memory's (every kernel adds the channels in one order)."""
+    out = (12, 10, 5)[:rank]
+    grid = nasty_grid(rng, (2,) + out + (rank,), grid_dtype)
+    for channels in _MANY_CHANNELS:
+        x = rng.standard_normal((2,) + (9, 11, 7)[:rank] + (channels,)).astype(x_dtype)
+        x[(0,) + (2, 3, 4)[:rank] + (channels - 1,)] = np.inf
+        x[(1,) + (0, 0, 0)[:rank] + (1,)] = np.nan
+        gout = rng.standard_normal((2,) + out + (channels,)).astype(x_dtype)
+        for align, mask, g in itertools.product(ALIGNS, ((False, True), (True, False),
+                                                         (True, True)), (grid, grid[:1])):
+            args = (gout, x, g, mode, pad, align)
+            fast = gridsample.grid_sample_backward(*args, output_mask=mask, channel_last=True)
+            with _engine.use_kernels("general"):
+                slow = gridsample.grid_sample_backward(*args, output_mask=mask,
+                                                       channel_last=True)
+            for a, b in zip(fast, slow):
+                np.testing.assert_array_equal(a, b)
+            if mask[1]:
+                first = gridsample.grid_sample_backward(
+                    np.moveaxis(gout, -1, 1), np.moveaxis(x, -1, 1), g, mode, pad, align,
+                    output_mask=(False, True))[1]
+                np.testing.assert_array_equal(fast[1], first)
+
+
+@pytest.mark.parametrize("mode", VECTOR_MODES)
+def test_many_channels_last_gradients_chunks_threads_and_strides(rng, monkeypatch, mode):
+    """A single item large enough for two point chunks (private dL/dx buffers), one against
+    two threads; strided X (the kernels read a contiguous copy); non-contiguous dL/dy
+    channels (the general kernels run, spied)."""
+    from gridsample import _backward
+
+    x = rng.standard_normal((1, 40, 50, 19)).astype(np.float32)
+    grid = nasty_grid(rng, (1, 180, 200, 2), np.float32)
+    gout = rng.standard_normal((1, 180, 200, 19)).astype(np.float32)
+    args = (gout, x, grid, mode, "border", False)
+    fast = gridsample.grid_sample_backward(*args, channel_last=True)
+    with _engine.use_kernels("general"):
+        slow = gridsample.grid_sample_backward(*args, channel_last=True)
+    numba = pytest.importorskip("numba")
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        one = gridsample.grid_sample_backward(*args, channel_last=True)
+    finally:
+        numba.set_num_threads(threads)
+    for a, b, c in zip(fast, slow, one):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+    big = rng.standard_normal((1, 24, 30, 22)).astype(np.float32)
+    xs = big[:, ::2, 1::2, 2:21]
+    small = nasty_grid(rng, (1, 6, 7, 2), np.float32)
+    go = rng.standard_normal((1, 6, 7, 19)).astype(np.float32)
+    np.testing.assert_array_equal(
+        gridsample.grid_sample_backward(go, xs, small, mode, channel_last=True)[0],
+        gridsample.grid_sample_backward(go, np.ascontiguousarray(xs), small, mode,
+                                        channel_last=True)[0])
+    calls = _spy_on(monkeypatch, _backward.INPUT_GRAD_INTERLEAVED_ENTRIES)
+    _backward._prepared.entries.clear()  # prepared runs hold the entries they chose
+    wide = rng.standard_normal((1, 6, 7, 38)).astype(np.float32)
+    strided = gridsample.grid_sample_backward(wide[..., ::2], xs, small, mode,
+                                              channel_last=True)
+    assert calls == []
+    with _engine.use_kernels("general"):
+        want = gridsample.grid_sample_backward(wide[..., ::2], xs, small, mode,
+                                               channel_last=True)
+    for a, b in zip(strided, want):
+        np.testing.assert_array_equal(a, b)
+    gridsample.grid_sample_backward(np.ascontiguousarray(wide[..., ::2]), xs, small, mode,
+                                    channel_last=True)
+    assert len(calls) == 1
+
+
+def test_the_backward_sweeps_many_channels_last_a_point_at_a_time(monkeypatch):
+    """More than ``PLANAR_MAX_CHANNELS`` contiguous channel-last channels run the
+    interleaved entries; at most that many, the planar ones."""
+    from gridsample import _backward
+
+    monkeypatch.setenv("GRIDSAMPLE_ONE_PASS", "off")
+    grids = _spy_on(monkeypatch, _backward.GRID_GRAD_INTERLEAVED_ENTRIES)
+    inputs = _spy_on(monkeypatch, _backward.INPUT_GRAD_INTERLEAVED_ENTRIES)
+    planar = _spy_on(monkeypatch, _backward.INPUT_GRAD_ENTRIES)
+    grid = np.zeros((1, 3, 3, 2), np.float32)
+    for channels in (_engine.PLANAR_MAX_CHANNELS, _engine.PLANAR_MAX_CHANNELS + 1):
+        x = np.ones((1, 4, 4, channels), np.float32)
+        gout = np.ones((1, 3, 3, channels), np.float32)
+        gridsample.grid_sample_backward(gout, x, grid, "cubic", "border", channel_last=True)
+    assert grids == [(2, 2, 1)] and inputs == [(2, 2, 1)] and planar == [(2, 2, 1)]

@@ -40,8 +40,10 @@ from ._grad_taps import slope_constants
 from ._grad_vector import ONE_PASS_GRAD_CHANNELS
 from ._grad_vector_entries import (
     GRID_GRAD_ENTRIES,
+    GRID_GRAD_INTERLEAVED_ENTRIES,
     GRID_GRAD_ONE_PASS_ENTRIES,
     INPUT_GRAD_ENTRIES,
+    INPUT_GRAD_INTERLEAVED_ENTRIES,
 )
 from ._jit import read_only
 from ._options import MODE_NEAREST
@@ -238,10 +240,14 @@ class PreparedGradients:
         # general pass (measured on a single channel: 1x1x128³ 70 -> 39 ms,
         # 1x1x1024² random 47 -> 17 ms).  Otherwise a single channel with both
         # gradients takes one fused general pass.
-        vector = _grid_grad_entry(plan, sizes, strides) if self.grid_in_kernel else None
+        # Channel-last channels read as contiguous runs (the interleaved entries) need
+        # stride 1 in x (and so in dL/dx, laid out like x) and in dL/dy.
+        runs = self.xs_c == 1 and self.gs_c == 1
+        vector = (_grid_grad_entry(plan, sizes, strides, runs) if self.grid_in_kernel
+                  else None)
         if vector is not None and _grid_grad_in_one_pass(plan, dt, self.gs_p, self.axc):
             vector = GRID_GRAD_ONE_PASS_ENTRIES[(r, plan.kernel_mode, plan.kernel_padding)]
-        scatter = _input_grad_entry(plan, sizes, strides) if want_x else None
+        scatter = _input_grad_entry(plan, sizes, strides, runs) if want_x else None
         self.fused = (want_x and self.grid_in_kernel and plan.channels == 1
                       and (vector is None or scatter is None))
         if self.fused:
@@ -395,31 +401,38 @@ def _kernel_gout(gout, plan: ForwardPlan, dt):
 
 def _interleaved(plan: ForwardPlan) -> bool:
     """Whether the backward sweeps channels innermost (channel-last, more than
-    ``PLANAR_MAX_CHANNELS`` channels).  With fewer, channel-last memory is swept channel by
-    channel (planar), as the forward does: each channel's taps are gathered like a plane's,
-    and both kernel families and both layouts then add in the same order."""
+    ``PLANAR_MAX_CHANNELS`` channels), a point at a time.  With fewer, channel-last memory
+    is swept channel by channel (planar), as the forward does: each channel's taps are
+    gathered like a plane's.  Either way every kernel adds in the same order (the grid
+    gradient's slope sums channel by channel, dL/dx's terms point by point)."""
     return plan.channel_last and plan.channels > PLANAR_MAX_CHANNELS
 
 
-def _vector_entry(table: dict, plan: ForwardPlan, sizes, strides):
-    """The vector-planned entry of ``table`` for this plan, or None (the general kernels run).
+def _vector_entry(tables: tuple, plan: ForwardPlan, sizes, strides, runs: bool):
+    """The vector-planned entry of ``tables`` (planar, interleaved) for this plan, or None
+    (the general kernels run).
 
-    Planar sweeps only (channel-first, or channel-last with at most
-    ``PLANAR_MAX_CHANNELS`` channels), int32 offsets
-    (:func:`gridsample._vector.fits_int32`), and not where
-    :func:`gridsample._engine.use_kernels` asks for the general kernels.
+    Planar sweeps for channel-first memory and channel-last memory of at most
+    ``PLANAR_MAX_CHANNELS`` channels; beyond, the interleaved sweeps where the channels
+    are contiguous runs (``runs``).  Int32 offsets (:func:`gridsample._vector.fits_int32`),
+    and not where :func:`gridsample._engine.use_kernels` asks for the general kernels.
     """
-    if _interleaved(plan) or kernel_family() not in ("auto", "vector"):
+    if kernel_family() not in ("auto", "vector"):
         return None
-    entry = table.get((plan.rank, plan.kernel_mode, plan.kernel_padding))
+    interleaved = _interleaved(plan)
+    if interleaved and not runs:
+        return None
+    entry = tables[interleaved].get((plan.rank, plan.kernel_mode, plan.kernel_padding))
     if entry is None or not fits_int32(sizes, strides):
         return None
     return entry
 
 
-def _grid_grad_entry(plan: ForwardPlan, sizes, strides):
-    """The branch-free grid-gradient entry (:mod:`gridsample._grad_vector`), or None."""
-    return _vector_entry(GRID_GRAD_ENTRIES, plan, sizes, strides)
+def _grid_grad_entry(plan: ForwardPlan, sizes, strides, runs: bool):
+    """The branch-free grid-gradient entry (:mod:`gridsample._grad_vector`,
+    :mod:`gridsample._grad_interleaved`), or None."""
+    return _vector_entry((GRID_GRAD_ENTRIES, GRID_GRAD_INTERLEAVED_ENTRIES), plan, sizes,
+                         strides, runs)
 
 
 def _grid_grad_in_one_pass(plan: ForwardPlan, dt, gs_p: int, axc: np.ndarray) -> bool:
@@ -438,9 +451,11 @@ def _grid_grad_in_one_pass(plan: ForwardPlan, dt, gs_p: int, axc: np.ndarray) ->
             and one_pass_setting() != "off")
 
 
-def _input_grad_entry(plan: ForwardPlan, sizes, strides):
-    """The vector-planned input-gradient entry (:mod:`gridsample._grad_vector`), or None."""
-    return _vector_entry(INPUT_GRAD_ENTRIES, plan, sizes, strides)
+def _input_grad_entry(plan: ForwardPlan, sizes, strides, runs: bool):
+    """The vector-planned input-gradient entry (:mod:`gridsample._grad_vector`,
+    :mod:`gridsample._grad_interleaved`), or None."""
+    return _vector_entry((INPUT_GRAD_ENTRIES, INPUT_GRAD_INTERLEAVED_ENTRIES), plan, sizes,
+                         strides, runs)
 
 
 def _finish(grad, dtype):

@@ -118,22 +118,28 @@ def _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, 
         for i in range(nb * r):
             vals[i] = zero
     if interleaved:
-        # Channel-last: channels innermost at each tap.
+        # Channel-last: a point at a time, its taps' channels side by side.  The slope sums
+        # add in the planar order below (channel by channel, each over the taps), so that
+        # both layouts, and the vector kernels of each, give the same bits.
         for j in range(nb):
             gj = gb + j * gs_p
-            m = cnt[j]
-            for t in range(max(m, 0)):
-                o = off[j * K + t]
-                if want_grid:
-                    acc = zero
-                    for c in range(c0, c1):
-                        acc += gflat[gj + c * gs_c] * xflat[xb + o + c * xs_c]
+            m = max(cnt[j], 0)
+            o = j * K
+            if want_grid:
+                for c in range(c0, c1):
+                    gv = gflat[gj + c * gs_c]
+                    xc = xb + c * xs_c
                     for a in range(r):
-                        vals[j * r + a] += dws[(j * K + t) * r + a] * acc
-                if want_x:
-                    w = wts[j * K + t]
+                        sa = zero
+                        for t in range(m):
+                            sa += dws[(o + t) * r + a] * xflat[xc + off[o + t]]
+                        vals[j * r + a] += gv * sa
+            if want_x:
+                for t in range(m):
+                    q = gxb + off[o + t]
+                    w = wts[o + t]
                     for c in range(c0, c1):
-                        gxflat[gxb + o + c * xs_c] += gflat[gj + c * gs_c] * w
+                        gxflat[q + c * xs_c] += gflat[gj + c * gs_c] * w
     else:
         for c in range(c0, c1):
             gc = gflat[gb + c * gs_c:]

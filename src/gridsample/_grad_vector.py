@@ -301,34 +301,38 @@ def _nan_points_on_every_axis(nb, rank, rows, axc, wts, chain):
 
 
 @skeleton
-def _slope_sums_3d(xc, off, wts, j, zero):
-    """``(S_x, S_y, S_z)`` of one channel: the 8 taps ``z`` outer, ``x`` inner.
+def slopes_3d(off, wts, j, kz, ky, kx):
+    """Tap ``(kz, ky, kx)`` of point ``j`` of a 3-D linear plan: its offset (int32; ``-1``
+    where any axis's tap lies outside) and its slopes ``(D_x, D_y, D_z)``.
 
     The general planner's slopes are ``(dw_x w_y) w_z``, ``(w_x dw_y) w_z`` and
-    ``(w_x w_y) dw_z`` with ``dw = ∓1``: the products below, negated for tap 0
-    of the axis (exact).
+    ``(w_x w_y) dw_z`` with ``dw = ∓1``: the products ``w_y w_z``, ``w_x w_z``,
+    ``w_x w_y``, negated for tap 0 of the axis (exact).
     """
+    oz, oy, ox = off[4 + kz, j], off[2 + ky, j], off[kx, j]
+    wz, wy, wx = wts[4 + kz, j], wts[2 + ky, j], wts[kx, j]
+    q = np.int32(oz + oy + ox) if (oz | oy | ox) >= 0 else np.int32(-1)
+    dx = wy * wz
+    dy = wx * wz
+    dz = wx * wy
+    return q, (dx if kx == 1 else -dx), (dy if ky == 1 else -dy), (dz if kz == 1 else -dz)
+
+
+@skeleton
+def _slope_sums_3d(xc, off, wts, j, zero):
+    """``(S_x, S_y, S_z)`` of one channel: the 8 taps ``z`` outer, ``x`` inner
+    (:func:`slopes_3d`)."""
     sx = zero
     sy = zero
     sz = zero
     for kz in range(2):
-        oz = off[4 + kz, j]
-        wz = wts[4 + kz, j]
         for ky in range(2):
-            oy = off[2 + ky, j]
-            wy = wts[2 + ky, j]
             for kx in range(2):
-                ox = off[kx, j]
-                wx = wts[kx, j]
-                inside = (oz | oy | ox) >= 0
-                v = _tap_inlined(xc, KIND_NATIVE, np.int32(oz + oy + ox) if inside
-                                 else np.int32(-1), zero)
-                dx = wy * wz
-                dy = wx * wz
-                dz = wx * wy
-                sx += (dx if kx == 1 else -dx) * v
-                sy += (dy if ky == 1 else -dy) * v
-                sz += (dz if kz == 1 else -dz) * v
+                q, dx, dy, dz = slopes_3d(off, wts, j, kz, ky, kx)
+                v = _tap_inlined(xc, KIND_NATIVE, q, zero)
+                sx += dx * v
+                sy += dy * v
+                sz += dz * v
     return sx, sy, sz
 
 
@@ -400,21 +404,27 @@ def plan_grad_cubic_2d(grid, nb, pad, axc, kc, dk, sizes, strides, off, wts, dws
 
 
 @skeleton
+def slopes_cubic_2d(off, wts, dws, j, ky, kx):
+    """Tap ``(ky, kx)`` of point ``j`` of a 2-D cubic gradient plan: its offset (int32;
+    ``-1`` where either axis's tap lies outside) and the general planner's slopes
+    ``(dw_x w_y, w_x dw_y)``."""
+    oy, ox = off[4 + ky, j], off[kx, j]
+    q = np.int32(oy + ox) if (oy | ox) >= 0 else np.int32(-1)
+    return q, dws[kx, j] * wts[4 + ky, j], wts[kx, j] * dws[4 + ky, j]
+
+
+@skeleton
 def _slope_sums_cubic_2d(xc, off, wts, dws, j, zero):
-    """``(S_x, S_y)`` of one channel over the 16 taps, ``y`` outer, ``x`` inner, with the
-    general planner's slopes ``dw_x w_y`` and ``w_x dw_y``."""
+    """``(S_x, S_y)`` of one channel over the 16 taps, ``y`` outer, ``x`` inner
+    (:func:`slopes_cubic_2d`)."""
     sx = zero
     sy = zero
     for ky in range(4):
-        oy = off[4 + ky, j]
-        wy = wts[4 + ky, j]
-        dy = dws[4 + ky, j]
         for kx in range(4):
-            ox = off[kx, j]
-            q = np.int32(oy + ox) if (oy | ox) >= 0 else np.int32(-1)
+            q, dx, dy = slopes_cubic_2d(off, wts, dws, j, ky, kx)
             v = _tap_inlined(xc, KIND_NATIVE, q, zero)
-            sx += (dws[kx, j] * wy) * v
-            sy += (wts[kx, j] * dy) * v
+            sx += dx * v
+            sy += dy * v
     return sx, sy
 
 

@@ -7,9 +7,19 @@ Grid-gradient entries run blocks ``first .. stop - 1`` with
 :func:`gridsample._grad_vector.run_scatter_blocks`, each with its planner and sweep
 (or scatter) functions;
 :data:`GRID_GRAD_ENTRIES` and :data:`INPUT_GRAD_ENTRIES` are the tables the backward
-reads.
+reads; the ``*INTERLEAVED_ENTRIES`` the same for channel-last memory of many contiguous
+channels, a point at a time (:mod:`gridsample._grad_interleaved`).
 """
 
+from ._grad_interleaved import (
+    scatter_cubic_2d_il,
+    scatter_cubic_3d_il,
+    scatter_fused_il,
+    scatter_linear_3d_il,
+    sweep_grad_cubic_2d_il,
+    sweep_grad_linear_2d_il,
+    sweep_grad_linear_3d_il,
+)
 from ._grad_vector import (
     plan_grad_cubic_2d,
     plan_grad_linear_2d,
@@ -46,7 +56,8 @@ from ._vector import (
     plan_nearest_3d,
 )
 
-__all__ = ["GRID_GRAD_ENTRIES", "GRID_GRAD_ONE_PASS_ENTRIES", "INPUT_GRAD_ENTRIES"]
+__all__ = ["GRID_GRAD_ENTRIES", "GRID_GRAD_ONE_PASS_ENTRIES", "GRID_GRAD_INTERLEAVED_ENTRIES",
+           "INPUT_GRAD_ENTRIES", "INPUT_GRAD_INTERLEAVED_ENTRIES"]
 
 
 # linear_2d
@@ -83,11 +94,25 @@ def sweep_grad_linear_2d_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, n
 
 
 @function
+def sweep_grad_linear_2d_il_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc,
+                                   zero):
+    sweep_grad_linear_2d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
+
+
+@function
 def grid_grad_linear_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                               gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_zeros,
                          sweep_grad_linear_2d_native)
+
+
+@function
+def grid_grad_linear_2d_zeros_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                                 gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_zeros,
+                         sweep_grad_linear_2d_il_native)
 
 
 @function
@@ -106,6 +131,14 @@ def grid_grad_linear_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, a
 
 
 @function
+def grid_grad_linear_2d_border_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                                  gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_border,
+                         sweep_grad_linear_2d_il_native)
+
+
+@function
 def grid_grad_linear_2d_border_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
                                    grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grad_linear_2d_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
@@ -121,11 +154,27 @@ def grid_grad_linear_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, stride
 
 
 @function
+def grid_grad_linear_2d_reflection_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                                      grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_reflection,
+                         sweep_grad_linear_2d_il_native)
+
+
+@function
 def grid_grad_linear_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                               gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_index,
                          sweep_grad_linear_2d_native)
+
+
+@function
+def grid_grad_linear_2d_index_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                                 gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_index,
+                         sweep_grad_linear_2d_il_native)
 
 
 # linear_3d
@@ -162,11 +211,25 @@ def sweep_grad_linear_3d_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, n
 
 
 @function
+def sweep_grad_linear_3d_il_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc,
+                                   zero):
+    sweep_grad_linear_3d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
+
+
+@function
 def grid_grad_linear_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                               gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_zeros,
                          sweep_grad_linear_3d_native)
+
+
+@function
+def grid_grad_linear_3d_zeros_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                                 gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_zeros,
+                         sweep_grad_linear_3d_il_native)
 
 
 @function
@@ -178,6 +241,14 @@ def grid_grad_linear_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, a
 
 
 @function
+def grid_grad_linear_3d_border_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                                  gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_border,
+                         sweep_grad_linear_3d_il_native)
+
+
+@function
 def grid_grad_linear_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
                                    grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
@@ -186,11 +257,27 @@ def grid_grad_linear_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, stride
 
 
 @function
+def grid_grad_linear_3d_reflection_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                                      grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_reflection,
+                         sweep_grad_linear_3d_il_native)
+
+
+@function
 def grid_grad_linear_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                               gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_index,
                          sweep_grad_linear_3d_native)
+
+
+@function
+def grid_grad_linear_3d_index_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                                 gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_index,
+                         sweep_grad_linear_3d_il_native)
 
 
 # cubic_2d
@@ -226,11 +313,24 @@ def sweep_grad_cubic_2d_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb
 
 
 @function
+def sweep_grad_cubic_2d_il_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
+    sweep_grad_cubic_2d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
+
+
+@function
 def grid_grad_cubic_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                              gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_zeros,
                          sweep_grad_cubic_2d_native)
+
+
+@function
+def grid_grad_cubic_2d_zeros_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                                gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_zeros,
+                         sweep_grad_cubic_2d_il_native)
 
 
 @function
@@ -242,6 +342,14 @@ def grid_grad_cubic_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, ax
 
 
 @function
+def grid_grad_cubic_2d_border_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                                 gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_border,
+                         sweep_grad_cubic_2d_il_native)
+
+
+@function
 def grid_grad_cubic_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                                   gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
@@ -250,11 +358,27 @@ def grid_grad_cubic_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides
 
 
 @function
+def grid_grad_cubic_2d_reflection_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                                     grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_reflection,
+                         sweep_grad_cubic_2d_il_native)
+
+
+@function
 def grid_grad_cubic_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                              gflat, gs_n, gs_c, gs_p, ggrid, C, block):
     run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_index,
                          sweep_grad_cubic_2d_native)
+
+
+@function
+def grid_grad_cubic_2d_index_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                                gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+                         gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_index,
+                         sweep_grad_cubic_2d_il_native)
 
 
 # input gradient, linear_2d
@@ -285,11 +409,24 @@ def scatter_linear_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, 
 
 
 @function
+def scatter_linear_2d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    scatter_fused_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 4)
+
+
+@function
 def input_grad_linear_2d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
                        gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_zeros,
                        scatter_linear_2d_native)
+
+
+@function
+def input_grad_linear_2d_zeros_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                  grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_zeros,
+                       scatter_linear_2d_il_native)
 
 
 @function
@@ -301,6 +438,14 @@ def input_grad_linear_2d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, st
 
 
 @function
+def input_grad_linear_2d_border_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_border,
+                       scatter_linear_2d_il_native)
+
+
+@function
 def input_grad_linear_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                     grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
@@ -309,11 +454,27 @@ def input_grad_linear_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes
 
 
 @function
+def input_grad_linear_2d_reflection_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
+                                       kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_reflection,
+                       scatter_linear_2d_il_native)
+
+
+@function
 def input_grad_linear_2d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
                        gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_index,
                        scatter_linear_2d_native)
+
+
+@function
+def input_grad_linear_2d_index_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                  grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_index,
+                       scatter_linear_2d_il_native)
 
 
 # input gradient, linear_3d
@@ -344,11 +505,24 @@ def scatter_linear_3d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, 
 
 
 @function
+def scatter_linear_3d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    scatter_linear_3d_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 6)
+
+
+@function
 def input_grad_linear_3d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
                        gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_zeros,
                        scatter_linear_3d_native)
+
+
+@function
+def input_grad_linear_3d_zeros_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                  grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_zeros,
+                       scatter_linear_3d_il_native)
 
 
 @function
@@ -360,6 +534,14 @@ def input_grad_linear_3d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, st
 
 
 @function
+def input_grad_linear_3d_border_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_border,
+                       scatter_linear_3d_il_native)
+
+
+@function
 def input_grad_linear_3d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                     grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
@@ -368,11 +550,27 @@ def input_grad_linear_3d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes
 
 
 @function
+def input_grad_linear_3d_reflection_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
+                                       kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_reflection,
+                       scatter_linear_3d_il_native)
+
+
+@function
 def input_grad_linear_3d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
                        gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_index,
                        scatter_linear_3d_native)
+
+
+@function
+def input_grad_linear_3d_index_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                  grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_index,
+                       scatter_linear_3d_il_native)
 
 
 # input gradient, nearest_2d
@@ -403,11 +601,24 @@ def scatter_nearest_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0,
 
 
 @function
+def scatter_nearest_2d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    scatter_fused_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 1)
+
+
+@function
 def input_grad_nearest_2d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
                        gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_zeros,
                        scatter_nearest_2d_native)
+
+
+@function
+def input_grad_nearest_2d_zeros_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_zeros,
+                       scatter_nearest_2d_il_native)
 
 
 @function
@@ -419,6 +630,14 @@ def input_grad_nearest_2d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, s
 
 
 @function
+def input_grad_nearest_2d_border_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_border,
+                       scatter_nearest_2d_il_native)
+
+
+@function
 def input_grad_nearest_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                      grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
@@ -427,11 +646,27 @@ def input_grad_nearest_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, size
 
 
 @function
+def input_grad_nearest_2d_reflection_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
+                                        kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_reflection,
+                       scatter_nearest_2d_il_native)
+
+
+@function
 def input_grad_nearest_2d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
                        gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_index,
                        scatter_nearest_2d_native)
+
+
+@function
+def input_grad_nearest_2d_index_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_index,
+                       scatter_nearest_2d_il_native)
 
 
 # input gradient, nearest_3d
@@ -462,11 +697,24 @@ def scatter_nearest_3d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0,
 
 
 @function
+def scatter_nearest_3d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    scatter_fused_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 1)
+
+
+@function
 def input_grad_nearest_3d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
                        gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_zeros,
                        scatter_nearest_3d_native)
+
+
+@function
+def input_grad_nearest_3d_zeros_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_zeros,
+                       scatter_nearest_3d_il_native)
 
 
 @function
@@ -478,6 +726,14 @@ def input_grad_nearest_3d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, s
 
 
 @function
+def input_grad_nearest_3d_border_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_border,
+                       scatter_nearest_3d_il_native)
+
+
+@function
 def input_grad_nearest_3d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                      grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
@@ -486,11 +742,27 @@ def input_grad_nearest_3d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, size
 
 
 @function
+def input_grad_nearest_3d_reflection_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
+                                        kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_reflection,
+                       scatter_nearest_3d_il_native)
+
+
+@function
 def input_grad_nearest_3d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
                        gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_index,
                        scatter_nearest_3d_native)
+
+
+@function
+def input_grad_nearest_3d_index_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_index,
+                       scatter_nearest_3d_il_native)
 
 
 # input gradient, cubic_2d
@@ -521,11 +793,24 @@ def scatter_cubic_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c
 
 
 @function
+def scatter_cubic_2d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    scatter_cubic_2d_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 8)
+
+
+@function
 def input_grad_cubic_2d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
                        gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_zeros,
                        scatter_cubic_2d_native)
+
+
+@function
+def input_grad_cubic_2d_zeros_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_zeros,
+                       scatter_cubic_2d_il_native)
 
 
 @function
@@ -537,6 +822,14 @@ def input_grad_cubic_2d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, str
 
 
 @function
+def input_grad_cubic_2d_border_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                  grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_border,
+                       scatter_cubic_2d_il_native)
+
+
+@function
 def input_grad_cubic_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
@@ -545,11 +838,27 @@ def input_grad_cubic_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes,
 
 
 @function
+def input_grad_cubic_2d_reflection_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
+                                      kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_reflection,
+                       scatter_cubic_2d_il_native)
+
+
+@function
 def input_grad_cubic_2d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
                        gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_index,
                        scatter_cubic_2d_native)
+
+
+@function
+def input_grad_cubic_2d_index_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_index,
+                       scatter_cubic_2d_il_native)
 
 
 # input gradient, cubic_3d
@@ -580,11 +889,24 @@ def scatter_cubic_3d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c
 
 
 @function
+def scatter_cubic_3d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
+    scatter_cubic_3d_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 12)
+
+
+@function
 def input_grad_cubic_3d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
                        gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_zeros,
                        scatter_cubic_3d_native)
+
+
+@function
+def input_grad_cubic_3d_zeros_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_zeros,
+                       scatter_cubic_3d_il_native)
 
 
 @function
@@ -596,6 +918,14 @@ def input_grad_cubic_3d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, str
 
 
 @function
+def input_grad_cubic_3d_border_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                  grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_border,
+                       scatter_cubic_3d_il_native)
+
+
+@function
 def input_grad_cubic_3d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
@@ -604,11 +934,27 @@ def input_grad_cubic_3d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes,
 
 
 @function
+def input_grad_cubic_3d_reflection_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
+                                      kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_reflection,
+                       scatter_cubic_3d_il_native)
+
+
+@function
 def input_grad_cubic_3d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
     run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
                        gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_index,
                        scatter_cubic_3d_native)
+
+
+@function
+def input_grad_cubic_3d_index_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
+                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_index,
+                       scatter_cubic_3d_il_native)
 
 
 #: Grid-gradient entry of each (rank, mode code, padding code).
@@ -638,6 +984,28 @@ GRID_GRAD_ENTRIES = {
 GRID_GRAD_ONE_PASS_ENTRIES = {
     (2, MODE_LINEAR, PAD_ZEROS): grid_grad_linear_2d_zeros_one,
     (2, MODE_LINEAR, PAD_BORDER): grid_grad_linear_2d_border_one,
+}
+
+#: The same for channel-last memory of many contiguous channels, a point at a time.
+GRID_GRAD_INTERLEAVED_ENTRIES = {
+    (2, MODE_LINEAR, PAD_ZEROS): grid_grad_linear_2d_zeros_il,
+    (2, MODE_LINEAR, PAD_BORDER): grid_grad_linear_2d_border_il,
+    (2, MODE_LINEAR, PAD_REFLECTION): grid_grad_linear_2d_reflection_il,
+    (2, MODE_LINEAR, PAD_MIRROR): grid_grad_linear_2d_index_il,
+    (2, MODE_LINEAR, PAD_SYMMETRIC): grid_grad_linear_2d_index_il,
+    (2, MODE_LINEAR, PAD_WRAP): grid_grad_linear_2d_index_il,
+    (3, MODE_LINEAR, PAD_ZEROS): grid_grad_linear_3d_zeros_il,
+    (3, MODE_LINEAR, PAD_BORDER): grid_grad_linear_3d_border_il,
+    (3, MODE_LINEAR, PAD_REFLECTION): grid_grad_linear_3d_reflection_il,
+    (3, MODE_LINEAR, PAD_MIRROR): grid_grad_linear_3d_index_il,
+    (3, MODE_LINEAR, PAD_SYMMETRIC): grid_grad_linear_3d_index_il,
+    (3, MODE_LINEAR, PAD_WRAP): grid_grad_linear_3d_index_il,
+    (2, MODE_CUBIC, PAD_ZEROS): grid_grad_cubic_2d_zeros_il,
+    (2, MODE_CUBIC, PAD_BORDER): grid_grad_cubic_2d_border_il,
+    (2, MODE_CUBIC, PAD_REFLECTION): grid_grad_cubic_2d_reflection_il,
+    (2, MODE_CUBIC, PAD_MIRROR): grid_grad_cubic_2d_index_il,
+    (2, MODE_CUBIC, PAD_SYMMETRIC): grid_grad_cubic_2d_index_il,
+    (2, MODE_CUBIC, PAD_WRAP): grid_grad_cubic_2d_index_il,
 }
 
 #: Input-gradient entry of each (rank, mode code, padding code).
@@ -678,4 +1046,44 @@ INPUT_GRAD_ENTRIES = {
     (3, MODE_CUBIC, PAD_MIRROR): input_grad_cubic_3d_index,
     (3, MODE_CUBIC, PAD_SYMMETRIC): input_grad_cubic_3d_index,
     (3, MODE_CUBIC, PAD_WRAP): input_grad_cubic_3d_index,
+}
+
+#: The same for channel-last memory of many contiguous channels, a point at a time.
+INPUT_GRAD_INTERLEAVED_ENTRIES = {
+    (2, MODE_LINEAR, PAD_ZEROS): input_grad_linear_2d_zeros_il,
+    (2, MODE_LINEAR, PAD_BORDER): input_grad_linear_2d_border_il,
+    (2, MODE_LINEAR, PAD_REFLECTION): input_grad_linear_2d_reflection_il,
+    (2, MODE_LINEAR, PAD_MIRROR): input_grad_linear_2d_index_il,
+    (2, MODE_LINEAR, PAD_SYMMETRIC): input_grad_linear_2d_index_il,
+    (2, MODE_LINEAR, PAD_WRAP): input_grad_linear_2d_index_il,
+    (3, MODE_LINEAR, PAD_ZEROS): input_grad_linear_3d_zeros_il,
+    (3, MODE_LINEAR, PAD_BORDER): input_grad_linear_3d_border_il,
+    (3, MODE_LINEAR, PAD_REFLECTION): input_grad_linear_3d_reflection_il,
+    (3, MODE_LINEAR, PAD_MIRROR): input_grad_linear_3d_index_il,
+    (3, MODE_LINEAR, PAD_SYMMETRIC): input_grad_linear_3d_index_il,
+    (3, MODE_LINEAR, PAD_WRAP): input_grad_linear_3d_index_il,
+    (2, MODE_NEAREST, PAD_ZEROS): input_grad_nearest_2d_zeros_il,
+    (2, MODE_NEAREST, PAD_BORDER): input_grad_nearest_2d_border_il,
+    (2, MODE_NEAREST, PAD_REFLECTION): input_grad_nearest_2d_reflection_il,
+    (2, MODE_NEAREST, PAD_MIRROR): input_grad_nearest_2d_index_il,
+    (2, MODE_NEAREST, PAD_SYMMETRIC): input_grad_nearest_2d_index_il,
+    (2, MODE_NEAREST, PAD_WRAP): input_grad_nearest_2d_index_il,
+    (3, MODE_NEAREST, PAD_ZEROS): input_grad_nearest_3d_zeros_il,
+    (3, MODE_NEAREST, PAD_BORDER): input_grad_nearest_3d_border_il,
+    (3, MODE_NEAREST, PAD_REFLECTION): input_grad_nearest_3d_reflection_il,
+    (3, MODE_NEAREST, PAD_MIRROR): input_grad_nearest_3d_index_il,
+    (3, MODE_NEAREST, PAD_SYMMETRIC): input_grad_nearest_3d_index_il,
+    (3, MODE_NEAREST, PAD_WRAP): input_grad_nearest_3d_index_il,
+    (2, MODE_CUBIC, PAD_ZEROS): input_grad_cubic_2d_zeros_il,
+    (2, MODE_CUBIC, PAD_BORDER): input_grad_cubic_2d_border_il,
+    (2, MODE_CUBIC, PAD_REFLECTION): input_grad_cubic_2d_reflection_il,
+    (2, MODE_CUBIC, PAD_MIRROR): input_grad_cubic_2d_index_il,
+    (2, MODE_CUBIC, PAD_SYMMETRIC): input_grad_cubic_2d_index_il,
+    (2, MODE_CUBIC, PAD_WRAP): input_grad_cubic_2d_index_il,
+    (3, MODE_CUBIC, PAD_ZEROS): input_grad_cubic_3d_zeros_il,
+    (3, MODE_CUBIC, PAD_BORDER): input_grad_cubic_3d_border_il,
+    (3, MODE_CUBIC, PAD_REFLECTION): input_grad_cubic_3d_reflection_il,
+    (3, MODE_CUBIC, PAD_MIRROR): input_grad_cubic_3d_index_il,
+    (3, MODE_CUBIC, PAD_SYMMETRIC): input_grad_cubic_3d_index_il,
+    (3, MODE_CUBIC, PAD_WRAP): input_grad_cubic_3d_index_il,
 }

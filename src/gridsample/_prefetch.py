@@ -9,6 +9,12 @@ sweep over channel-first planes keeps 16 in flight per instruction).  Asking for
 lines of the point ``PREFETCH_POINTS`` ahead overlaps their misses with this point's
 work (docs/kernels.md, "Channel-last with many channels").
 
+A request is not free: where the lines are already near (X within L2 or L3, or a smooth warp
+whose walk the hardware prefetchers follow) the sweeps ran up to 2x slower with them
+(docs/kernels.md, "Prefetch only far"). So the sweeps ask only where X is large
+(:func:`worth_prefetching`) and only for a point that jumps away from the point before it
+(:func:`jumps`).
+
 ``llvm.prefetch`` is a hint: it never faults and changes no value, so the results are the
 same bits with or without it; a target without prefetch drops it.
 """
@@ -23,11 +29,18 @@ from numba.extending import intrinsic
 
 from ._jit import skeleton
 
-__all__ = ["prefetch", "prefetch_run", "PREFETCH_POINTS", "LINE_BYTES"]
+__all__ = ["prefetch", "prefetch_run", "worth_prefetching", "jumps", "PREFETCH_POINTS",
+           "PREFETCH_MIN_BYTES", "PREFETCH_JUMP_BYTES", "LINE_BYTES"]
 
 #: How many points ahead a sweep asks for its taps' lines: far enough that a miss to
 #: memory ends before the point is summed, near enough that its lines are still in L1.
 PREFETCH_POINTS = 32
+#: The size of X from which the sweeps prefetch: about half the L3 of the CPUs measured
+#: (32 MiB), where a random point's taps come from memory.
+PREFETCH_MIN_BYTES = 16 << 20
+#: How far (bytes) a point's first tap must lie from the previous point's for the point to
+#: be prefetched: a page, far beyond a smooth warp's step even at many channels.
+PREFETCH_JUMP_BYTES = 4096
 #: The cache line size of x86-64 and most 64-bit CPUs (a longer line only makes some of
 #: the requests redundant).
 LINE_BYTES = 64
@@ -74,3 +87,16 @@ def prefetch_run(x, first, count):
     for i in range(0, count, step):
         prefetch(x, first + i)
     prefetch(x, first + count - 1)
+
+
+@skeleton
+def worth_prefetching(x):
+    """Whether a sweep over ``x`` prefetches: ``x`` of at least ``PREFETCH_MIN_BYTES``."""
+    return x.size * x.itemsize >= PREFETCH_MIN_BYTES
+
+
+@skeleton
+def jumps(q, before, itemsize):
+    """Whether a point whose first tap is at offset ``q`` jumps away from the point before
+    it (first tap at ``before``; ``-1``: outside, which counts as a jump)."""
+    return (q < 0) | (before < 0) | (abs(q - before) * itemsize >= PREFETCH_JUMP_BYTES)

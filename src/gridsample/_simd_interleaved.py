@@ -1,21 +1,29 @@
-"""A point's taps summed over many contiguous channels with explicit x86 vectors.
+"""A point's taps over many contiguous channels with explicit x86 vectors.
 
-The point-at-a-time sweeps over channel-last memory
-(:func:`gridsample._vector.sweep_linear_2d_il` and its kin) sum, for every channel ``c`` of
-a point, ``w_0 x[q_0 + c] + w_1 x[q_1 + c] + ...`` over the point's taps. Left to LLVM, the
-loop over the channels is vectorized for whole vectors of ``LANES`` channels and the rest
-runs one channel at a time (with 16 lanes, a 2-D cubic point of 8 channels: 16 taps x 8
-scalar channels). :func:`sum_interleaved` emits the loop itself, ``LANES`` channels a step
-with a lane mask for the last step: each step one masked load per tap (``llvm.masked.load``:
-the lanes past the last channel are not read), the products and sums in the taps' order, and
-one masked store. Each lane does the scalar loop's operations in the same order: the same
-bits.
+The point-at-a-time sweeps over channel-last memory (:func:`gridsample._vector.sweep_linear_2d_il`
+and its kin, the backward's in :mod:`gridsample._grad_interleaved`) read, for every channel
+``c`` of a point, ``x[q_0 + c], x[q_1 + c], ...`` at the point's taps. Left to LLVM, a loop
+over the channels is vectorized for whole vectors of ``LANES`` channels and the rest runs one
+channel at a time (with 16 lanes, a 2-D cubic point of 8 channels: 16 taps x 8 scalar
+channels). The intrinsics here emit the loop themselves, ``LANES`` channels a step with a
+lane mask for the last step: each step one masked load per tap (``llvm.masked.load``: the
+lanes past the last channel are not read), the products and sums in the taps' order, and
+masked stores. Each lane does the scalar loop's operations in the same order: the same bits.
+
+* :func:`sum_interleaved` (the forward): ``out[c] = w_0 x[q_0 + c] + w_1 x[q_1 + c] + ...``;
+* :func:`slope_sums_interleaved` (the grid gradient): ``R`` sums at once from the same
+  loads, ``out[a C + c] = 0 + D_{a,0} x[q_0 + c] + D_{a,1} x[q_1 + c] + ...``;
+* :func:`scatter_interleaved` (the input gradient): ``gx[q_t + c] += g[c] w_t`` for each
+  tap ``t`` inside in turn.
 
 A tap outside (offset ``-1``) reads the channels' outside values ``azero`` (0, or the fill
-of ``"constant"``) instead of ``X``, as :func:`gridsample._vector._tap_interleaved` does.
+of ``"constant"``) instead of ``X``, as :func:`gridsample._vector._tap_interleaved` does; the
+scatter skips it.
 """
 
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import numba
 from llvmlite import ir
@@ -25,9 +33,11 @@ from numba.extending import intrinsic
 
 from ._simd import AVAILABLE, LANES, Lanes
 
-__all__ = ["sum_interleaved", "interleaved_vectors_serve"]
+__all__ = ["sum_interleaved", "slope_sums_interleaved", "scatter_interleaved",
+           "interleaved_vectors_serve"]
 
 _I1, _I32, _I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+_F32 = ir.FloatType()
 
 
 def _float32_vectors(*arrays) -> bool:
@@ -39,7 +49,7 @@ def _float32_vectors(*arrays) -> bool:
 
 @intrinsic
 def _serve(typingctx, xn, weights, out, azero):
-    """Whether :func:`sum_interleaved` serves these arrays (a constant of the types)."""
+    """Whether the intrinsics serve these arrays (a constant of the types)."""
     serves = _float32_vectors(xn, weights, out, azero)
 
     def codegen(context, builder, signature, args):
@@ -48,68 +58,192 @@ def _serve(typingctx, xn, weights, out, azero):
     return types.boolean(xn, weights, out, azero), codegen
 
 
-def _data(context, builder, ty, value):
-    return context.make_array(ty)(context, builder, value).data
+class _Steps:
+    """The code shared by the intrinsics: argument access, masked loads and stores, and the
+    loop over the channels ``LANES`` at a time."""
+
+    def __init__(self, context, builder, signature, args):
+        self.context, self.builder = context, builder
+        self.types, self.args = signature.args, args
+        self.v = Lanes(builder)
+        vec = self.vec = self.v.f32
+        mask = ir.VectorType(_I1, LANES)
+        self._load = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(vec, [vec.as_pointer(), _I32, mask, vec]),
+            f"llvm.masked.load.v{LANES}f32.p0v{LANES}f32")
+        self._store = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [vec, vec.as_pointer(), _I32, mask]),
+            f"llvm.masked.store.v{LANES}f32.p0v{LANES}f32")
+        self._iota = ir.Constant(ir.VectorType(_I64, LANES), list(range(LANES)))
+
+    def data(self, i):
+        """The data pointer of array argument ``i``."""
+        ty = self.types[i]
+        return self.context.make_array(ty)(self.context, self.builder, self.args[i]).data
+
+    def integer(self, i):
+        """Integer argument ``i`` as an ``i64``."""
+        return self.context.cast(self.builder, self.args[i], self.types[i], types.intp)
+
+    def load(self, ptr, mask):
+        """The lanes of ``mask`` from ``ptr`` on (the others are not read: undefined)."""
+        return self.builder.call(self._load, [self.builder.bitcast(ptr, self.vec.as_pointer()),
+                                              ir.Constant(_I32, 4), mask,
+                                              ir.Constant(self.vec, None)])
+
+    def store(self, value, ptr, mask):
+        self.builder.call(self._store, [value, self.builder.bitcast(ptr, self.vec.as_pointer()),
+                                        ir.Constant(_I32, 4), mask])
+
+    @contextmanager
+    def steps(self, first, stop):
+        """``with`` the loop over channels ``first .. stop - 1``, ``LANES`` a step: yields
+        the step's first channel and its lane mask (the lanes below ``stop``)."""
+        builder, v = self.builder, self.v
+        with cgutils.for_range_slice(builder, first, stop, ir.Constant(_I64, LANES),
+                                     _I64) as (c0, _):
+            yield c0, builder.icmp_signed("<", builder.add(self._iota, v.splat(c0)),
+                                          v.splat(stop))
+
+    def tap_loop(self, start, count):
+        """The loop over taps ``start .. count - 1`` (yields ``t``, an ``i64``)."""
+        return cgutils.for_range_slice(self.builder, ir.Constant(_I64, start), count,
+                                       ir.Constant(_I64, 1), _I64)
+
+    def tap_values(self, x_base, t_base, z_base, t, c0, mask):
+        """The masked load of tap ``t``'s channels ``c0 ...``: from ``x`` at the tap's offset,
+        or from the outside values ``azero`` where the offset is negative."""
+        builder = self.builder
+        q = builder.load(builder.gep(t_base, [t]))
+        inside = builder.icmp_signed(">=", q, ir.Constant(q.type, 0))
+        at_x = builder.gep(x_base, [builder.add(builder.sext(q, _I64), c0)])
+        ptr = builder.select(inside, at_x, builder.gep(z_base, [c0]))
+        return self.load(ptr, mask)
+
+    def scalar(self, base, index):
+        """``base[index]`` splat to every lane."""
+        return self.v.splat(self.builder.load(self.builder.gep(base, [index])))
 
 
 @intrinsic
 def _sum_interleaved(typingctx, xn, taps, weights, T, C, out, oj, azero):
     """``out[oj + c] = sum_t weights[t] * (x[taps[t] + c] or azero[c])``, ``t`` in order,
-    for ``c < C`` (see the module docstring); float32 only (else nothing is done)."""
+    for ``c < C``; float32 only (else nothing is done)."""
     serves = _float32_vectors(xn, weights, out, azero)
     sig = types.void(xn, taps, weights, T, C, out, oj, azero)
 
     def codegen(context, builder, signature, args):
         if not serves:
             return context.get_dummy_value()
-        xt, tt, wt, Tt, Ct, ot, ojt, zt = signature.args
-        x_base = _data(context, builder, xt, args[0])
-        t_base = _data(context, builder, tt, args[1])
-        w_base = _data(context, builder, wt, args[2])
-        o_base = _data(context, builder, ot, args[5])
-        z_base = _data(context, builder, zt, args[7])
-        count = context.cast(builder, args[3], Tt, types.intp)
-        channels = context.cast(builder, args[4], Ct, types.intp)
-        oj = context.cast(builder, args[6], ojt, types.intp)
-        v = Lanes(builder)
-        vec = v.f32
-        load_fn = cgutils.get_or_insert_function(
-            builder.module,
-            ir.FunctionType(vec, [vec.as_pointer(), _I32, ir.VectorType(_I1, LANES), vec]),
-            f"llvm.masked.load.v{LANES}f32.p0v{LANES}f32")
-        store_fn = cgutils.get_or_insert_function(
-            builder.module,
-            ir.FunctionType(ir.VoidType(),
-                            [vec, vec.as_pointer(), _I32, ir.VectorType(_I1, LANES)]),
-            f"llvm.masked.store.v{LANES}f32.p0v{LANES}f32")
-        iota = ir.Constant(ir.VectorType(_I64, LANES), list(range(LANES)))
-        nothing = ir.Constant(vec, None)
-        four = ir.Constant(_I32, 4)
+        s = _Steps(context, builder, signature, args)
+        x_base, t_base, w_base, o_base, z_base = (s.data(i) for i in (0, 1, 2, 5, 7))
+        count, channels, oj = s.integer(3), s.integer(4), s.integer(6)
         zero64 = ir.Constant(_I64, 0)
 
-        def tap(t, c0, mask):
-            """``weights[t]`` splat and the masked load of tap ``t``'s channels ``c0 ...``."""
-            q = builder.load(builder.gep(t_base, [t]))
-            inside = builder.icmp_signed(">=", q, ir.Constant(q.type, 0))
-            at_x = builder.gep(x_base, [builder.add(builder.sext(q, _I64), c0)])
-            at_zero = builder.gep(z_base, [c0])
-            ptr = builder.select(inside, at_x, at_zero)
-            value = builder.call(load_fn, [builder.bitcast(ptr, vec.as_pointer()), four, mask,
-                                           nothing])
-            w = builder.load(builder.gep(w_base, [t]))
-            return builder.fmul(v.splat(w), value)
+        def term(t, c0, mask):
+            return builder.fmul(s.scalar(w_base, t), s.tap_values(x_base, t_base, z_base, t,
+                                                                   c0, mask))
 
-        with cgutils.for_range_slice(builder, zero64, channels, ir.Constant(_I64, LANES),
-                                     _I64) as (c0, _):
-            mask = builder.icmp_signed("<", builder.add(iota, v.splat(c0)), v.splat(channels))
-            first = tap(zero64, c0, mask)
-            acc = cgutils.alloca_once_value(builder, first)
-            with cgutils.for_range_slice(builder, ir.Constant(_I64, 1), count,
-                                         ir.Constant(_I64, 1), _I64) as (t, _):
-                builder.store(builder.fadd(builder.load(acc), tap(t, c0, mask)), acc)
-            dest = builder.gep(o_base, [builder.add(oj, c0)])
-            builder.call(store_fn, [builder.load(acc), builder.bitcast(dest, vec.as_pointer()),
-                                    four, mask])
+        with s.steps(zero64, channels) as (c0, mask):
+            acc = cgutils.alloca_once_value(builder, term(zero64, c0, mask))
+            with s.tap_loop(1, count) as (t, _):
+                builder.store(builder.fadd(builder.load(acc), term(t, c0, mask)), acc)
+            s.store(builder.load(acc), builder.gep(o_base, [builder.add(oj, c0)]), mask)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def _slope_sums_interleaved(typingctx, xn, taps, slopes, T, R, C, out, azero):
+    """``out[a C + c] = 0 + sum_t slopes[a T + t] * (x[taps[t] + c] or azero[c])``, ``t`` in
+    order, for ``a < R`` (a constant: 1 to 3) and ``c < C``; float32 only."""
+    if not isinstance(R, types.IntegerLiteral) or not 1 <= R.literal_value <= 3:
+        return None
+    serves = _float32_vectors(xn, slopes, out, azero)
+    sig = types.void(xn, taps, slopes, T, R, C, out, azero)
+    sums = R.literal_value
+
+    def codegen(context, builder, signature, args):
+        if not serves:
+            return context.get_dummy_value()
+        s = _Steps(context, builder, signature, args)
+        x_base, t_base, d_base, o_base, z_base = (s.data(i) for i in (0, 1, 2, 6, 7))
+        count, channels = s.integer(3), s.integer(5)
+        zero64 = ir.Constant(_I64, 0)
+        with s.steps(zero64, channels) as (c0, mask):
+            accs = [cgutils.alloca_once_value(builder, ir.Constant(s.vec, [0.0] * LANES))
+                    for _ in range(sums)]
+            with s.tap_loop(0, count) as (t, _):
+                value = s.tap_values(x_base, t_base, z_base, t, c0, mask)
+                for a, acc in enumerate(accs):
+                    d = s.scalar(d_base, builder.add(builder.mul(count, ir.Constant(_I64, a)), t))
+                    builder.store(builder.fadd(builder.load(acc), builder.fmul(d, value)), acc)
+            for a, acc in enumerate(accs):
+                at = builder.add(builder.mul(channels, ir.Constant(_I64, a)), c0)
+                s.store(builder.load(acc), builder.gep(o_base, [at]), mask)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+#: The widths of the scatter's steps past the last whole vector, widest first: unmasked
+#: loads and stores, so that the next point's loads of the same elements are forwarded from
+#: these stores (a masked store is not forwarded, measured: a load waiting for it made 8
+#: channels 5x slower per channel than 16 on Zen 4).
+_TAIL_WIDTHS = tuple(w for w in (8, 4, 2, 1) if w < LANES)
+
+
+@intrinsic
+def _scatter_interleaved(typingctx, gx, taps, weights, T, g, gj, c0, c1):
+    """``gx[taps[t] + c] += g[gj + c] * weights[t]`` for each tap ``t`` in order whose offset
+    is not negative, for ``c0 <= c < c1``; float32 only.  Whole vectors of ``LANES``
+    channels, then narrower unmasked steps (``_TAIL_WIDTHS``)."""
+    serves = _float32_vectors(gx, weights, g)
+    sig = types.void(gx, taps, weights, T, g, gj, c0, c1)
+
+    def codegen(context, builder, signature, args):
+        if not serves:
+            return context.get_dummy_value()
+        s = _Steps(context, builder, signature, args)
+        x_base, t_base, w_base, g_base = (s.data(i) for i in (0, 1, 2, 4))
+        count, gj, first, stop = (s.integer(i) for i in (3, 5, 6, 7))
+
+        def step(c, width):
+            """Channels ``c .. c + width - 1`` of every tap."""
+            ty = _F32 if width == 1 else ir.VectorType(_F32, width)
+
+            def at(base, index):
+                return builder.bitcast(builder.gep(base, [index]), ty.as_pointer())
+
+            def splat(scalar):
+                if width == 1:
+                    return scalar
+                lanes = ir.VectorType(_I32, width)
+                one = builder.insert_element(ir.Constant(ty, ir.Undefined), scalar,
+                                             ir.Constant(_I32, 0))
+                return builder.shuffle_vector(one, ir.Constant(ty, ir.Undefined),
+                                              ir.Constant(lanes, [0] * width))
+
+            gv = builder.load(at(g_base, builder.add(gj, c)), align=4)
+            with s.tap_loop(0, count) as (t, _):
+                q = builder.load(builder.gep(t_base, [t]))
+                with builder.if_then(builder.icmp_signed(">=", q, ir.Constant(q.type, 0))):
+                    ptr = at(x_base, builder.add(builder.sext(q, _I64), c))
+                    term = builder.fmul(gv, splat(builder.load(builder.gep(w_base, [t]))))
+                    builder.store(builder.fadd(builder.load(ptr, align=4), term), ptr, align=4)
+
+        lanes = ir.Constant(_I64, LANES)
+        whole = builder.sub(stop, builder.srem(builder.sub(stop, first), lanes))
+        with cgutils.for_range_slice(builder, first, whole, lanes, _I64) as (c, _):
+            step(c, LANES)
+        at_c = cgutils.alloca_once_value(builder, whole)
+        for width in _TAIL_WIDTHS:
+            c = builder.load(at_c)
+            fits = builder.icmp_signed(">=", builder.sub(stop, c), ir.Constant(_I64, width))
+            with builder.if_then(fits):
+                step(c, width)
+                builder.store(builder.add(c, ir.Constant(_I64, width)), at_c)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -121,7 +255,10 @@ def _nothing(*args):
 
 
 if numba.config.DISABLE_JIT:
-    sum_interleaved = interleaved_vectors_serve = _nothing
+    sum_interleaved = slope_sums_interleaved = scatter_interleaved = _nothing
+    interleaved_vectors_serve = _nothing
 else:
     sum_interleaved = _sum_interleaved
+    slope_sums_interleaved = _slope_sums_interleaved
+    scatter_interleaved = _scatter_interleaved
     interleaved_vectors_serve = _serve

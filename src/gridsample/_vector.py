@@ -49,7 +49,7 @@ from ._affine import affine_points
 from ._convert import load, store
 from ._int32 import add32, mul32
 from ._jit import helper, skeleton
-from ._prefetch import PREFETCH_POINTS, prefetch_run
+from ._prefetch import PREFETCH_POINTS, jumps, prefetch_run, worth_prefetching
 from ._registry import (
     PAD_BORDER,
     PAD_MIRROR,
@@ -1298,27 +1298,31 @@ def sweep_nearest_2d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind,
 # (Numba wraps a signed index around, lane by lane: the stores became scatters).
 
 @skeleton
-def _prefetch_fused(xn, off, jd, nb, rows, C):
-    """Ask for the lines of point ``jd``'s taps (``rows`` fused offsets, ``-1`` outside) if
-    the block has that point."""
-    if jd < nb:
-        for k in range(rows):
-            q = off[k, jd]
-            if q >= 0:
-                prefetch_run(xn, q, C)
+def _prefetch_fused(xn, off, jd, nb, rows, C, ask):
+    """Ask for the lines of point ``jd``'s taps (``rows`` fused offsets, ``-1`` outside)
+    where ``ask`` (:func:`gridsample._prefetch.worth_prefetching`), the block has that point
+    and it jumps away from the point before it (:func:`gridsample._prefetch.jumps`)."""
+    if ask and jd < nb:
+        if jumps(off[0, jd], off[0, jd - 1], xn.itemsize):
+            for k in range(rows):
+                q = off[k, jd]
+                if q >= 0:
+                    prefetch_run(xn, q, C)
 
 
 @skeleton
-def _prefetch_3d(xn, off, wts, jd, nb, C):
-    """Ask for the lines of point ``jd``'s 8 taps of a 3-D linear plan if the block has that
-    point."""
-    if jd < nb:
-        for kz in range(2):
-            for ky in range(2):
-                for kx in range(2):
-                    q, _ = _tap_3d(off, wts, jd, 2, kz, ky, kx)
-                    if q >= 0:
-                        prefetch_run(xn, q, C)
+def _prefetch_3d(xn, off, wts, jd, nb, C, ask):
+    """:func:`_prefetch_fused` for the 8 taps of a point of a 3-D linear plan."""
+    if ask and jd < nb:
+        first, _ = _tap_3d(off, wts, jd, 2, 0, 0, 0)
+        before, _ = _tap_3d(off, wts, jd - 1, 2, 0, 0, 0)
+        if jumps(first, before, xn.itemsize):
+            for kz in range(2):
+                for ky in range(2):
+                    for kx in range(2):
+                        q, _ = _tap_3d(off, wts, jd, 2, kz, ky, kx)
+                        if q >= 0:
+                            prefetch_run(xn, q, C)
 
 
 @skeleton
@@ -1328,9 +1332,10 @@ def sweep_linear_2d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, 
     channel, the channels innermost; float32 with explicit vectors
     (:func:`gridsample._simd_interleaved.sum_interleaved`) from the point's taps."""
     vectors = interleaved_vectors_serve(xflat, wts, outflat, azero)
+    ask = worth_prefetching(xflat)
     taps, weights = np.empty(4, np.int32), np.empty(4, wts.dtype)
     for j in range(nb):
-        _prefetch_fused(xflat, off, j + PREFETCH_POINTS, nb, 4, C)
+        _prefetch_fused(xflat, off, j + PREFETCH_POINTS, nb, 4, C, ask)
         if vectors:
             for k in range(4):
                 taps[k], weights[k] = off[k, j], wts[k, j]
@@ -1367,9 +1372,10 @@ def sweep_linear_3d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, 
     """:func:`sweep_linear_2d_il` for a planned 3-D linear block (:func:`_sum_3d`).  3-D
     cubic has none (``tools/gen_vector_entries.py``, ``NO_INTERLEAVED_KERNELS``)."""
     vectors = interleaved_vectors_serve(xflat, wts, outflat, azero)
+    ask = worth_prefetching(xflat)
     taps, weights = np.empty(8, np.int32), np.empty(8, wts.dtype)
     for j in range(nb):
-        _prefetch_3d(xflat, off, wts, j + PREFETCH_POINTS, nb, C)
+        _prefetch_3d(xflat, off, wts, j + PREFETCH_POINTS, nb, C, ask)
         if vectors:
             for kz in range(2):
                 for ky in range(2):
@@ -1387,9 +1393,10 @@ def sweep_linear_3d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, 
 def sweep_nearest_2d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """:func:`sweep_linear_2d_il` for a planned nearest block (2-D or 3-D: one tap)."""
     vectors = interleaved_vectors_serve(xflat, wts, outflat, azero)
+    ask = worth_prefetching(xflat)
     taps, weights = np.empty(1, np.int32), np.empty(1, wts.dtype)
     for j in range(nb):
-        _prefetch_fused(xflat, off, j + PREFETCH_POINTS, nb, 1, C)
+        _prefetch_fused(xflat, off, j + PREFETCH_POINTS, nb, 1, C, ask)
         q, w = off[0, j], wts[0, j]
         if vectors:
             taps[0], weights[0] = q, w
