@@ -4,8 +4,8 @@ The vector-planned backward (:mod:`gridsample._grad_vector`) sweeps its plan a c
 time: right for planes, but over channel-last memory each channel re-reads every tap's cache
 line.  These sweeps and scatters take the same plans (the same planners, the same tables)
 and read each point's taps once, all ``C`` channels of a tap side by side (``xs_c == 1``,
-dL/dy's ``gs_c == 1``; the backward takes them only then), from ``_engine``'s
-``INTERLEAVED_MIN_CHANNELS``'s kin, ``_backward._interleaved``.
+dL/dy's ``gs_c == 1``): the backward takes them for channel-last memory of more than
+``PLANAR_MAX_CHANNELS`` channels (``_backward._interleaved``).
 
 Grid gradient, per point ``j``: the tap list of offsets ``q_t`` and slopes ``D_{a,t}``,
 then, for each channel, ``s_{a,c} = 0 + D_{a,0} x[q_0 + c] + D_{a,1} x[q_1 + c] + ...``
@@ -18,9 +18,10 @@ Input gradient, per point: for each tap inside with a finite weight, in the plan
 :func:`gridsample._simd_interleaved.scatter_interleaved`).  Each element of ``dL/dx``
 receives its terms point by point, tap by tap, as in the planar scatter: the same bits.
 
-Both ask for the cache lines of the taps of the point ``PREFETCH_POINTS`` ahead
-(:mod:`gridsample._prefetch`; X for the grid gradient, dL/dx for the scatter): a random
-warp's taps miss the caches, and one point's few loads keep too few misses in flight.
+Where X is large, both ask for the cache lines of the taps of the point ``PREFETCH_POINTS``
+ahead if it jumps away from its predecessor (:mod:`gridsample._prefetch`; X for the grid
+gradient, dL/dx for the scatter): a random warp's taps miss the caches, and one point's few
+loads keep too few misses in flight.
 """
 
 from __future__ import annotations

@@ -1293,8 +1293,9 @@ def sweep_nearest_2d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind,
 # channels that LLVM vectorizes) and the point's ``C`` results stored together; each
 # channel's sum is the planar sweeps' (the same terms in the same order: the same bits). The
 # sweeps above would read every tap's cache line once per channel, and the general kernels'
-# interleaved sweep made an array view per tap. Each sweep asks for the lines of the taps of
-# the point ``PREFETCH_POINTS`` ahead (gridsample._prefetch). The output index is unsigned
+# interleaved sweep made an array view per tap. Where X is large, each sweep asks for the
+# lines of the taps of the point ``PREFETCH_POINTS`` ahead if that point jumps away from its
+# predecessor (gridsample._prefetch). The output index is unsigned
 # (Numba wraps a signed index around, lane by lane: the stores became scatters).
 
 @skeleton
