@@ -712,7 +712,7 @@ def test_many_channels_last_gradients_equal_to_the_general_kernels(rng, rank, mo
     equal to channel-first memory's (every kernel adds the channels in one order)."""
     out = (12, 10, 5)[:rank]
     grid = nasty_grid(rng, (2,) + out + (rank,), grid_dtype)
-    for channels in _MANY_CHANNELS:
+    for channels in _MANY_CHANNELS + (13,):  # 13: the scatter's tail steps of 8, 4 and 1
         x = rng.standard_normal((2,) + (9, 11, 7)[:rank] + (channels,)).astype(x_dtype)
         x[(0,) + (2, 3, 4)[:rank] + (channels - 1,)] = np.inf
         x[(1,) + (0, 0, 0)[:rank] + (1,)] = np.nan
@@ -765,6 +765,15 @@ def test_many_channels_last_gradients_chunks_threads_and_strides(rng, monkeypatc
         gridsample.grid_sample_backward(go, xs, small, mode, channel_last=True)[0],
         gridsample.grid_sample_backward(go, np.ascontiguousarray(xs), small, mode,
                                         channel_last=True)[0])
+    # the grid gradient alone reads X in place: channels 2 apart run the general kernels
+    xw = big[:, ::2, 1::2, ::2]
+    for family in ("auto", "general"):
+        with _engine.use_kernels(family):
+            got = gridsample.grid_sample_backward(go[..., :11], xw, small, mode,
+                                                  channel_last=True, output_mask=(False, True))
+        if family == "auto":
+            first = got[1]
+    np.testing.assert_array_equal(first, got[1])
     calls = _spy_on(monkeypatch, _backward.INPUT_GRAD_INTERLEAVED_ENTRIES)
     _backward._prepared.entries.clear()  # prepared runs hold the entries they chose
     wide = rng.standard_normal((1, 6, 7, 38)).astype(np.float32)
@@ -796,3 +805,30 @@ def test_the_backward_sweeps_many_channels_last_a_point_at_a_time(monkeypatch):
         gout = np.ones((1, 3, 3, channels), np.float32)
         gridsample.grid_sample_backward(gout, x, grid, "cubic", "border", channel_last=True)
     assert grids == [(2, 2, 1)] and inputs == [(2, 2, 1)] and planar == [(2, 2, 1)]
+
+
+@pytest.mark.parametrize("rank", [2, 3])
+def test_many_channels_last_on_a_large_input_prefetch(rng, rank):
+    """X of 16 MiB, where the point-at-a-time sweeps ask for a later point's lines
+    (gridsample._prefetch.worth_prefetching; random points jump): forward and both
+    gradients equal to the general kernels'."""
+    from gridsample._prefetch import PREFETCH_MIN_BYTES
+
+    spatial = (1024, 256) if rank == 2 else (64, 64, 64)
+    x = np.ones((1,) + spatial + (16,), np.float32)
+    assert x.nbytes >= PREFETCH_MIN_BYTES
+    x[(0,) + tuple(s // 2 for s in spatial)] = np.arange(16)  # a bump to sample
+    x[0, -1] = -2.5
+    out = (9, 8, 7)[:rank]
+    grid = nasty_grid(rng, (1,) + out + (rank,), np.float32)
+    gout = rng.standard_normal((1,) + out + (16,)).astype(np.float32)
+    for mode in ("linear", "nearest"):
+        with _engine.use_kernels("general"):
+            y = gridsample.grid_sample(x, grid, mode, "border", channel_last=True)
+            grads = gridsample.grid_sample_backward(gout, x, grid, mode, "border",
+                                                    channel_last=True)
+        np.testing.assert_array_equal(
+            gridsample.grid_sample(x, grid, mode, "border", channel_last=True), y)
+        for a, b in zip(gridsample.grid_sample_backward(gout, x, grid, mode, "border",
+                                                        channel_last=True), grads):
+            np.testing.assert_array_equal(a, b)

@@ -9,19 +9,25 @@ dL/dy's ``gs_c == 1``): the backward takes them for channel-last memory of more 
 
 Grid gradient, per point ``j``: the tap list of offsets ``q_t`` and slopes ``D_{a,t}``,
 then, for each channel, ``s_{a,c} = 0 + D_{a,0} x[q_0 + c] + D_{a,1} x[q_1 + c] + ...``
-(float32: :func:`gridsample._simd_interleaved.slope_sums_interleaved`, all channels in
-vectors), then ``S_a = 0 + G[0] s_{a,0} + G[1] s_{a,1} + ...`` -- the planar sweeps' sums
-in their order, so the same bits as every other backward kernel of either layout.
+and ``S_a = 0 + G[0] s_{a,0} + G[1] s_{a,1} + ...`` (float32: the channels in vectors,
+:func:`gridsample._simd_interleaved.channel_slope_sums_interleaved`, for cubic
+:func:`~gridsample._simd_interleaved.slope_sums_interleaved` and a scalar channel sum) --
+the planar sweeps' sums in their order, so the same bits as every other backward kernel
+of either layout.
 
-Input gradient, per point: for each tap inside with a finite weight, in the plan's order,
+Input gradient, per point: for each tap inside whose weight is not NaN, in the plan's order,
 ``gx[q_t + c] += G[c] w_t`` for every channel (float32:
 :func:`gridsample._simd_interleaved.scatter_interleaved`).  Each element of ``dL/dx``
 receives its terms point by point, tap by tap, as in the planar scatter: the same bits.
 
-Where X is large, both ask for the cache lines of the taps of the point ``PREFETCH_POINTS``
+Linear and nearest (not cubic: its taps are work enough to overlap the misses) ask, where
+the array read is large, for the cache lines of the taps of the point ``PREFETCH_POINTS``
 ahead if it jumps away from its predecessor (:mod:`gridsample._prefetch`; X for the grid
 gradient, dL/dx for the scatter): a random warp's taps miss the caches, and one point's few
 loads keep too few misses in flight.
+
+The sweeps read ``xs_c`` and ``gs_c`` as 1 whatever they are passed: the backward takes them
+only then.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from ._grad_vector import slopes_3d, slopes_cubic_2d
 from ._jit import skeleton
 from ._prefetch import PREFETCH_POINTS, worth_prefetching
 from ._simd_interleaved import (
+    channel_slope_sums_interleaved,
     interleaved_vectors_serve,
     scatter_interleaved,
     slope_sums_interleaved,
@@ -48,9 +55,9 @@ __all__ = ["sweep_grad_linear_2d_il", "sweep_grad_cubic_2d_il", "sweep_grad_line
 
 @skeleton
 def _slope_sums(xn, taps, slopes, T, R, C, sums, zero):
-    """``sums[a C + c] = 0 + sum_t slopes[a T + t] x[taps[t] + c]`` (0 outside) in scalar
-    code: :func:`gridsample._simd_interleaved.slope_sums_interleaved` where the vectors do
-    not serve."""
+    """``sums[a C + c] = s_{a,c} = 0 + sum_t slopes[a T + t] x[taps[t] + c]`` (0 outside)
+    in scalar code: :func:`gridsample._simd_interleaved.slope_sums_interleaved` where the
+    vectors do not serve."""
     for a in range(R):
         for c in range(C):
             s = zero
@@ -79,28 +86,44 @@ def _grad_scratch(T, R, C, like):
 
 
 @skeleton
+def _linear_point(xn, taps, slopes, T, R, C, gflat, gj, sums, azero, vectors, acc, j, zero):
+    """``acc[a, j]`` of a linear point (``T`` taps listed): float32 in registers
+    (:func:`gridsample._simd_interleaved.channel_slope_sums_interleaved`; ``R`` a constant
+    there, so each caller names it), else the scalar loops.  Keeping the sums in registers
+    paid for linear, not for cubic, which stores them (docs/kernels.md, "The backward over
+    many channel-last channels")."""
+    if vectors:
+        for a in range(R):
+            acc[a, j] = sums[a]
+    else:
+        _slope_sums(xn, taps, slopes, T, R, C, sums, zero)
+        _channel_sums(gflat, gj, sums, R, C, acc, j, zero)
+
+
+@skeleton
 def sweep_grad_linear_2d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
     """``acc[a, j] = sum_c G[c, j] S_{c,a}[j]`` of a planned 2-D linear block, a point at a
     time (the module docstring); the sweep's arguments as
     :func:`gridsample._grad_vector.sweep_grad_linear_2d`'s."""
     taps, slopes, sums, azero = _grad_scratch(4, 2, C, wts)
-    vectors = interleaved_vectors_serve(xflat, slopes, sums, azero)
+    vectors = interleaved_vectors_serve(xflat, slopes, gflat, azero)
     ask = worth_prefetching(xflat)
     for j in range(nb):
         _prefetch_fused(xflat, off, j + PREFETCH_POINTS, nb, 4, C, ask)
         for k in range(4):
             taps[k], slopes[k], slopes[4 + k] = off[k, j], dws[k, j], dws[4 + k, j]
         if vectors:
-            slope_sums_interleaved(xflat, taps, slopes, 4, 2, C, sums, azero)
-        else:
-            _slope_sums(xflat, taps, slopes, 4, 2, C, sums, zero)
-        _channel_sums(gflat, j * gs_p, sums, 2, C, acc, j, zero)
+            channel_slope_sums_interleaved(xflat, taps, slopes, 4, 2, C, gflat, j * gs_p, sums,
+                                           azero)
+        _linear_point(xflat, taps, slopes, 4, 2, C, gflat, j * gs_p, sums, azero, vectors,
+                      acc, j, zero)
 
 
 @skeleton
 def sweep_grad_cubic_2d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
     """:func:`sweep_grad_linear_2d_il` of a planned 2-D cubic block (16 taps, ``y`` outer,
-    :func:`gridsample._grad_vector.slopes_cubic_2d`)."""
+    :func:`gridsample._grad_vector.slopes_cubic_2d`), the slope sums stored, then weighted
+    by dL/dy (:func:`_channel_sums`)."""
     taps, slopes, sums, azero = _grad_scratch(16, 2, C, wts)
     vectors = interleaved_vectors_serve(xflat, slopes, sums, azero)
     for j in range(nb):
@@ -120,7 +143,7 @@ def sweep_grad_linear_3d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C
     """:func:`sweep_grad_linear_2d_il` of a planned 3-D linear block (8 taps, ``z`` outer,
     :func:`gridsample._grad_vector.slopes_3d`)."""
     taps, slopes, sums, azero = _grad_scratch(8, 3, C, wts)
-    vectors = interleaved_vectors_serve(xflat, slopes, sums, azero)
+    vectors = interleaved_vectors_serve(xflat, slopes, gflat, azero)
     ask = worth_prefetching(xflat)
     for j in range(nb):
         _prefetch_3d(xflat, off, wts, j + PREFETCH_POINTS, nb, C, ask)
@@ -131,10 +154,10 @@ def sweep_grad_linear_3d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C
                     taps[t], slopes[t], slopes[8 + t], slopes[16 + t] = slopes_3d(
                         off, wts, j, kz, ky, kx)
         if vectors:
-            slope_sums_interleaved(xflat, taps, slopes, 8, 3, C, sums, azero)
-        else:
-            _slope_sums(xflat, taps, slopes, 8, 3, C, sums, zero)
-        _channel_sums(gflat, j * gs_p, sums, 3, C, acc, j, zero)
+            channel_slope_sums_interleaved(xflat, taps, slopes, 8, 3, C, gflat, j * gs_p, sums,
+                                           azero)
+        _linear_point(xflat, taps, slopes, 8, 3, C, gflat, j * gs_p, sums, azero, vectors,
+                      acc, j, zero)
 
 
 # --- the input gradient ---------------------------------------------------------------------

@@ -33,7 +33,8 @@ __all__ = ["prefetch", "prefetch_run", "worth_prefetching", "jumps", "PREFETCH_P
            "PREFETCH_MIN_BYTES", "PREFETCH_JUMP_BYTES", "LINE_BYTES"]
 
 #: How many points ahead a sweep asks for its taps' lines: far enough that a miss to
-#: memory ends before the point is summed, near enough that its lines are still in L1.
+#: memory ends before the point is summed, near enough that its lines are still in L1 (at
+#: least 1: the sweeps compare the point with the one before it).
 PREFETCH_POINTS = 32
 #: The size of X from which the sweeps prefetch: about half the L3 of the CPUs measured
 #: (32 MiB), where a random point's taps come from memory.
@@ -91,7 +92,9 @@ def prefetch_run(x, first, count):
 
 @skeleton
 def worth_prefetching(x):
-    """Whether a sweep over ``x`` prefetches: ``x`` of at least ``PREFETCH_MIN_BYTES``."""
+    """Whether a sweep over ``x`` prefetches: ``x`` of at least ``PREFETCH_MIN_BYTES``.  The
+    sweeps pass their view from the batch item on (and the scatters from their buffer on):
+    for a single item, X (or dL/dx) itself; later items of a batch see less."""
     return x.size * x.itemsize >= PREFETCH_MIN_BYTES
 
 

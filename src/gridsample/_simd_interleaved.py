@@ -7,12 +7,14 @@ over the channels is vectorized for whole vectors of ``LANES`` channels and the 
 channel at a time (with 16 lanes, a 2-D cubic point of 8 channels: 16 taps x 8 scalar
 channels). The intrinsics here emit the loop themselves, ``LANES`` channels a step with a
 lane mask for the last step: each step one masked load per tap (``llvm.masked.load``: the
-lanes past the last channel are not read), the products and sums in the taps' order, and
-masked stores. Each lane does the scalar loop's operations in the same order: the same bits.
+lanes past the last channel are not read), the products and sums in the taps' order. Each
+lane does the scalar loop's operations in the same order: the same bits.
 
 * :func:`sum_interleaved` (the forward): ``out[c] = w_0 x[q_0 + c] + w_1 x[q_1 + c] + ...``;
 * :func:`slope_sums_interleaved` (the grid gradient): ``R`` sums at once from the same
-  loads, ``out[a C + c] = 0 + D_{a,0} x[q_0 + c] + D_{a,1} x[q_1 + c] + ...``;
+  loads, ``s_{a,c} = 0 + D_{a,0} x[q_0 + c] + D_{a,1} x[q_1 + c] + ...``, stored;
+  :func:`channel_slope_sums_interleaved` the same weighted by dL/dy and added over the
+  channels in order in registers, ``out[a] = 0 + G[0] s_{a,0} + ...``;
 * :func:`scatter_interleaved` (the input gradient): ``gx[q_t + c] += g[c] w_t`` for each
   tap ``t`` inside in turn.
 
@@ -33,8 +35,8 @@ from numba.extending import intrinsic
 
 from ._simd import AVAILABLE, LANES, Lanes
 
-__all__ = ["sum_interleaved", "slope_sums_interleaved", "scatter_interleaved",
-           "interleaved_vectors_serve"]
+__all__ = ["sum_interleaved", "slope_sums_interleaved", "channel_slope_sums_interleaved",
+           "scatter_interleaved", "interleaved_vectors_serve"]
 
 _I1, _I32, _I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 _F32 = ir.FloatType()
@@ -154,34 +156,89 @@ def _sum_interleaved(typingctx, xn, taps, weights, T, C, out, oj, azero):
     return sig, codegen
 
 
+def _slope_vectors(s, args, step):
+    """Emit one channel step's ``R`` slope sums ``0 + sum_t slopes[a T + t] * x[...]`` from
+    one masked load per tap (the ``R`` vectors, in registers); ``args`` are the argument
+    indices of ``(xn, taps, slopes, T, azero)``."""
+    builder = s.builder
+    x_base, t_base, d_base, z_base = (s.data(i) for i in (args[0], args[1], args[2], args[4]))
+    count = s.integer(args[3])
+    c0, mask, sums = step
+    accs = [cgutils.alloca_once_value(builder, ir.Constant(s.vec, [0.0] * LANES))
+            for _ in range(sums)]
+    with s.tap_loop(0, count) as (t, _):
+        value = s.tap_values(x_base, t_base, z_base, t, c0, mask)
+        for a, acc in enumerate(accs):
+            d = s.scalar(d_base, builder.add(builder.mul(count, ir.Constant(_I64, a)), t))
+            builder.store(builder.fadd(builder.load(acc), builder.fmul(d, value)), acc)
+    return [builder.load(acc) for acc in accs]
+
+
+def _sums_count(R):
+    """``R``'s value if it is a constant from 1 to 3, else None (the intrinsic does not
+    type)."""
+    if isinstance(R, types.IntegerLiteral) and 1 <= R.literal_value <= 3:
+        return R.literal_value
+    return None
+
+
 @intrinsic
 def _slope_sums_interleaved(typingctx, xn, taps, slopes, T, R, C, out, azero):
-    """``out[a C + c] = 0 + sum_t slopes[a T + t] * (x[taps[t] + c] or azero[c])``, ``t`` in
-    order, for ``a < R`` (a constant: 1 to 3) and ``c < C``; float32 only."""
-    if not isinstance(R, types.IntegerLiteral) or not 1 <= R.literal_value <= 3:
+    """``out[a C + c] = s_{a,c} = 0 + sum_t slopes[a T + t] * (x[taps[t] + c] or
+    azero[c])``, ``t`` in order, for ``a < R`` (a constant: 1 to 3) and ``c < C``; float32
+    only."""
+    sums = _sums_count(R)
+    if sums is None:
         return None
     serves = _float32_vectors(xn, slopes, out, azero)
     sig = types.void(xn, taps, slopes, T, R, C, out, azero)
-    sums = R.literal_value
 
     def codegen(context, builder, signature, args):
         if not serves:
             return context.get_dummy_value()
         s = _Steps(context, builder, signature, args)
-        x_base, t_base, d_base, o_base, z_base = (s.data(i) for i in (0, 1, 2, 6, 7))
-        count, channels = s.integer(3), s.integer(5)
-        zero64 = ir.Constant(_I64, 0)
-        with s.steps(zero64, channels) as (c0, mask):
-            accs = [cgutils.alloca_once_value(builder, ir.Constant(s.vec, [0.0] * LANES))
-                    for _ in range(sums)]
-            with s.tap_loop(0, count) as (t, _):
-                value = s.tap_values(x_base, t_base, z_base, t, c0, mask)
-                for a, acc in enumerate(accs):
-                    d = s.scalar(d_base, builder.add(builder.mul(count, ir.Constant(_I64, a)), t))
-                    builder.store(builder.fadd(builder.load(acc), builder.fmul(d, value)), acc)
-            for a, acc in enumerate(accs):
+        o_base, channels = s.data(6), s.integer(5)
+        with s.steps(ir.Constant(_I64, 0), channels) as (c0, mask):
+            vectors = _slope_vectors(s, (0, 1, 2, 3, 7), (c0, mask, sums))
+            for a, vector in enumerate(vectors):
                 at = builder.add(builder.mul(channels, ir.Constant(_I64, a)), c0)
-                s.store(builder.load(acc), builder.gep(o_base, [at]), mask)
+                s.store(vector, builder.gep(o_base, [at]), mask)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def _channel_slope_sums_interleaved(typingctx, xn, taps, slopes, T, R, C, g, gj, out, azero):
+    """``out[a] = 0 + sum_c g[gj + c] s_{a,c}``, the slope sums ``s`` of
+    :func:`slope_sums_interleaved` weighted by dL/dy and added over the channels in order,
+    each step's ``s`` taken from the registers lane by lane; float32 only."""
+    sums = _sums_count(R)
+    if sums is None:
+        return None
+    serves = _float32_vectors(xn, slopes, g, out, azero)
+    sig = types.void(xn, taps, slopes, T, R, C, g, gj, out, azero)
+
+    def codegen(context, builder, signature, args):
+        if not serves:
+            return context.get_dummy_value()
+        s = _Steps(context, builder, signature, args)
+        g_base, o_base = s.data(6), s.data(8)
+        channels, gj = s.integer(5), s.integer(7)
+        totals = [cgutils.alloca_once_value(builder, ir.Constant(_F32, 0.0))
+                  for _ in range(sums)]
+        with s.steps(ir.Constant(_I64, 0), channels) as (c0, mask):
+            vectors = _slope_vectors(s, (0, 1, 2, 3, 9), (c0, mask, sums))
+            for lane in range(LANES):
+                c = builder.add(c0, ir.Constant(_I64, lane))
+                with builder.if_then(builder.icmp_signed("<", c, channels)):
+                    gv = builder.load(builder.gep(g_base, [builder.add(gj, c)]))
+                    for vector, total in zip(vectors, totals):
+                        term = builder.fmul(gv, builder.extract_element(vector,
+                                                                        ir.Constant(_I32, lane)))
+                        builder.store(builder.fadd(builder.load(total), term), total)
+        for a, total in enumerate(totals):
+            builder.store(builder.load(total), builder.gep(o_base, [ir.Constant(_I64, a)]))
         return context.get_dummy_value()
 
     return sig, codegen
@@ -256,9 +313,11 @@ def _nothing(*args):
 
 if numba.config.DISABLE_JIT:
     sum_interleaved = slope_sums_interleaved = scatter_interleaved = _nothing
+    channel_slope_sums_interleaved = _nothing
     interleaved_vectors_serve = _nothing
 else:
     sum_interleaved = _sum_interleaved
     slope_sums_interleaved = _slope_sums_interleaved
+    channel_slope_sums_interleaved = _channel_slope_sums_interleaved
     scatter_interleaved = _scatter_interleaved
     interleaved_vectors_serve = _serve
