@@ -87,12 +87,13 @@ def _grad_scratch(T, R, C, like):
 
 @skeleton
 def _linear_point(xn, taps, slopes, T, R, C, gflat, gj, sums, azero, vectors, acc, j, zero):
-    """``acc[a, j]`` of a linear point (``T`` taps listed): float32 in registers
-    (:func:`gridsample._simd_interleaved.channel_slope_sums_interleaved`; ``R`` a constant
-    there, so each caller names it), else the scalar loops.  Keeping the sums in registers
+    """``acc[a, j]`` of a linear point (``T`` taps listed; ``R`` a constant): float32 in
+    registers (:func:`gridsample._simd_interleaved.channel_slope_sums_interleaved`), else
+    the scalar loops.  Keeping the sums in registers
     paid for linear, not for cubic, which stores them (docs/kernels.md, "The backward over
     many channel-last channels")."""
     if vectors:
+        channel_slope_sums_interleaved(xn, taps, slopes, T, R, C, gflat, gj, sums, azero)
         for a in range(R):
             acc[a, j] = sums[a]
     else:
@@ -112,9 +113,6 @@ def sweep_grad_linear_2d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C
         _prefetch_fused(xflat, off, j + PREFETCH_POINTS, nb, 4, C, ask)
         for k in range(4):
             taps[k], slopes[k], slopes[4 + k] = off[k, j], dws[k, j], dws[4 + k, j]
-        if vectors:
-            channel_slope_sums_interleaved(xflat, taps, slopes, 4, 2, C, gflat, j * gs_p, sums,
-                                           azero)
         _linear_point(xflat, taps, slopes, 4, 2, C, gflat, j * gs_p, sums, azero, vectors,
                       acc, j, zero)
 
@@ -153,9 +151,6 @@ def sweep_grad_linear_3d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C
                     t = 4 * kz + 2 * ky + kx
                     taps[t], slopes[t], slopes[8 + t], slopes[16 + t] = slopes_3d(
                         off, wts, j, kz, ky, kx)
-        if vectors:
-            channel_slope_sums_interleaved(xflat, taps, slopes, 8, 3, C, gflat, j * gs_p, sums,
-                                           azero)
         _linear_point(xflat, taps, slopes, 8, 3, C, gflat, j * gs_p, sums, azero, vectors,
                       acc, j, zero)
 
