@@ -89,9 +89,8 @@ def _grad_scratch(T, R, C, like):
 def _linear_point(xn, taps, slopes, T, R, C, gflat, gj, sums, azero, vectors, acc, j, zero):
     """``acc[a, j]`` of a linear point (``T`` taps listed; ``R`` a constant): float32 in
     registers (:func:`gridsample._simd_interleaved.channel_slope_sums_interleaved`), else
-    the scalar loops.  Keeping the sums in registers
-    paid for linear, not for cubic, which stores them (docs/kernels.md, "The backward over
-    many channel-last channels")."""
+    the scalar loops.  Keeping the sums in registers paid for linear, not for cubic, which
+    stores them (docs/kernels.md, "The backward over many channel-last channels")."""
     if vectors:
         channel_slope_sums_interleaved(xn, taps, slopes, T, R, C, gflat, gj, sums, azero)
         for a in range(R):

@@ -63,8 +63,10 @@ from ._taps import (
     cubic_row,
 )
 from ._vector import (
+    _cubic_tap,
     _plan_cubic_axis,
     _plan_linear_axis,
+    _tap_3d,
     _tap_inlined,
     _unnormalize,
     has_exact_pass,
@@ -309,9 +311,8 @@ def slopes_3d(off, wts, j, kz, ky, kx):
     ``(w_x w_y) dw_z`` with ``dw = ∓1``: the products ``w_y w_z``, ``w_x w_z``,
     ``w_x w_y``, negated for tap 0 of the axis (exact).
     """
-    oz, oy, ox = off[4 + kz, j], off[2 + ky, j], off[kx, j]
+    q, _ = _tap_3d(off, wts, j, 2, kz, ky, kx)
     wz, wy, wx = wts[4 + kz, j], wts[2 + ky, j], wts[kx, j]
-    q = np.int32(oz + oy + ox) if (oz | oy | ox) >= 0 else np.int32(-1)
     dx = wy * wz
     dy = wx * wz
     dz = wx * wy
@@ -408,8 +409,7 @@ def slopes_cubic_2d(off, wts, dws, j, ky, kx):
     """Tap ``(ky, kx)`` of point ``j`` of a 2-D cubic gradient plan: its offset (int32;
     ``-1`` where either axis's tap lies outside) and the general planner's slopes
     ``(dw_x w_y, w_x dw_y)``."""
-    oy, ox = off[4 + ky, j], off[kx, j]
-    q = np.int32(oy + ox) if (oy | ox) >= 0 else np.int32(-1)
+    q, _ = _cubic_tap(off, wts, j, ky, kx)
     return q, dws[kx, j] * wts[4 + ky, j], wts[kx, j] * dws[4 + ky, j]
 
 
