@@ -500,8 +500,28 @@ def run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
 
 @skeleton
 def scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
-    """Scatter channels ``c0 .. c1 - 1`` of a block planned with full tap offsets (K rows)."""
-    for c in range(c0, c1):
+    """Scatter channels ``c0 .. c1 - 1`` of a block planned with full tap offsets (K rows),
+    two channels a pass (the last one of an odd count alone).
+
+    Each tap's offset, weight and test serve both channels of a pass, and the two
+    channels' additions are independent: on a smooth warp a point adds into the elements
+    its predecessor just stored, a read waiting on that store, and the other channel's
+    additions fill that wait.  Each element still takes its additions point by point, tap
+    by tap: the same bits."""
+    c = c0
+    while c + 1 < c1:
+        gxa, gxb = gxflat[c * xs_c:], gxflat[(c + 1) * xs_c:]
+        ga, gb = gflat[c * gs_c:], gflat[(c + 1) * gs_c:]
+        for j in range(nb):
+            gva, gvb = ga[j * gs_p], gb[j * gs_p]
+            for k in range(K):
+                o = off[k, j]
+                w = wts[k, j]
+                if (o >= 0) & (w == w):
+                    gxa[np.uint64(o)] += gva * w  # unsigned: no wraparound test
+                    gxb[np.uint64(o)] += gvb * w
+        c += 2
+    if c < c1:
         gxc = gxflat[c * xs_c:]
         gc = gflat[c * gs_c:]
         for j in range(nb):
@@ -510,7 +530,7 @@ def scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
                 o = off[k, j]
                 w = wts[k, j]
                 if (o >= 0) & (w == w):
-                    gxc[np.uint64(o)] += gv * w  # unsigned: no wraparound test
+                    gxc[np.uint64(o)] += gv * w
 
 
 @skeleton
