@@ -499,38 +499,43 @@ def run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
 
 
 @skeleton
+def _fused_point(gxa, gxb, gva, gvb, off, wts, j, K, two):
+    """Point ``j`` of a block planned with full tap offsets (``K`` rows), each tap inside
+    with a weight that is a number: ``gxa[o] += gva w`` and, with ``two`` (a constant 1),
+    ``gxb[o] += gvb w``."""
+    for k in range(K):
+        o = off[k, j]
+        w = wts[k, j]
+        if (o >= 0) & (w == w):
+            gxa[np.uint64(o)] += gva * w  # unsigned: no wraparound test
+            if two == 1:
+                gxb[np.uint64(o)] += gvb * w
+
+
+@skeleton
 def scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     """Scatter channels ``c0 .. c1 - 1`` of a block planned with full tap offsets (K rows),
     two channels a pass (the last one of an odd count alone).
 
     Each tap's offset, weight and test serve both channels of a pass, and the two
     channels' additions are independent: on a smooth warp a point adds into the elements
-    its predecessor just stored, a read waiting on that store, and the other channel's
-    additions fill that wait.  Each element still takes its additions point by point, tap
-    by tap: the same bits."""
+    its predecessor just stored (in 2-D linear its first and third taps are the
+    predecessor's second and fourth), a read waiting on that store, and the other
+    channel's additions fill the wait (docs/kernels.md, "The input gradient's scatter: two
+    channels a pass").  Each element still takes its additions point by point, tap by tap:
+    the same bits."""
     c = c0
     while c + 1 < c1:
         gxa, gxb = gxflat[c * xs_c:], gxflat[(c + 1) * xs_c:]
         ga, gb = gflat[c * gs_c:], gflat[(c + 1) * gs_c:]
         for j in range(nb):
-            gva, gvb = ga[j * gs_p], gb[j * gs_p]
-            for k in range(K):
-                o = off[k, j]
-                w = wts[k, j]
-                if (o >= 0) & (w == w):
-                    gxa[np.uint64(o)] += gva * w  # unsigned: no wraparound test
-                    gxb[np.uint64(o)] += gvb * w
+            _fused_point(gxa, gxb, ga[j * gs_p], gb[j * gs_p], off, wts, j, K, 1)
         c += 2
     if c < c1:
-        gxc = gxflat[c * xs_c:]
-        gc = gflat[c * gs_c:]
+        gxc, gc = gxflat[c * xs_c:], gflat[c * gs_c:]
         for j in range(nb):
             gv = gc[j * gs_p]
-            for k in range(K):
-                o = off[k, j]
-                w = wts[k, j]
-                if (o >= 0) & (w == w):
-                    gxc[np.uint64(o)] += gv * w
+            _fused_point(gxc, gxc, gv, gv, off, wts, j, K, 0)
 
 
 @skeleton
