@@ -494,8 +494,9 @@ def run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
 # branch-free one (gridsample._vector_entries' planners), which is several
 # times faster than the general list planner.  The scatter then runs over
 # the plan's fixed taps, skipping those outside X (offset < 0) and NaN
-# points (NaN weights), in the general kernels' order: channel, point,
-# tap -- the same additions in the same order, so the same bits.
+# points (NaN weights), each element's additions in the general kernels'
+# order: point, tap (channels apart, two a pass in scatter_fused) -- the
+# same additions in the same order, so the same bits.
 
 
 @skeleton
@@ -518,12 +519,12 @@ def scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     two channels a pass (the last one of an odd count alone).
 
     Each tap's offset, weight and test serve both channels of a pass, and the two
-    channels' additions are independent: on a smooth warp a point adds into the elements
-    its predecessor just stored (in 2-D linear its first and third taps are the
-    predecessor's second and fourth), a read waiting on that store, and the other
-    channel's additions fill the wait (docs/kernels.md, "The input gradient's scatter: two
-    channels a pass").  Each element still takes its additions point by point, tap by tap:
-    the same bits."""
+    channels' additions are independent: on a smooth warp a point adds into elements its
+    predecessor just stored (in 2-D linear all four in the same cell, or its first and
+    third taps, the predecessor's second and fourth, one cell on along x), a read waiting
+    on that store, and the other channel's additions fill the wait (docs/kernels.md, "The
+    input gradient's scatter: two channels a pass").  Each element still takes its
+    additions point by point, tap by tap: the same bits."""
     c = c0
     while c + 1 < c1:
         gxa, gxb = gxflat[c * xs_c:], gxflat[(c + 1) * xs_c:]
