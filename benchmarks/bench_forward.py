@@ -34,15 +34,17 @@ class Case:
     out_spatial: tuple
     mode: str = "linear"
     padding: str = "zeros"
-    grid: str = "smooth"
+    grid: str = "smooth"  # or "random", or "shifted" (smooth, half the points outside)
     channel_last: bool = False
     align: bool = False
 
     def inputs(self, rng):
         x = rng.standard_normal(self.x_shape, dtype=np.float32)
         n = self.x_shape[0]
-        if self.grid == "smooth":
+        if self.grid in ("smooth", "shifted"):
             grid = np.ascontiguousarray(smooth_grid(n, self.out_spatial))
+            if self.grid == "shifted":  # moved down by half the image: half the points out
+                grid[..., 1] += 1
         else:
             grid = random_grid(rng, n, self.out_spatial)
         if self.channel_last:
@@ -88,6 +90,10 @@ def default_cases():
              grid="random"),
         Case("batch 4x8x192x160→200x180 cubic border", (4, 8, 192, 160), (200, 180), "cubic",
              padding="border"),
+        # A warp that moves half the image out (a spatial transformer's translation): the
+        # points outside cost less, so the halves of the work are unequal.
+        Case("image 1x3x512² cubic half outside", (1, 3, 512, 512), (512, 512), "cubic",
+             grid="shifted"),
         # Small calls, where the time is mostly the call's own overhead (validation, planning
         # in Python, the thread hand-over): an image tile, and a spatial transformer's batch
         # (MNIST-sized).

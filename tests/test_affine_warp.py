@@ -149,13 +149,13 @@ def test_vector_affine_warps_run_the_grids_form(rng, monkeypatch, mode, padding,
     with use_kernels("general"):
         want = pair(x, theta, out_shape, mode, padding, False)
     seen = []
-    run = _engine.run_shared
+    run = _engine.run_claimed  # how the engine runs its vector entries
 
     def spy(entry, tasks, args, threads, scratch=()):
         seen.append(getattr(entry, "__name__", None) or entry.py_func.__name__)
         return run(entry, tasks, args, threads, scratch)
 
-    monkeypatch.setattr(_engine, "run_shared", spy)
+    monkeypatch.setattr(_engine, "run_claimed", spy)
     with use_kernels("vector"):
         got = gridsample.affine_warp(x, theta, out_shape, mode, padding)
         via_grid = pair(x, theta, out_shape, mode, padding, False)

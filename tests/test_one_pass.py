@@ -33,7 +33,7 @@ def _user_kernels(monkeypatch):
 def _spy(monkeypatch) -> list:
     """Whether each vector launch that follows ran a one-pass entry."""
     ran = []
-    launch = _engine.run_shared
+    launch = _engine.run_claimed  # how the engine runs its vector entries
     one_pass = set(_engine.ONE_PASS_ENTRIES.values())
 
     def spy(entry, tasks, args, threads, scratch=()):
@@ -41,7 +41,7 @@ def _spy(monkeypatch) -> list:
             ran.append(entry in one_pass)
         return launch(entry, tasks, args, threads, scratch)
 
-    monkeypatch.setattr(_engine, "run_shared", spy)
+    monkeypatch.setattr(_engine, "run_claimed", spy)
     return ran
 
 

@@ -37,15 +37,17 @@ def _inputs(rng, x_shape=(2, 3, 9, 11), out=(5, 7), dtype=np.float32):
 
 
 def _entries(monkeypatch):
-    """Record the entry of every run_shared call the engine makes."""
+    """Record the entry of every run the engine makes (run_shared: the general kernels;
+    run_claimed: the vector entries)."""
     seen = []
-    run = _engine.run_shared
+    for name in ("run_shared", "run_claimed"):
+        run = getattr(_engine, name)
 
-    def spy(entry, tasks, args, threads, scratch=()):
-        seen.append((entry, threads))
-        return run(entry, tasks, args, threads, scratch)
+        def spy(entry, tasks, args, threads, scratch=(), run=run):
+            seen.append((entry, threads))
+            return run(entry, tasks, args, threads, scratch)
 
-    monkeypatch.setattr(_engine, "run_shared", spy)
+        monkeypatch.setattr(_engine, name, spy)
     return seen
 
 

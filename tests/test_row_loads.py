@@ -73,7 +73,7 @@ def table_rows(monkeypatch) -> list:
     from gridsample._affine_entries import AFFINE_ROW_LOAD_ENTRIES
 
     rows = []
-    launch = _engine.run_shared
+    launch = _engine.run_claimed  # how the engine runs its vector entries
     by_rows = {*_engine.ROW_LOAD_ENTRIES.values(), *AFFINE_ROW_LOAD_ENTRIES.values()}
 
     def spy(entry, tasks, args, threads, scratch=()):
@@ -82,7 +82,7 @@ def table_rows(monkeypatch) -> list:
             assert (rows[-1] not in GATHER_ROWS) == (entry in by_rows)
         return launch(entry, tasks, args, threads, scratch)
 
-    monkeypatch.setattr(_engine, "run_shared", spy)
+    monkeypatch.setattr(_engine, "run_claimed", spy)
     return rows
 
 

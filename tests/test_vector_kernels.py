@@ -557,13 +557,13 @@ def test_scattered_warps_sweep_a_channel_at_a_time(rng, monkeypatch, mode):
     # run of the entry (channels innermost: no groups asked for).
     calls.clear()
     runs = []
-    real_run = _engine.run_shared
+    real_run = _engine.run_claimed  # how the engine runs its vector entries
 
     def counted(*args, **kwargs):
         runs.append(1)
         return real_run(*args, **kwargs)
 
-    monkeypatch.setattr(_engine, "run_shared", counted)
+    monkeypatch.setattr(_engine, "run_claimed", counted)
     last = np.ascontiguousarray(np.moveaxis(x, 1, -1))
     got = gridsample.grid_sample(last, grid, mode, "constant", fill_value=fill,
                                  channel_last=True)

@@ -65,7 +65,7 @@ FAMILIES = (("", "native", None), ("_f16", "f16", "KIND_F16"), ("_bf16", "bf16",
             ("_int", "int", "KIND_INT"))
 
 
-_ENTRY_ARGS = ("first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, "
+_ENTRY_ARGS = ("share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, "
                "os_c, os_p, C, block, wconst, kind, azero, off, wts, coords")
 
 
@@ -120,14 +120,15 @@ def _load_registry():
 #: the arguments that differ, its scratch beyond the plan tables and the table name.
 _FORWARD_KINDS = {
     "grid": (TARGET, "run_blocks", "", "grid", "", "ENTRIES",
-             "Each entry runs blocks ``first .. stop - 1`` with\n"
-             ":func:`gridsample._vector.run_blocks`, its planner and sweep templates inlined;\n"
+             "Each entry runs the blocks its share claims (``share``, ``claims``:\n"
+             ":mod:`gridsample._claims`) with :func:`gridsample._vector.run_blocks`, its\n"
+             "planner and sweep templates inlined;\n"
              ":data:`ENTRIES` is the table the engine reads, :data:`PLAN_ROWS` the rows of "
              "the plan\ntables it passes."),
     "affine": (AFFINE_TARGET, "run_affine_blocks", "_affine", "theta, bases, bsizes",
                ", points", "AFFINE_ENTRIES",
-               "The entries of :func:`gridsample.affine_warp`: each runs blocks\n"
-               "``first .. stop - 1`` with :func:`gridsample._vector.run_affine_blocks`, which\n"
+               "The entries of :func:`gridsample.affine_warp`: each runs the blocks its share\n"
+               "claims with :func:`gridsample._vector.run_affine_blocks`, which\n"
                "makes each block's points from the affine maps (the grid is never made whole),\n"
                "then plans and sweeps them as :data:`gridsample._vector_entries.ENTRIES` does;\n"
                "imported by ``affine_warp`` only."),

@@ -2,8 +2,8 @@
 """The vector kernels' variants: an entry per (mode, rank, padding, element family),
 one for all the index paddings.
 
-The entries of :func:`gridsample.affine_warp`: each runs blocks
-``first .. stop - 1`` with :func:`gridsample._vector.run_affine_blocks`, which
+The entries of :func:`gridsample.affine_warp`: each runs the blocks its share
+claims with :func:`gridsample._vector.run_affine_blocks`, which
 makes each block's points from the affine maps (the grid is never made whole),
 then plans and sweeps them as :data:`gridsample._vector_entries.ENTRIES` does;
 imported by ``affine_warp`` only.
@@ -66,2641 +66,2665 @@ __all__ = [
 # linear_2d
 
 @function
-def linear_2d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+def linear_2d_zeros_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                            wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl, 0)
+def linear_2d_zeros_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_zeros_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_il, 0)
+def linear_2d_zeros_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_zeros_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_zeros_rows_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_rows, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_rows, 0)
 
 
 @function
-def linear_2d_zeros_one_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_zeros_one_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_ZEROS, sum_linear_2d_one, 1)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sum_linear_2d_one, 1)
 
 
 @function
-def linear_2d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_zeros_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_zeros_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_zeros_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_zeros_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_zeros_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_zeros_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_zeros_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_zeros_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_zeros_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_zeros_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_zeros_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_zeros_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_ZEROS, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+def linear_2d_border_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                             wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_border_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_border_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_border_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_border_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_border_rows_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_rows, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_rows, 0)
 
 
 @function
-def linear_2d_border_one_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_border_one_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_BORDER, sum_linear_2d_one, 1)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_BORDER, sum_linear_2d_one, 1)
 
 
 @function
-def linear_2d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_border_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_border_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_border_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_border_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_border_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl, 0)
+def linear_2d_border_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_border_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_il, 0)
+def linear_2d_border_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_border_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_border_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_border_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_border_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_BORDER, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_reflection_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_reflection_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_reflection_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_reflection_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_il, 0)
-
-
-@function
-def linear_2d_reflection_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_rows, 0)
-
-
-@function
-def linear_2d_reflection_one_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_REFLECTION, sum_linear_2d_one, 1)
-
-
-@function
-def linear_2d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d, 0)
-
-
-@function
-def linear_2d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
-                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                       wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl, 0)
-
-
-@function
-def linear_2d_reflection_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
-                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                       wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d, 0)
+def linear_2d_reflection_rows_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                     theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                     wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_rows, 0)
 
 
 @function
-def linear_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def linear_2d_reflection_one_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sum_linear_2d_one, 1)
+
+
+@function
+def linear_2d_reflection_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d, 0)
+
+
+@function
+def linear_2d_reflection_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                       wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl,
+                      0)
+
+
+@function
+def linear_2d_reflection_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                       wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_il,
+                      0)
+
+
+@function
+def linear_2d_reflection_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                     theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                     wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d, 0)
+
+
+@function
+def linear_2d_reflection_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                         theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                         wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl,
+                      0)
 
 
 @function
-def linear_2d_reflection_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def linear_2d_reflection_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                         theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                         wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_il,
+                      0)
 
 
 @function
-def linear_2d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d, 0)
+def linear_2d_reflection_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def linear_2d_reflection_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                        wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_cl,
+                      0)
 
 
 @function
-def linear_2d_reflection_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def linear_2d_reflection_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                        wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_REFLECTION, sweep_linear_2d_il,
+                      0)
 
 
 @function
-def linear_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+def linear_2d_index_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                            wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl, 0)
+def linear_2d_index_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_index_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_il, 0)
+def linear_2d_index_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_index_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_index_rows_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_rows, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_rows, 0)
 
 
 @function
-def linear_2d_index_one_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_index_one_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_linear_2d, PAD_MIRROR, sum_linear_2d_one, 1)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sum_linear_2d_one, 1)
 
 
 @function
-def linear_2d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_index_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_index_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_index_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_index_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_index_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_index_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_index_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_index_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_index_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_index_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_index_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_2d_index_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_linear_2d, PAD_MIRROR, sweep_linear_2d_il, 0)
 
 
 # linear_3d
 
 @function
-def linear_3d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+def linear_3d_zeros_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                            wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl, 0)
+def linear_3d_zeros_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_zeros_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_il, 0)
+def linear_3d_zeros_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_zeros_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_zeros_rows_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_rows, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_rows, 0)
 
 
 @function
-def linear_3d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_zeros_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_zeros_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_zeros_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_zeros_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_zeros_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_zeros_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_zeros_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_zeros_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_zeros_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_zeros_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_zeros_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_zeros_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_ZEROS, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+def linear_3d_border_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                             wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_border_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_border_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_border_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_border_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_border_rows_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_rows, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_rows, 0)
 
 
 @function
-def linear_3d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_border_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_border_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_border_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_border_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_border_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl, 0)
+def linear_3d_border_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_border_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_il, 0)
+def linear_3d_border_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_border_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_border_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_border_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_border_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_BORDER, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_reflection_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_reflection_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_reflection_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_reflection_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_il, 0)
-
-
-@function
-def linear_3d_reflection_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_rows, 0)
-
-
-@function
-def linear_3d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d, 0)
-
-
-@function
-def linear_3d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
-                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                       wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl, 0)
-
-
-@function
-def linear_3d_reflection_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
-                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                       wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d, 0)
+def linear_3d_reflection_rows_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                     theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                     wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_rows, 0)
 
 
 @function
-def linear_3d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def linear_3d_reflection_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d, 0)
+
+
+@function
+def linear_3d_reflection_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                       wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl,
+                      0)
+
+
+@function
+def linear_3d_reflection_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                       wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_il,
+                      0)
+
+
+@function
+def linear_3d_reflection_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                     theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                     wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d, 0)
+
+
+@function
+def linear_3d_reflection_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                         theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                         wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl,
+                      0)
 
 
 @function
-def linear_3d_reflection_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def linear_3d_reflection_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                         theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                         wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_il,
+                      0)
 
 
 @function
-def linear_3d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d, 0)
+def linear_3d_reflection_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def linear_3d_reflection_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                        wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_cl,
+                      0)
 
 
 @function
-def linear_3d_reflection_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def linear_3d_reflection_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                        wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_REFLECTION, sweep_linear_3d_il,
+                      0)
 
 
 @function
-def linear_3d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+def linear_3d_index_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                            wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl, 0)
+def linear_3d_index_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_index_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_il, 0)
+def linear_3d_index_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_index_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_index_rows_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_rows, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_rows, 0)
 
 
 @function
-def linear_3d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_index_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_index_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_index_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_index_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_index_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_index_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_index_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_index_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_index_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_index_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_index_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def linear_3d_index_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_linear_3d, PAD_MIRROR, sweep_linear_3d_il, 0)
 
 
 # nearest_2d
 
 @function
-def nearest_2d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+def nearest_2d_zeros_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                             wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_2d_zeros_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_zeros_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_2d_zeros_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_il, 0)
-
-
-@function
-def nearest_2d_zeros_one_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_ZEROS, sum_nearest_2d_one, 1)
-
-
-@function
-def nearest_2d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d, 0)
-
-
-@function
-def nearest_2d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl, 0)
-
-
-@function
-def nearest_2d_zeros_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d, 0)
-
-
-@function
-def nearest_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl, 0)
-
-
-@function
-def nearest_2d_zeros_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_il, 0)
-
-
-@function
-def nearest_2d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_2d_zeros_one_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sum_nearest_2d_one, 1)
 
 
 @function
-def nearest_2d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_2d_zeros_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d, 0)
+
+
+@function
+def nearest_2d_zeros_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_zeros_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_2d_zeros_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                             wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d, 0)
-
-
-@function
-def nearest_2d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl, 0)
-
-
-@function
-def nearest_2d_border_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_il, 0)
-
-
-@function
-def nearest_2d_border_one_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_2d_zeros_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_BORDER, sum_nearest_2d_one, 1)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def nearest_2d_zeros_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_zeros_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_il, 0)
+
+
+@function
+def nearest_2d_zeros_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d, 0)
+
+
+@function
+def nearest_2d_zeros_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_zeros_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_ZEROS, sweep_nearest_2d_il, 0)
+
+
+@function
+def nearest_2d_border_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                             bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                             azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def nearest_2d_border_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_border_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def nearest_2d_border_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_2d_border_one_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sum_nearest_2d_one, 1)
+
+
+@function
+def nearest_2d_border_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d, 0)
+
+
+@function
+def nearest_2d_border_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_border_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_il, 0)
+
+
+@function
+def nearest_2d_border_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl, 0)
+def nearest_2d_border_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                     theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                     wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_border_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_il, 0)
+def nearest_2d_border_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                     theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                     wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_2d_border_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl, 0)
+def nearest_2d_border_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_border_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_il, 0)
+def nearest_2d_border_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_BORDER, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_2d_reflection_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d, 0)
-
-
-@function
-def nearest_2d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl, 0)
-
-
-@function
-def nearest_2d_reflection_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_il, 0)
-
-
-@function
-def nearest_2d_reflection_one_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_REFLECTION, sum_nearest_2d_one, 1)
-
-
-@function
-def nearest_2d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
-                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                        wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def nearest_2d_reflection_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_reflection_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
-                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                        wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def nearest_2d_reflection_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def nearest_2d_reflection_one_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                     theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                     wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sum_nearest_2d_one, 1)
+
+
+@function
+def nearest_2d_reflection_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                     theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                     wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d, 0)
+
+
+@function
+def nearest_2d_reflection_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                        wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl,
+                      0)
+
+
+@function
+def nearest_2d_reflection_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                        wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_il,
+                      0)
+
+
+@function
+def nearest_2d_reflection_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                       wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def nearest_2d_reflection_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                          theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                          wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl,
+                      0)
 
 
 @function
-def nearest_2d_reflection_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def nearest_2d_reflection_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                          theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                          wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_il,
+                      0)
 
 
 @function
-def nearest_2d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d, 0)
+def nearest_2d_reflection_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                     theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                     wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def nearest_2d_reflection_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                         theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                         wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_cl,
+                      0)
 
 
 @function
-def nearest_2d_reflection_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def nearest_2d_reflection_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                         theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                         wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_REFLECTION, sweep_nearest_2d_il,
+                      0)
 
 
 @function
-def nearest_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+def nearest_2d_index_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                             wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d, 0)
-
-
-@function
-def nearest_2d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl, 0)
-
-
-@function
-def nearest_2d_index_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_il, 0)
-
-
-@function
-def nearest_2d_index_one_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_nearest_2d, PAD_MIRROR, sum_nearest_2d_one, 1)
-
-
-@function
-def nearest_2d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def nearest_2d_index_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_index_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def nearest_2d_index_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_2d_index_one_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sum_nearest_2d_one, 1)
+
+
+@function
+def nearest_2d_index_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d, 0)
+
+
+@function
+def nearest_2d_index_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl, 0)
+
+
+@function
+def nearest_2d_index_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_il, 0)
+
+
+@function
+def nearest_2d_index_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl, 0)
+def nearest_2d_index_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_index_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_il, 0)
+def nearest_2d_index_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_2d_index_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_2d_index_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_index_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_2d_index_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_nearest_2d, PAD_MIRROR, sweep_nearest_2d_il, 0)
 
 
 # nearest_3d
 
 @function
-def nearest_3d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+def nearest_3d_zeros_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                             wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_3d_zeros_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_zeros_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_3d_zeros_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_il, 0)
-
-
-@function
-def nearest_3d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d, 0)
-
-
-@function
-def nearest_3d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl, 0)
-
-
-@function
-def nearest_3d_zeros_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_3d_zeros_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d, 0)
+
+
+@function
+def nearest_3d_zeros_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_zeros_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_il, 0)
+
+
+@function
+def nearest_3d_zeros_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl, 0)
+def nearest_3d_zeros_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_zeros_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_il, 0)
+def nearest_3d_zeros_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_3d_zeros_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_3d_zeros_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_zeros_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_3d_zeros_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_ZEROS, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                             wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d, 0)
-
-
-@function
-def nearest_3d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl, 0)
-
-
-@function
-def nearest_3d_border_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_il, 0)
-
-
-@function
-def nearest_3d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def nearest_3d_border_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                             bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                             azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def nearest_3d_border_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_border_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def nearest_3d_border_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_3d_border_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d, 0)
+
+
+@function
+def nearest_3d_border_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_border_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_il, 0)
+
+
+@function
+def nearest_3d_border_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl, 0)
+def nearest_3d_border_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                     theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                     wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_border_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_il, 0)
+def nearest_3d_border_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                     theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                     wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_3d_border_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl, 0)
+def nearest_3d_border_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_border_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_il, 0)
+def nearest_3d_border_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_BORDER, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_3d_reflection_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d, 0)
-
-
-@function
-def nearest_3d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl, 0)
-
-
-@function
-def nearest_3d_reflection_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_il, 0)
-
-
-@function
-def nearest_3d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
-                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                        wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def nearest_3d_reflection_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_reflection_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
-                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                        wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def nearest_3d_reflection_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def nearest_3d_reflection_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                     theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                     wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d, 0)
+
+
+@function
+def nearest_3d_reflection_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                        wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl,
+                      0)
+
+
+@function
+def nearest_3d_reflection_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                        wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_il,
+                      0)
+
+
+@function
+def nearest_3d_reflection_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                       wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def nearest_3d_reflection_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                          theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                          wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl,
+                      0)
 
 
 @function
-def nearest_3d_reflection_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def nearest_3d_reflection_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                          theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                          wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_il,
+                      0)
 
 
 @function
-def nearest_3d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                     bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                     kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d, 0)
+def nearest_3d_reflection_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                     theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                     wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def nearest_3d_reflection_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                         theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                         wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_cl,
+                      0)
 
 
 @function
-def nearest_3d_reflection_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def nearest_3d_reflection_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                         theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                         wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_REFLECTION, sweep_nearest_3d_il,
+                      0)
 
 
 @function
-def nearest_3d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+def nearest_3d_index_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                             wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d, 0)
-
-
-@function
-def nearest_3d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl, 0)
-
-
-@function
-def nearest_3d_index_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_il, 0)
-
-
-@function
-def nearest_3d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def nearest_3d_index_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_index_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def nearest_3d_index_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_3d_index_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d, 0)
+
+
+@function
+def nearest_3d_index_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl, 0)
+
+
+@function
+def nearest_3d_index_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_il, 0)
+
+
+@function
+def nearest_3d_index_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl, 0)
+def nearest_3d_index_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_index_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_il, 0)
+def nearest_3d_index_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_3d_index_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_3d_index_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_index_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def nearest_3d_index_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_nearest_3d, PAD_MIRROR, sweep_nearest_3d_il, 0)
 
 
 # cubic_2d
 
 @function
-def cubic_2d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+def cubic_2d_zeros_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                           bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                           wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                             wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl, 0)
+def cubic_2d_zeros_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                             bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                             azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_zeros_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                             wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_il, 0)
+def cubic_2d_zeros_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                             bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                             azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_zeros_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_zeros_rows_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_rows, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_rows, 0)
 
 
 @function
-def cubic_2d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d, 0)
+def cubic_2d_zeros_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_zeros_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_zeros_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_zeros_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_zeros_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_zeros_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_zeros_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_zeros_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d, 0)
+def cubic_2d_zeros_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_zeros_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_zeros_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_zeros_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_ZEROS, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+def cubic_2d_border_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                            wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl, 0)
+def cubic_2d_border_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_border_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_il, 0)
+def cubic_2d_border_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_border_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_border_rows_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_rows, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_rows, 0)
 
 
 @function
-def cubic_2d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_border_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_border_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_border_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_border_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_border_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_border_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_border_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_border_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_border_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_border_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_border_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_border_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_BORDER, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_reflection_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_reflection_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_reflection_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_reflection_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_reflection_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_rows, 0)
+def cubic_2d_reflection_rows_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_rows, 0)
 
 
 @function
-def cubic_2d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_reflection_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def cubic_2d_reflection_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                       wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_reflection_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def cubic_2d_reflection_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                       wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d, 0)
+def cubic_2d_reflection_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def cubic_2d_reflection_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                        wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_reflection_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def cubic_2d_reflection_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                        wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_reflection_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def cubic_2d_reflection_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                       wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_reflection_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def cubic_2d_reflection_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                       wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_REFLECTION, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+def cubic_2d_index_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                           bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                           wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                             wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl, 0)
+def cubic_2d_index_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                             bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                             azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_index_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                             wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_il, 0)
+def cubic_2d_index_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                             bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                             azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_index_rows_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_index_rows_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_rows, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_rows, 0)
 
 
 @function
-def cubic_2d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d, 0)
+def cubic_2d_index_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_index_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_index_f16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_index_f16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_index_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_index_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_index_bf16_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_index_bf16_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d, 0)
+def cubic_2d_index_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_index_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_index_int_il_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_2d_index_int_il_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_il, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 2, plan_cubic_2d, PAD_MIRROR, sweep_cubic_2d_il, 0)
 
 
 # cubic_3d
 
 @function
-def cubic_3d_zeros_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+def cubic_3d_zeros_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                           bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                           wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d, 0)
-
-
-@function
-def cubic_3d_zeros_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                             wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl, 0)
-
-
-@function
-def cubic_3d_zeros_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_zeros_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def cubic_3d_zeros_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                             bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                             azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_zeros_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_3d_zeros_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d, 0)
+
+
+@function
+def cubic_3d_zeros_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl, 0)
+
+
+@function
+def cubic_3d_zeros_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_zeros_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_3d_zeros_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_zeros_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d, 0)
+def cubic_3d_zeros_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_zeros_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_3d_zeros_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_ZEROS, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_border_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+def cubic_3d_border_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                            bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                            wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d, 0)
-
-
-@function
-def cubic_3d_border_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl, 0)
-
-
-@function
-def cubic_3d_border_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                               azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_border_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def cubic_3d_border_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_border_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_3d_border_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                               bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                               azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d, 0)
+
+
+@function
+def cubic_3d_border_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl, 0)
+
+
+@function
+def cubic_3d_border_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_border_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_3d_border_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_border_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_3d_border_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_border_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_3d_border_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_BORDER, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_reflection_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_3d_reflection_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d, 0)
-
-
-@function
-def cubic_3d_reflection_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl, 0)
-
-
-@function
-def cubic_3d_reflection_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_reflection_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
-                                      theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
-                                      wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def cubic_3d_reflection_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                  azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_reflection_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst,
-                                    kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d, 0)
+def cubic_3d_reflection_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                   azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_reflection_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def cubic_3d_reflection_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                      theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                      wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl, 0)
+
+
+@function
+def cubic_3d_reflection_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                                    theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
+                                    wconst, kind, azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d, 0)
+
+
+@function
+def cubic_3d_reflection_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                        theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                        wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_reflection_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_3d_reflection_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                    bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                    azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_reflection_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+def cubic_3d_reflection_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
                                       theta, bases, bsizes, outflat, os_n, os_c, os_p, C, block,
                                       wconst, kind, azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_REFLECTION, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_index_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+def cubic_3d_index_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                           bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                           wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d, 0)
-
-
-@function
-def cubic_3d_index_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                             bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                             wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords,
-                      points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl, 0)
-
-
-@function
-def cubic_3d_index_f16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_index_f16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
-                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
-                                 azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off, wts,
+def cubic_3d_index_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                             bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                             azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_index_bf16_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_3d_index_f16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d, 0)
+
+
+@function
+def cubic_3d_index_f16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                                 bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                                 azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_F16, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl, 0)
+
+
+@function
+def cubic_3d_index_bf16_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_index_bf16_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_3d_index_bf16_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                   bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                   azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_BF16, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_index_int_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
-                              bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
-                              wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d, 0)
+def cubic_3d_index_int_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+                              bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
+                              azero, off, wts, coords, points):
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_index_int_cl_affine(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
+def cubic_3d_index_int_cl_affine(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta,
                                  bases, bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind,
                                  azero, off, wts, coords, points):
-    run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases, bsizes,
-                      outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off, wts,
-                      coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl, 0)
+    run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+                      bsizes, outflat, os_n, os_c, os_p, C, block, wconst, KIND_INT, azero, off,
+                      wts, coords, points, 3, plan_cubic_3d, PAD_MIRROR, sweep_cubic_3d_cl, 0)
 
 
 #: Entry of each (rank, mode code, padding code, element family).

@@ -50,7 +50,13 @@ from ._simd import LANES as SIMD_LANES
 from ._simd_linear import count_whole_groups
 from ._taps import axis_constants, weight_constants
 from ._target import fast_gathers, vector_width, wide_gathers_beat_row_loads
-from ._threads import THREAD_MIN_WORK_VARIABLE, num_threads, run_shared, threads_for
+from ._threads import (
+    THREAD_MIN_WORK_VARIABLE,
+    num_threads,
+    run_claimed,
+    run_shared,
+    threads_for,
+)
 from ._vector import fits_int32
 from ._vector_entries import (
     CHANNEL_LAST_ENTRIES,
@@ -682,7 +688,7 @@ class PreparedForward:
             args = (xs, self.xs_n, xs_c, self.sizes, self.strides, self.axc, self.kc, *source,
                     outs, self.os_n, os_c, self.os_p, count, block, self.wconst,
                     self.conv.kind, outside)
-            run_shared(entry, tasks, args, threads, scratch)
+            run_claimed(entry, tasks, args, threads, scratch)
 
     def _blocks(self, points: int, batch: int, threads: int, one_pass: bool) -> tuple:
         """``((points, batch, threads, one_pass), tasks, block, tables)`` of a vector entry's

@@ -95,16 +95,21 @@ def _store_release(typingctx, array, index, value):
     return sig, codegen
 
 
+def _emit_pause(builder) -> None:
+    """The CPU's spin-loop hint (x86 ``pause``), emitted by ``builder``; nothing elsewhere."""
+    if _X86:
+        pause = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse2.pause")
+        builder.call(pause, [])
+
+
 @intrinsic
 def _relax(typingctx):
     """The CPU's spin-loop hint (x86 ``pause``); nothing elsewhere."""
     sig = types.none()
 
     def codegen(context, builder, signature, args):
-        if _X86:
-            pause = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse2.pause")
-            builder.call(pause, [])
+        _emit_pause(builder)
         return context.get_dummy_value()
 
     return sig, codegen

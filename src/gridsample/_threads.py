@@ -13,6 +13,11 @@ return), so both sides spin briefly in compiled code first
 Intel Xeon VM, 285 -> 175 µs per call.  Work too small to pay even that
 runs on the caller's thread alone (:func:`threads_for`).
 
+The forward's vector entries take their tasks as they go instead of a fixed range
+(:func:`run_claimed`, :mod:`gridsample._claims`): a share whose range is done takes the
+others' last tasks, and the caller's share waits, in compiled code, for the workers that
+started theirs.
+
 The thread count is Numba's setting: ``NUMBA_NUM_THREADS`` or
 ``numba.set_num_threads`` (per calling thread), so one knob controls every
 parallel part of gridsample.
@@ -28,10 +33,12 @@ import threading
 import numba
 import numpy as np
 
+from ._claims import claims_for, done_slot, started_slot
 from ._environ import getenv
 from ._errors import GridSampleError
 
-__all__ = ["num_threads", "threads_for", "min_work", "run_shared", "run_jobs", "compile_pool",
+__all__ = ["num_threads", "threads_for", "min_work", "run_shared", "run_claimed", "run_jobs",
+           "compile_pool",
            "MIN_TAPS_PER_THREAD", "PLAN_TAPS_PER_AXIS", "THREAD_MIN_WORK_VARIABLE"]
 
 #: Work below which a second thread does not pay for its hand-over, in tap reads (one
@@ -155,6 +162,8 @@ class _Pool:
                 counts[1] += 1
             work = share.claim()  # None: the caller ran it (or dropped it)
             if work is not None:
+                if share.started is not None:  # the caller's join waits for this share
+                    share.started[0][share.started[1]] = 1
                 try:
                     work[0](*work[1])
                 except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
@@ -169,11 +178,12 @@ class _Share:
     caller once its own share is done).  Claiming drops the references, so a job left in
     the queue after the caller ran it holds none of the call's arrays."""
 
-    __slots__ = ("_lock", "_work")
+    __slots__ = ("_lock", "_work", "started")
 
-    def __init__(self, entry, args):
+    def __init__(self, entry, args, started=None):
         self._lock = threading.Lock()
         self._work = (entry, args)
+        self.started = started  # (array, index): the flag a worker sets before it runs it
 
     def claim(self):
         """``(entry, args)`` for the first caller, None for every later one."""
@@ -229,7 +239,28 @@ def run_jobs(jobs: list, threads: int) -> None:
     run_shared(take_jobs, shares, (), shares)
 
 
-def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()) -> None:
+def run_claimed(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()) -> None:
+    """:func:`run_shared` for an entry whose shares claim their tasks as they go
+    (:mod:`gridsample._claims`): share ``w`` is ``entry(w, claims, *args, *buffers)``, and
+    starts with ``range(tasks)``'s ``w``-th contiguous part; a share whose part is done takes
+    the others' last tasks, so no thread waits while another has tasks left, and the
+    caller's share (0) returns once the workers that started theirs are done."""
+    shares = max(1, min(threads, tasks))
+    if shares == 1:
+        entry(0, claims_for(tasks, 1), *args,
+              *[np.empty(shape, dtype) for shape, dtype in scratch])
+        return
+    _pool.ensure(shares - 1)
+    claims = claims_for(tasks, shares, _pool.wait)
+
+    def share(first, stop, *rest):
+        entry(first, claims, *rest)
+
+    run_shared(share, shares, args, shares, scratch, sync=claims)
+
+
+def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = (),
+               sync=None) -> None:
     """Split ``range(tasks)`` into ``min(threads, tasks)`` contiguous shares, run in parallel.
 
     Share ``w`` is ``entry(first, stop, *args, *buffers)``, ``buffers`` a new
@@ -239,6 +270,10 @@ def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()
     nothing.  Contiguous shares keep neighbouring blocks -- which read
     neighbouring input on smooth grids -- in one core's cache (measured:
     striding blocks across threads was 1.3-1.6x slower).
+
+    ``sync``: a claims array (:func:`gridsample._claims.claims_for` of ``min(threads,
+    tasks)`` shares) whose started and done flags the shares set, for the caller's join
+    (:func:`gridsample._claims.join_shares`).
     """
     shares = max(1, min(threads, tasks))
     if shares == 1:
@@ -255,12 +290,17 @@ def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()
     # Share w > 0 goes to the pool; whoever claims it first runs it: a worker, or the
     # caller once its own share is done (a core idle for a while can take a millisecond
     # to wake on a VM: the caller then runs the share itself).
-    flags = np.zeros(shares, np.int64)
+    if sync is None:
+        flags, first_done = np.zeros(shares, np.int64), 0
+    else:  # the done flags are the claims array's last words
+        flags, first_done = sync, done_slot(shares, 0)
     errors = []
     dones = [threading.Lock() for _ in range(shares)]
     for done in dones[1:]:
         done.acquire()
-    jobs = [(_Share(entry, share_args(w)), flags, w, dones[w], errors)
+    jobs = [(_Share(entry, share_args(w),
+                    None if sync is None else (sync, started_slot(shares, w))),
+             flags, first_done + w, dones[w], errors)
             for w in range(1, shares)]
     mine = share_args(0)
     failed = True
@@ -272,7 +312,7 @@ def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()
         from ._spin import spin_until_set
 
         del mine
-        for share, _, w, done, _ in jobs:
+        for share, _, slot, done, _ in jobs:
             work = share.claim()  # not started: run it here (dropped once anything failed)
             if work is None:
                 continue
@@ -284,9 +324,9 @@ def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()
                 failed = True
             finally:
                 del work
-                flags[w] = 1
+                flags[slot] = 1
                 done.release()
-        spin_until_set(flags, 1, pool.wait)
+        spin_until_set(flags, first_done + 1, pool.wait)
         for done in dones[1:]:
             done.acquire()
     if errors:

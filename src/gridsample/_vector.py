@@ -46,6 +46,7 @@ import math
 import numpy as np
 
 from ._affine import affine_points
+from ._claims import claim_task, join_shares
 from ._convert import load, store
 from ._int32 import add32, mul32
 from ._jit import helper, skeleton
@@ -1511,11 +1512,13 @@ def planar_points(points, nb, rank, coords):
 
 
 @skeleton
-def run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+def run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                os_c, os_p, C, block, wconst, kind, azero, off, wts, coords, rank, plan, pad,
                sweep, one_pass):
-    """Blocks ``first .. stop - 1`` of ``N x blocks``, each read from ``grid`` (Ng, P, rank),
-    planned and swept (:func:`_sample_block`; ``one_pass``: in one loop).
+    """The blocks of ``N x blocks`` that share ``share`` claims (:mod:`gridsample._claims`:
+    its own range from the front, then the others' from the back), each read from ``grid``
+    (Ng, P, rank), planned and swept (:func:`_sample_block`; ``one_pass``: in one loop);
+    the caller's share then waits for the workers' (``join_shares``).
 
     ``off``, ``wts``: the plan tables (``K`` rows of ``block`` points), and
     ``coords`` (``rank x block``), the planners' scratch: the caller's
@@ -1525,16 +1528,20 @@ def run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, ou
     P = grid.shape[1]
     nblk = (P + block - 1) // block
     gflat = grid.reshape(grid.size)
-    for task in range(first, stop):
+    while True:
+        task = claim_task(claims, share)
+        if task < 0:
+            break
         n, p0, nb = _block_of(task, nblk, block, P)
         gn = 0 if grid.shape[0] == 1 else n
         _sample_block(gflat[(gn * P + p0) * rank:], n, p0, nb, xflat, xs_n, xs_c, sizes, strides,
                       axc, kc, outflat, os_n, os_c, os_p, C, wconst, kind, azero, off, wts,
                       coords, plan, pad, sweep, one_pass)
+    join_shares(claims, share)
 
 
 @skeleton
-def run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
+def run_affine_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, theta, bases,
                       bsizes, outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                       coords, points, rank, plan, pad, sweep, one_pass):
     """:func:`run_blocks` for the grid of affine maps ``theta`` (Nt, rank, rank + 1), which
@@ -1546,10 +1553,14 @@ def run_affine_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, t
     for a in range(rank):
         P *= bsizes[a]
     nblk = (P + block - 1) // block
-    for task in range(first, stop):
+    while True:
+        task = claim_task(claims, share)
+        if task < 0:
+            break
         n, p0, nb = _block_of(task, nblk, block, P)
         affine_points(theta, 0 if theta.shape[0] == 1 else n, bases, bsizes, p0, nb, rank,
                       points)
         _sample_block(points, n, p0, nb, xflat, xs_n, xs_c, sizes, strides, axc, kc, outflat,
                       os_n, os_c, os_p, C, wconst, kind, azero, off, wts, coords, plan, pad,
                       sweep, one_pass)
+    join_shares(claims, share)

@@ -2,8 +2,9 @@
 """The vector kernels' variants: an entry per (mode, rank, padding, element family),
 one for all the index paddings.
 
-Each entry runs blocks ``first .. stop - 1`` with
-:func:`gridsample._vector.run_blocks`, its planner and sweep templates inlined;
+Each entry runs the blocks its share claims (``share``, ``claims``:
+:mod:`gridsample._claims`) with :func:`gridsample._vector.run_blocks`, its
+planner and sweep templates inlined;
 :data:`ENTRIES` is the table the engine reads, :data:`PLAN_ROWS` the rows of the plan
 tables it passes.
 """
@@ -66,457 +67,472 @@ __all__ = [
 # linear_2d
 
 @function
-def linear_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+def linear_2d_zeros(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_ZEROS,
                sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_zeros_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_ZEROS,
                sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_zeros_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_zeros_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_ZEROS,
                sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_zeros_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_zeros_rows(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_ZEROS,
                sweep_linear_2d_rows, 0)
 
 
 @function
-def linear_2d_zeros_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_zeros_one(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_ZEROS,
                sum_linear_2d_one, 1)
 
 
 @function
-def linear_2d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_zeros_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_ZEROS, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_zeros_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_ZEROS, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_zeros_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_zeros_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_ZEROS, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_zeros_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_ZEROS, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_zeros_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_ZEROS, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_zeros_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_zeros_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_ZEROS, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_zeros_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_ZEROS, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_zeros_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_ZEROS, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_zeros_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_zeros_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_ZEROS, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+def linear_2d_border(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_BORDER,
                sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_border_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_BORDER,
                sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_border_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_border_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_BORDER,
                sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_border_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_border_rows(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_BORDER,
                sweep_linear_2d_rows, 0)
 
 
 @function
-def linear_2d_border_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_border_one(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_BORDER,
                sum_linear_2d_one, 1)
 
 
 @function
-def linear_2d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_border_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_BORDER, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_border_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_BORDER, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_border_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_border_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_BORDER, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_border_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_BORDER, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_border_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_BORDER, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_border_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_border_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_BORDER, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_border_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_BORDER, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_border_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_BORDER, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_border_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_border_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_BORDER, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_reflection(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_reflection_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_reflection_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_reflection_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_reflection_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def linear_2d_reflection_rows(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                               coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d_rows, 0)
 
 
 @function
-def linear_2d_reflection_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_reflection_one(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sum_linear_2d_one, 1)
 
 
 @function
-def linear_2d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_reflection_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def linear_2d_reflection_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                 coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_reflection_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def linear_2d_reflection_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                 coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def linear_2d_reflection_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                               coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def linear_2d_reflection_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                  outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                  coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_reflection_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def linear_2d_reflection_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                  outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                  coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_reflection_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def linear_2d_reflection_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                 coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_reflection_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def linear_2d_reflection_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                 coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_REFLECTION, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+def linear_2d_index(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_MIRROR,
                sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_index_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_MIRROR,
                sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_index_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_index_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_MIRROR,
                sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_index_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_index_rows(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_MIRROR,
                sweep_linear_2d_rows, 0)
 
 
 @function
-def linear_2d_index_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_index_one(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_linear_2d, PAD_MIRROR,
                sum_linear_2d_one, 1)
 
 
 @function
-def linear_2d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_index_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_MIRROR, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_index_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_MIRROR, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_index_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_index_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_MIRROR, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_index_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_MIRROR, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_index_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_MIRROR, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_index_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_2d_index_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_MIRROR, sweep_linear_2d_il, 0)
 
 
 @function
-def linear_2d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_index_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_MIRROR, sweep_linear_2d, 0)
 
 
 @function
-def linear_2d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_index_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_MIRROR, sweep_linear_2d_cl, 0)
 
 
 @function
-def linear_2d_index_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_2d_index_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_linear_2d,
                PAD_MIRROR, sweep_linear_2d_il, 0)
 
@@ -524,425 +540,439 @@ def linear_2d_index_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
 # linear_3d
 
 @function
-def linear_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+def linear_3d_zeros(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_ZEROS,
                sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_zeros_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_ZEROS,
                sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_zeros_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_zeros_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_ZEROS,
                sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_zeros_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_zeros_rows(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_ZEROS,
                sweep_linear_3d_rows, 0)
 
 
 @function
-def linear_3d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_zeros_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_ZEROS, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_zeros_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_ZEROS, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_zeros_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_zeros_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_ZEROS, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_zeros_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_ZEROS, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_zeros_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_ZEROS, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_zeros_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_zeros_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_ZEROS, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_zeros_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_ZEROS, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_zeros_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_ZEROS, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_zeros_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_zeros_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_ZEROS, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+def linear_3d_border(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_BORDER,
                sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_border_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_BORDER,
                sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_border_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_border_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_BORDER,
                sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_border_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_border_rows(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_BORDER,
                sweep_linear_3d_rows, 0)
 
 
 @function
-def linear_3d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_border_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_BORDER, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_border_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_BORDER, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_border_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_border_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_BORDER, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_border_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_BORDER, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_border_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_BORDER, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_border_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_border_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_BORDER, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_border_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_BORDER, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_border_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_BORDER, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_border_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_border_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_BORDER, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_reflection(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_reflection_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_reflection_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_reflection_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_reflection_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def linear_3d_reflection_rows(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                               coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d_rows, 0)
 
 
 @function
-def linear_3d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_reflection_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def linear_3d_reflection_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                 coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_reflection_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def linear_3d_reflection_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                 coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def linear_3d_reflection_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                               coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def linear_3d_reflection_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                  outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                  coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_reflection_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def linear_3d_reflection_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                  outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                  coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_reflection_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def linear_3d_reflection_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                 coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_reflection_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def linear_3d_reflection_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                 coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_REFLECTION, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+def linear_3d_index(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_MIRROR,
                sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_index_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_MIRROR,
                sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_index_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_index_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_MIRROR,
                sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_index_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_index_rows(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_linear_3d, PAD_MIRROR,
                sweep_linear_3d_rows, 0)
 
 
 @function
-def linear_3d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_index_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_MIRROR, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_index_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_MIRROR, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_index_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_index_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_MIRROR, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_index_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_MIRROR, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_index_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_MIRROR, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_index_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def linear_3d_index_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_MIRROR, sweep_linear_3d_il, 0)
 
 
 @function
-def linear_3d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_index_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_MIRROR, sweep_linear_3d, 0)
 
 
 @function
-def linear_3d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_index_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_MIRROR, sweep_linear_3d_cl, 0)
 
 
 @function
-def linear_3d_index_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def linear_3d_index_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_linear_3d,
                PAD_MIRROR, sweep_linear_3d_il, 0)
 
@@ -950,429 +980,447 @@ def linear_3d_index_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
 # nearest_2d
 
 @function
-def nearest_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+def nearest_2d_zeros(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d, PAD_ZEROS,
                sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_zeros_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d, PAD_ZEROS,
                sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_zeros_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_zeros_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d, PAD_ZEROS,
                sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_zeros_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_zeros_one(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d, PAD_ZEROS,
                sum_nearest_2d_one, 1)
 
 
 @function
-def nearest_2d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_zeros_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_ZEROS, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_zeros_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_ZEROS, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_zeros_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_zeros_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_ZEROS, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_zeros_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_ZEROS, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_zeros_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_ZEROS, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_zeros_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_zeros_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_ZEROS, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_zeros_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_ZEROS, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_zeros_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_ZEROS, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_zeros_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_zeros_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_ZEROS, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_border(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                      os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_BORDER, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_border_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_BORDER, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_border_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_border_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_BORDER, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_border_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_border_one(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_BORDER, sum_nearest_2d_one, 1)
 
 
 @function
-def nearest_2d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_border_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_BORDER, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_border_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_BORDER, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_border_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_border_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_BORDER, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_border_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_BORDER, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_2d_border_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                               coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_BORDER, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_border_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_2d_border_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                               coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_BORDER, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_border_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_BORDER, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_border_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_BORDER, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_border_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_border_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_BORDER, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_reflection(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_reflection_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_reflection_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_reflection_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_reflection_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_2d_reflection_one(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                               coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sum_nearest_2d_one, 1)
 
 
 @function
-def nearest_2d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_2d_reflection_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                               coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_2d_reflection_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                  outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                  coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_reflection_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_2d_reflection_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                  outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                  coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_2d_reflection_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_2d_reflection_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                   outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                                   wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_reflection_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_2d_reflection_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                   outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                                   wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_2d_reflection_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                               coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_2d_reflection_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                  outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                  coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_reflection_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_2d_reflection_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                  outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                  coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_REFLECTION, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+def nearest_2d_index(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_MIRROR, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_index_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_MIRROR, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_index_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_index_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_MIRROR, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_index_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_index_one(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_MIRROR, sum_nearest_2d_one, 1)
 
 
 @function
-def nearest_2d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_index_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_MIRROR, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_index_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_MIRROR, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_index_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_index_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_MIRROR, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_index_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_MIRROR, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_index_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_MIRROR, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_index_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_index_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_MIRROR, sweep_nearest_2d_il, 0)
 
 
 @function
-def nearest_2d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_2d_index_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_MIRROR, sweep_nearest_2d, 0)
 
 
 @function
-def nearest_2d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_index_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_MIRROR, sweep_nearest_2d_cl, 0)
 
 
 @function
-def nearest_2d_index_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_2d_index_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_nearest_2d,
                PAD_MIRROR, sweep_nearest_2d_il, 0)
 
@@ -1380,396 +1428,414 @@ def nearest_2d_index_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
 # nearest_3d
 
 @function
-def nearest_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+def nearest_3d_zeros(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d, PAD_ZEROS,
                sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_3d_zeros_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d, PAD_ZEROS,
                sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_zeros_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_3d_zeros_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d, PAD_ZEROS,
                sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_3d_zeros_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_ZEROS, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_zeros_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_ZEROS, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_zeros_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_zeros_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_ZEROS, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_3d_zeros_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_ZEROS, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_zeros_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_ZEROS, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_zeros_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_zeros_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_ZEROS, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_3d_zeros_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_ZEROS, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_zeros_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_ZEROS, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_zeros_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_zeros_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_ZEROS, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_border(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                      os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_BORDER, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_3d_border_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_BORDER, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_border_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_3d_border_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_BORDER, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_3d_border_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_BORDER, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_border_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_BORDER, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_border_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_border_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_BORDER, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_3d_border_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_BORDER, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_3d_border_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                               coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_BORDER, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_border_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_3d_border_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                               coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_BORDER, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_3d_border_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_BORDER, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_border_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_BORDER, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_border_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_border_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_BORDER, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_3d_reflection(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_reflection_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_reflection_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_reflection_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_3d_reflection_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                               coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_3d_reflection_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                  outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                  coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_reflection_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_3d_reflection_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                  outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                  coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_3d_reflection_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_3d_reflection_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                   outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                                   wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_reflection_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_3d_reflection_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                   outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off,
                                   wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_3d_reflection_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                               outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                               coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_3d_reflection_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                  outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                  coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_reflection_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def nearest_3d_reflection_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                  outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                  coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_REFLECTION, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+def nearest_3d_index(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_MIRROR, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_3d_index_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_MIRROR, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_index_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_3d_index_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_MIRROR, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_3d_index_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_MIRROR, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_index_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_MIRROR, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_index_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_index_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_MIRROR, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_3d_index_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_MIRROR, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_index_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_MIRROR, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_index_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_index_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_MIRROR, sweep_nearest_3d_il, 0)
 
 
 @function
-def nearest_3d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def nearest_3d_index_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_MIRROR, sweep_nearest_3d, 0)
 
 
 @function
-def nearest_3d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_index_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_MIRROR, sweep_nearest_3d_cl, 0)
 
 
 @function
-def nearest_3d_index_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def nearest_3d_index_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_nearest_3d,
                PAD_MIRROR, sweep_nearest_3d_il, 0)
 
@@ -1777,423 +1843,429 @@ def nearest_3d_index_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc,
 # cubic_2d
 
 @function
-def cubic_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+def cubic_2d_zeros(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                    os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_ZEROS,
                sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_2d_zeros_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                      os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_ZEROS,
                sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_zeros_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_2d_zeros_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                      os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_ZEROS,
                sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_zeros_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_zeros_rows(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_ZEROS,
                sweep_cubic_2d_rows, 0)
 
 
 @function
-def cubic_2d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_2d_zeros_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_ZEROS, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_zeros_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_ZEROS, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_zeros_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_zeros_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_ZEROS, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_zeros_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_ZEROS, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_zeros_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_ZEROS, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_zeros_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_zeros_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_ZEROS, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_2d_zeros_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_ZEROS, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_zeros_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_ZEROS, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_zeros_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_zeros_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_ZEROS, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+def cubic_2d_border(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_BORDER,
                sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_2d_border_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_BORDER,
                sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_border_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_2d_border_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_BORDER,
                sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_border_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_border_rows(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_BORDER,
                sweep_cubic_2d_rows, 0)
 
 
 @function
-def cubic_2d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_border_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_BORDER, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_border_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_BORDER, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_border_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_border_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_BORDER, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_border_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_BORDER, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_2d_border_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_BORDER, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_border_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_2d_border_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_BORDER, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_border_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_BORDER, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_border_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_BORDER, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_border_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_border_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_BORDER, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_reflection(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_REFLECTION, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_reflection_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_REFLECTION, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_reflection_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_reflection_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_REFLECTION, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_reflection_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_2d_reflection_rows(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_REFLECTION, sweep_cubic_2d_rows, 0)
 
 
 @function
-def cubic_2d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_2d_reflection_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_REFLECTION, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def cubic_2d_reflection_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_REFLECTION, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_reflection_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def cubic_2d_reflection_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_REFLECTION, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_2d_reflection_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_REFLECTION, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def cubic_2d_reflection_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                 coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_REFLECTION, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_reflection_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def cubic_2d_reflection_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                 coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_REFLECTION, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_2d_reflection_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_REFLECTION, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def cubic_2d_reflection_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_REFLECTION, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_reflection_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def cubic_2d_reflection_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_REFLECTION, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+def cubic_2d_index(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                    os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_MIRROR,
                sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_2d_index_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                      os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_MIRROR,
                sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_index_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_2d_index_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                      os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_MIRROR,
                sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_index_rows(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_index_rows(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 2, plan_cubic_2d, PAD_MIRROR,
                sweep_cubic_2d_rows, 0)
 
 
 @function
-def cubic_2d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_2d_index_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_MIRROR, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_index_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_MIRROR, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_index_f16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_index_f16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_MIRROR, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_index_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_MIRROR, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_index_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_MIRROR, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_index_bf16_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_index_bf16_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_MIRROR, sweep_cubic_2d_il, 0)
 
 
 @function
-def cubic_2d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_2d_index_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_MIRROR, sweep_cubic_2d, 0)
 
 
 @function
-def cubic_2d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_index_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_MIRROR, sweep_cubic_2d_cl, 0)
 
 
 @function
-def cubic_2d_index_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_2d_index_int_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 2, plan_cubic_2d,
                PAD_MIRROR, sweep_cubic_2d_il, 0)
 
@@ -2201,260 +2273,264 @@ def cubic_2d_index_int_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, k
 # cubic_3d
 
 @function
-def cubic_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+def cubic_3d_zeros(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                    os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_ZEROS,
                sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_zeros_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_3d_zeros_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                      os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_ZEROS,
                sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_zeros_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_3d_zeros_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_ZEROS, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_zeros_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_3d_zeros_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_ZEROS, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_zeros_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_3d_zeros_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_ZEROS, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_zeros_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_3d_zeros_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_ZEROS, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_zeros_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_3d_zeros_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_ZEROS, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_zeros_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_3d_zeros_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_ZEROS, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+def cubic_3d_border(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                     os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_BORDER,
                sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_border_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_3d_border_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_BORDER,
                sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_border_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_3d_border_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_BORDER, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_border_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_3d_border_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_BORDER, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_border_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_3d_border_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                          os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_BORDER, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_border_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_3d_border_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_BORDER, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_border_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_3d_border_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_BORDER, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_border_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_3d_border_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_BORDER, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_3d_reflection(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_REFLECTION, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_reflection_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_3d_reflection_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_REFLECTION, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_reflection_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_3d_reflection_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_REFLECTION, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_reflection_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def cubic_3d_reflection_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_REFLECTION, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_reflection_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                             os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_3d_reflection_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                             outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                             coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_REFLECTION, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_reflection_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def cubic_3d_reflection_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                 outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                 coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_REFLECTION, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_reflection_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
-                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_3d_reflection_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                            outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
+                            coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_REFLECTION, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_reflection_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def cubic_3d_reflection_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid,
                                outflat, os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts,
                                coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_REFLECTION, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
+def cubic_3d_index(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
                    os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_MIRROR,
                sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_index_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                      os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_3d_index_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                      os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, kind, azero, off, wts, coords, 3, plan_cubic_3d, PAD_MIRROR,
                sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_index_f16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_3d_index_f16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_MIRROR, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_index_f16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_3d_index_f16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_F16, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_MIRROR, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_index_bf16(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_3d_index_bf16(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                         os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_MIRROR, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_index_bf16_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_3d_index_bf16_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                            os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_BF16, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_MIRROR, sweep_cubic_3d_cl, 0)
 
 
 @function
-def cubic_3d_index_int(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n,
-                       os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+def cubic_3d_index_int(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+                       os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_MIRROR, sweep_cubic_3d, 0)
 
 
 @function
-def cubic_3d_index_int_cl(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
+def cubic_3d_index_int_cl(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat,
                           os_n, os_c, os_p, C, block, wconst, kind, azero, off, wts, coords):
-    run_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
+    run_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c,
                os_p, C, block, wconst, KIND_INT, azero, off, wts, coords, 3, plan_cubic_3d,
                PAD_MIRROR, sweep_cubic_3d_cl, 0)
 

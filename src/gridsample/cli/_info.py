@@ -96,13 +96,23 @@ def _cache_lines():
         ready = []
         for entry in dict.fromkeys(entries):  # once each (an index entry serves three paddings)
             name = f"{entry.py_func.__module__.rsplit('.', 1)[-1]}.{entry.py_func.__name__}"
+            # X's dtype: the first array, after the forward vector entries' claims array.
             dtypes = sorted({m.group(1) for sig in found.get(name, ())
-                             for m in [re.search(r"[Aa]rray\((\w+)", sig)] if m})
+                             for m in [re.search(r"[Aa]rray\((\w+)", _after_claims(sig))]
+                             if m})
             if dtypes:
                 ready.append(f"{entry.py_func.__name__} ({', '.join(dtypes)})")
         lines.append(f"  compiled {label}: " + ("; ".join(ready) if ready else "none"))
     lines.append("  (gridsample compile --help: compile ahead of use)")
     return lines
+
+
+def _after_claims(sig: str) -> str:
+    """A compiled signature without the ``share, claims`` arguments that the forward's vector
+    entries take first (``gridsample._claims``)."""
+    import re
+
+    return re.sub(r"^\(int64, [Aa]rray\(int64, 1, 'C', False, aligned=True\), ", "(", sig)
 
 
 def _strategy_line() -> str:
