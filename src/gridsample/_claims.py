@@ -85,13 +85,14 @@ def _claims_array(claims) -> bool:
     return isinstance(claims, types.Array) and claims.dtype == types.int64
 
 
-def _words(context, builder, aryty, ary):
-    """The claims array's data as an ``i64*`` and its share count, LLVM values."""
+def _operands(context, builder, signature, args):
+    """An intrinsic's ``(claims, share)`` as LLVM values: the claims' data as an ``i64*``,
+    their share count and the share's index (i64)."""
     i64 = ir.IntType(64)
-    array = context.make_array(aryty)(context, builder, ary)
+    array = context.make_array(signature.args[0])(context, builder, args[0])
     data = builder.bitcast(array.data, i64.as_pointer())
-    length = builder.extract_value(array.shape, 0)
-    return data, builder.sdiv(length, i64(_PER_SHARE))
+    shares = builder.sdiv(builder.extract_value(array.shape, 0), i64(_PER_SHARE))
+    return data, shares, context.cast(builder, args[1], signature.args[1], types.int64)
 
 
 def _emit_load(builder, data, index):
@@ -116,8 +117,7 @@ def claim_task(typingctx, claims, share):
 
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
-        data, shares = _words(context, builder, signature.args[0], args[0])
-        me = context.cast(builder, args[1], signature.args[1], types.int64)
+        data, shares, me = _operands(context, builder, signature, args)
         result = cgutils.alloca_once_value(builder, i64(-1))
         k_slot = cgutils.alloca_once_value(builder, i64(0))
         fn = builder.function
@@ -164,8 +164,7 @@ def join_shares(typingctx, claims, share):
 
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
-        data, shares = _words(context, builder, signature.args[0], args[0])
-        me = context.cast(builder, args[1], signature.args[1], types.int64)
+        data, shares, me = _operands(context, builder, signature, args)
         with builder.if_then(builder.icmp_signed("==", me, i64(0))):
             rounds = cgutils.alloca_once_value(builder, _emit_load(builder, data, i64(_WAIT)))
             started = _emit_load(builder, data, i64(_STARTED))
