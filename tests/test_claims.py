@@ -12,9 +12,12 @@ import numba
 import numpy as np
 import pytest
 
-from gridsample import _claims, _spin, _threads
-from gridsample._engine import PreparedForward
+from gridsample import _claims, _engine, _jit, _spin, _threads
+from gridsample._engine import PreparedForward, use_kernels
 from gridsample._plan import plan_forward
+
+needs_jit = pytest.mark.skipif(numba.config.DISABLE_JIT,
+                               reason="spins and atomics exist in compiled code only")
 
 
 def _ranges(claims, shares):
@@ -56,7 +59,7 @@ def test_a_share_takes_its_range_then_the_others_from_the_back():
     assert _drain(claims, 0, order) == 0
 
 
-@numba.njit(nogil=True)
+@_jit.function  # as the entries are compiled: noalias arrays, the claims among them
 def _count_tasks(share, claims, counts, owners, spin):
     task = _claims.claim_task(claims, share)
     while task >= 0:
@@ -87,6 +90,7 @@ def _join(claims):
     _claims.join_shares(claims, 0)
 
 
+@needs_jit
 def test_the_callers_join_waits_for_a_started_share_until_it_is_done():
     claims = _claims.claims_for(4, 2, _spin.iterations(5.0))
     _join(claims)  # compile
@@ -116,17 +120,29 @@ def test_claims_for_refuses_more_tasks_than_a_word_holds():
 
 @pytest.mark.parametrize("mode,padding", [("linear", "zeros"), ("nearest", "reflection"),
                                           ("cubic", "border"), ("linear", "wrap")])
-def test_forward_results_do_not_depend_on_the_shares(rng, mode, padding):
-    """More shares than this machine has cores (the pool starts the workers), each taking
-    tasks from the others: the same bits as one share."""
+def test_forward_results_do_not_depend_on_the_shares(rng, monkeypatch, mode, padding):
+    """The vector entries with more shares than this machine has cores (the pool starts the
+    workers), each taking tasks from the others: the same bits as one share."""
     x = rng.standard_normal((2, 3, 37, 41)).astype(np.float32)
     grid = rng.uniform(-1.3, 1.3, (2, 45, 47, 2)).astype(np.float32)
     grid[0, 0, :4] = [[np.nan, 0], [np.inf, 0], [0, -np.inf], [1e30, 0]]
+    runs = []
+    claimed = _engine.run_claimed
+
+    def spy(entry, tasks, args, threads, scratch=()):
+        runs.append((tasks, threads))
+        return claimed(entry, tasks, args, threads, scratch)
+
+    monkeypatch.setattr(_engine, "run_claimed", spy)
     plan, xv, gv = plan_forward(x, grid, mode, padding, False, False)
     outs = []
-    for threads in (1, 2, 3, 5):
-        prepared = PreparedForward(plan, xv.shape, xv.strides, xv.itemsize)
-        prepared.threads = threads
-        outs.append(prepared.run(xv, gv))
+    with use_kernels("vector"):
+        for threads in (1, 2, 3, 5):
+            prepared = PreparedForward(plan, xv.shape, xv.strides, xv.itemsize)
+            assert prepared.vector is not None
+            prepared.threads = threads
+            outs.append(prepared.run(xv, gv))
+    assert [t for _, t in runs] == [1, 2, 3, 5]
+    assert all(tasks > 2 * threads for tasks, threads in runs)  # tasks left to take
     for out in outs[1:]:
         np.testing.assert_array_equal(out, outs[0])

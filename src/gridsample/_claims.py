@@ -82,7 +82,9 @@ def claims_for(tasks: int, shares: int, wait_rounds: int = 0) -> np.ndarray:
 
 
 def _claims_array(claims) -> bool:
-    return isinstance(claims, types.Array) and claims.dtype == types.int64
+    # 8-byte atomics on the words, read in place: contiguous, aligned, writable int64.
+    return (isinstance(claims, types.Array) and claims.dtype == types.int64
+            and claims.layout == "C" and claims.aligned and claims.mutable)
 
 
 def _operands(context, builder, signature, args):
@@ -101,6 +103,12 @@ def _emit_load(builder, data, index):
     return builder.load_atomic(builder.gep(data, [index]), "acquire", 8)
 
 
+# The entries declare their array arguments ``noalias`` (``_jit.function``), the claims
+# among them, while other threads change the claims' words: every access to them here is
+# therefore atomic (acquire loads, compare-and-exchange), which LLVM neither removes nor
+# moves, whatever it assumes of the pointer (``tests/test_claims.py`` claims from such an
+# entry).  No plain load or store of the claims may be added to compiled code.
+#
 # The two operations are intrinsics that emit their loops into the entry: as compiled
 # functions or inlined Python they cost a first call 0.2-0.4 s more of compiling (Numba
 # types and lowers every statement of an inlined function in each entry; 2026-12-04).

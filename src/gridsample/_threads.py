@@ -176,7 +176,8 @@ class _Pool:
 class _Share:
     """One share's entry and arguments, run by whoever claims it first (a worker, or the
     caller once its own share is done).  Claiming drops the references, so a job left in
-    the queue after the caller ran it holds none of the call's arrays."""
+    the queue after the caller ran it holds none of the call's data arrays (only its small
+    flags or claims array)."""
 
     __slots__ = ("_lock", "_work", "started")
 
