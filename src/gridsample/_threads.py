@@ -240,6 +240,11 @@ def run_jobs(jobs: list, threads: int) -> None:
     run_shared(take_jobs, shares, (), shares)
 
 
+def _buffers(scratch: tuple) -> list:
+    """A share's own scratch: a new ``np.empty(shape, dtype)`` for each ``(shape, dtype)``."""
+    return [np.empty(shape, dtype) for shape, dtype in scratch]
+
+
 def run_claimed(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()) -> None:
     """:func:`run_shared` for an entry whose shares claim their tasks as they go
     (:mod:`gridsample._claims`): share ``w`` is ``entry(w, claims, *args, *buffers)``, and
@@ -248,8 +253,7 @@ def run_claimed(entry, tasks: int, args: tuple, threads: int, scratch: tuple = (
     caller's share (0) returns once the workers that started theirs are done."""
     shares = max(1, min(threads, tasks))
     if shares == 1:
-        entry(0, claims_for(tasks, 1), *args,
-              *[np.empty(shape, dtype) for shape, dtype in scratch])
+        entry(0, claims_for(tasks, 1), *args, *_buffers(scratch))
         return
     _pool.ensure(shares - 1)
     claims = claims_for(tasks, shares, _pool.wait)
@@ -278,13 +282,12 @@ def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()
     """
     shares = max(1, min(threads, tasks))
     if shares == 1:
-        entry(0, tasks, *args, *[np.empty(shape, dtype) for shape, dtype in scratch])
+        entry(0, tasks, *args, *_buffers(scratch))
         return
     bounds = [tasks * w // shares for w in range(shares + 1)]
 
     def share_args(w):
-        return (bounds[w], bounds[w + 1], *args,
-                *(np.empty(shape, dtype) for shape, dtype in scratch))
+        return (bounds[w], bounds[w + 1], *args, *_buffers(scratch))
 
     pool = _pool
     pool.ensure(shares - 1)

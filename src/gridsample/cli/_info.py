@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import platform
+import re
 from pathlib import Path
 
 import numba
@@ -74,8 +75,6 @@ def _kernel_lines():
 
 def _cache_lines():
     """Where compiled kernels are kept, and which entries are compiled, by x dtype."""
-    import re
-
     from .. import _engine, _jit
     from .._grad_kernels import BACKWARD_ENTRIES, backward_nd
     from .._grad_vector_entries import GRID_GRAD_ENTRIES, INPUT_GRAD_ENTRIES
@@ -110,8 +109,6 @@ def _cache_lines():
 def _after_claims(sig: str) -> str:
     """A compiled signature without the ``share, claims`` arguments that the forward's vector
     entries take first (``gridsample._claims``)."""
-    import re
-
     return re.sub(r"^\(int64, [Aa]rray\(int64, 1, 'C', False, aligned=True\), ", "(", sig)
 
 
