@@ -172,6 +172,49 @@ def test_concurrent_callers_each_get_all_their_shares():
         assert got == [(0, 2, i), (2, 4, i), (4, 6, i)]
 
 
+def test_no_two_running_shares_hold_the_same_scratch():
+    """Scratch sets of ended shares are handed to later calls; concurrent calls, and the
+    shares of one call, each run with sets no other running share holds."""
+    scratch = (((3, 5), np.int32), ((7,), np.float32))
+    holders, lock, clashes = {}, threading.Lock(), []
+
+    def entry(first, stop, *buffers):
+        keys = [b.ctypes.data for b in buffers]
+        with lock:
+            clashes.extend(k for k in keys if k in holders)
+            holders.update(dict.fromkeys(keys, first))
+        buffers[0][...] = first  # written while held, as the plan tables are
+        time.sleep(0.0005)
+        assert (buffers[0] == first).all()  # nobody else wrote it meanwhile
+        with lock:
+            for k in keys:
+                del holders[k]
+
+    def calls(_):
+        for _ in range(20):
+            _threads.run_shared(entry, 4, (), 2, scratch)
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(calls, range(4)))
+    assert clashes == []
+
+
+def test_ended_shares_give_small_scratch_back_and_large_not():
+    small = (((4, 16), np.int32),)
+    large = (((_threads._SPARE_MAX_BYTES // 4 + 1,), np.float32),)
+    seen = {}
+
+    def entry(first, stop, buffer):
+        seen.setdefault(buffer.nbytes, []).append(buffer.ctypes.data)
+
+    for scratch in (small, large):
+        _threads.run_shared(entry, 1, (), 1, scratch)
+        _threads.run_shared(entry, 1, (), 1, scratch)
+    small_addresses = seen[4 * 16 * 4]
+    assert small_addresses[0] == small_addresses[1]  # the same set again
+    assert _threads._spare.get(large) is False  # never kept
+
+
 def test_threads_for_leaves_small_work_on_one_thread(monkeypatch):
     monkeypatch.delenv("GRIDSAMPLE_THREAD_MIN_WORK")  # the default
     assert _threads.min_work() == _threads.MIN_TAPS_PER_THREAD

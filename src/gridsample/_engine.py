@@ -589,6 +589,7 @@ class PreparedForward:
         self.grid_shape = (plan.grid_batch, plan.out_points, r)
         # Blocks of the call's own points (chunks have their own).
         self.blocks = self._blocks(plan.out_points, plan.batch, self.threads, self.one_pass)
+        self._layouts = {}  # (scratch, groups) by their sizing (_layout)
 
     def run(self, x: np.ndarray, grid: np.ndarray, chunks=None, affine=None) -> np.ndarray:
         """The output for ``x`` and ``grid`` of the plan's layout (:func:`run_forward`)."""
@@ -665,21 +666,13 @@ class PreparedForward:
         from ``source`` (the grid, or affine maps), a group of channels at a time;
         ``one_pass``: whether ``entry`` plans and sums in one pass (default: whether it is
         the grid's one-pass entry)."""
-        plan = self.plan
         if one_pass is None:
             one_pass = entry is self.vector and self.one_pass
         sizing = self.blocks if self.blocks[0] == (points, batch, threads, one_pass) else \
             self._blocks(points, batch, threads, one_pass)
-        tasks, block, tables = sizing[1:]
-        # The planners' copy of a block's coordinates; affine maps make each block's points
-        # as well.
-        scratch = tables + (((plan.rank * block,), source[0].dtype),)
-        if len(source) > 1:
-            scratch += (((plan.rank * block,), source[0].dtype),)
+        tasks, block = sizing[1:3]
+        scratch, groups = self._layout(sizing, source[0].dtype, len(source), scattered)
         xs_c, os_c = self.xs_c, self.os_c
-        # Channels innermost in memory in one group: each tap's line holds them all.
-        groups = ([(0, plan.channels)] if self.channels_innermost else
-                  channel_groups(plan.channels, self.channel_bytes, self.plane_bytes, scattered))
         for c0, count in groups:
             if c0:
                 xs, outs, outside = xflat[c0 * xs_c:], outflat[c0 * os_c:], self.outside[c0:]
@@ -689,6 +682,28 @@ class PreparedForward:
                     outs, self.os_n, os_c, self.os_p, count, block, self.wconst,
                     self.conv.kind, outside)
             run_claimed(entry, tasks, args, threads, scratch)
+
+    def _layout(self, sizing: tuple, coord_dtype, sources: int, scattered: bool) -> tuple:
+        """``(scratch, groups)`` of a vector run sized by ``sizing`` (:meth:`_blocks`) whose
+        coordinates come from ``sources`` arrays of ``coord_dtype``: the ``(shape, dtype)``
+        of each share's buffers, and the ``(first channel, count)`` of each channel group;
+        kept for the prepared run's calls (the same objects each call, so that the pool
+        finds the buffers ended shares gave back by their description at once)."""
+        key = (sizing, coord_dtype, sources, scattered)
+        layout = self._layouts.get(key)
+        if layout is None:
+            plan, block, tables = self.plan, sizing[2], sizing[3]
+            # The planners' copy of a block's coordinates; affine maps make each block's
+            # points as well.
+            scratch = tables + (((plan.rank * block,), coord_dtype),) * min(sources, 2)
+            # Channels innermost in memory in one group: each tap's line holds them all.
+            groups = ([(0, plan.channels)] if self.channels_innermost else
+                      channel_groups(plan.channels, self.channel_bytes, self.plane_bytes,
+                                     scattered))
+            if len(self._layouts) >= 16:  # chunked calls: a few sizes; never many
+                self._layouts.clear()
+            layout = self._layouts[key] = (scratch, groups)
+        return layout
 
     def _blocks(self, points: int, batch: int, threads: int, one_pass: bool) -> tuple:
         """``((points, batch, threads, one_pass), tasks, block, tables)`` of a vector entry's

@@ -36,6 +36,7 @@ import numpy as np
 from ._claims import claims_for, done_slot, started_slot
 from ._environ import getenv
 from ._errors import GridSampleError
+from ._spin import spin_until_set
 
 __all__ = ["num_threads", "threads_for", "min_work", "run_shared", "run_claimed", "run_jobs",
            "compile_pool",
@@ -245,6 +246,47 @@ def _buffers(scratch: tuple) -> list:
     return [np.empty(shape, dtype) for shape, dtype in scratch]
 
 
+# Scratch sets of ended shares, by their ``scratch`` description, for the next call with the
+# same one (a small call made 3-6 arrays for its shares: ~1 µs of its ~10 µs of Python).
+# Only small sets are kept (a large call's are few against its work), at most
+# _SPARE_SETS a description, and the whole is emptied past _SPARE_KINDS descriptions.
+# ``list.pop`` and ``list.append`` are atomic under the GIL: concurrent calls never get
+# the same set.
+_spare: dict = {}
+_SPARE_SETS = 8
+_SPARE_KINDS = 32
+_SPARE_MAX_BYTES = 64 << 10
+
+
+def _take_buffers(scratch: tuple) -> list:
+    """A scratch set for a share: one an ended share gave back, else a new one."""
+    sets = _spare.get(scratch)
+    if sets:
+        try:
+            return sets.pop()
+        except IndexError:  # another thread took the last one
+            pass
+    return _buffers(scratch)
+
+
+def _give_back(scratch: tuple, sets: list) -> None:
+    """Keep the scratch ``sets`` of ended shares for later calls (small ones only)."""
+    kept = _spare.get(scratch)
+    if kept is None:
+        if len(_spare) >= _SPARE_KINDS:
+            _spare.clear()
+        small = 0 < sum(b.nbytes for b in sets[0]) <= _SPARE_MAX_BYTES
+        kept = _spare.setdefault(scratch, [] if small else False)
+    if kept is False:  # too large (or nothing) to keep
+        return
+    # Last share's first: the next call's share 0 (the calling thread's) takes share 0's
+    # set again, whose lines are in that core's cache.
+    for buffers in reversed(sets):
+        if len(kept) >= _SPARE_SETS:
+            return
+        kept.append(buffers)
+
+
 def run_claimed(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()) -> None:
     """:func:`run_shared` for an entry whose shares claim their tasks as they go
     (:mod:`gridsample._claims`): share ``w`` is ``entry(w, claims, *args, *buffers)``, and
@@ -253,42 +295,46 @@ def run_claimed(entry, tasks: int, args: tuple, threads: int, scratch: tuple = (
     caller's share (0) returns once the workers that started theirs are done."""
     shares = max(1, min(threads, tasks))
     if shares == 1:
-        entry(0, claims_for(tasks, 1), *args, *_buffers(scratch))
+        buffers = _take_buffers(scratch)
+        entry(0, claims_for(tasks, 1), *args, *buffers)
+        _give_back(scratch, [buffers])
         return
     _pool.ensure(shares - 1)
     claims = claims_for(tasks, shares, _pool.wait)
-
-    def share(first, stop, *rest):
-        entry(first, claims, *rest)
-
-    run_shared(share, shares, args, shares, scratch, sync=claims)
+    _split(entry, [(w, claims, *args) for w in range(shares)], scratch, claims)
 
 
-def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = (),
-               sync=None) -> None:
+def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()) -> None:
     """Split ``range(tasks)`` into ``min(threads, tasks)`` contiguous shares, run in parallel.
 
-    Share ``w`` is ``entry(first, stop, *args, *buffers)``, ``buffers`` a new
-    ``np.empty(shape, dtype)`` for each ``(shape, dtype)`` of ``scratch``: the
-    vector entries' plan tables, one set per share, passed in (not allocated
-    inside) so that the compiled entry sees them as arguments that alias
-    nothing.  Contiguous shares keep neighbouring blocks -- which read
-    neighbouring input on smooth grids -- in one core's cache (measured:
-    striding blocks across threads was 1.3-1.6x slower).
-
-    ``sync``: a claims array (:func:`gridsample._claims.claims_for` of ``min(threads,
-    tasks)`` shares) whose started and done flags the shares set, for the caller's join
-    (:func:`gridsample._claims.join_shares`).
+    Share ``w`` is ``entry(first, stop, *args, *buffers)``, ``buffers`` an
+    ``np.empty(shape, dtype)`` for each ``(shape, dtype)`` of ``scratch`` (its own: no
+    other running share has it): the vector entries' plan tables, one set per share,
+    passed in (not allocated inside) so that the compiled entry sees them as arguments
+    that alias nothing.  Contiguous shares keep neighbouring blocks -- which read
+    neighbouring input on smooth grids -- in one core's cache (measured: striding blocks
+    across threads was 1.3-1.6x slower).
     """
     shares = max(1, min(threads, tasks))
     if shares == 1:
-        entry(0, tasks, *args, *_buffers(scratch))
+        buffers = _take_buffers(scratch)
+        entry(0, tasks, *args, *buffers)
+        _give_back(scratch, [buffers])
         return
     bounds = [tasks * w // shares for w in range(shares + 1)]
+    _split(entry, [(bounds[w], bounds[w + 1], *args) for w in range(shares)], scratch)
 
-    def share_args(w):
-        return (bounds[w], bounds[w + 1], *args, *_buffers(scratch))
 
+def _split(entry, heads: list, scratch: tuple, sync=None) -> None:
+    """Run share ``w`` = ``entry(*heads[w], *buffers)`` for every ``w``: share 0 on the
+    calling thread, the others by the pool (or by the caller, once its own is done, where
+    no worker has taken them yet).
+
+    ``sync``: a claims array (:func:`gridsample._claims.claims_for` of ``len(heads)``
+    shares) whose started and done flags the shares set, for the caller's join
+    (:func:`gridsample._claims.join_shares`).
+    """
+    shares = len(heads)
     pool = _pool
     pool.ensure(shares - 1)
     # Share w > 0 goes to the pool; whoever claims it first runs it: a worker, or the
@@ -298,23 +344,22 @@ def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()
         flags, first_done = np.zeros(shares, np.int64), 0
     else:  # the done flags are the claims array's last words
         flags, first_done = sync, done_slot(shares, 0)
+    sets = [_take_buffers(scratch) for _ in range(shares)]
     errors = []
     dones = [threading.Lock() for _ in range(shares)]
     for done in dones[1:]:
         done.acquire()
-    jobs = [(_Share(entry, share_args(w),
+    jobs = [(_Share(entry, (*heads[w], *sets[w]),
                     None if sync is None else (sync, started_slot(shares, w))),
              flags, first_done + w, dones[w], errors)
             for w in range(1, shares)]
-    mine = share_args(0)
+    mine = (*heads[0], *sets[0])
     failed = True
     try:
         pool.post(jobs)
         entry(*mine)
         failed = False
     finally:
-        from ._spin import spin_until_set
-
         del mine
         for share, _, slot, done, _ in jobs:
             work = share.claim()  # not started: run it here (dropped once anything failed)
@@ -333,6 +378,8 @@ def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()
         spin_until_set(flags, first_done + 1, pool.wait)
         for done in dones[1:]:
             done.acquire()
+    if not errors:  # every share has ended: their buffers are free
+        _give_back(scratch, sets)
     if errors:
         try:
             raise errors[0]
