@@ -172,34 +172,59 @@ def test_concurrent_callers_each_get_all_their_shares():
         assert got == [(0, 2, i), (2, 4, i), (4, 6, i)]
 
 
-def test_no_two_running_shares_hold_the_same_scratch():
+@pytest.mark.parametrize("claimed", [False, True])
+def test_no_two_running_shares_hold_the_same_scratch(claimed):
     """Scratch sets of ended shares are handed to later calls; concurrent calls, and the
-    shares of one call, each run with sets no other running share holds."""
+    shares of one call, each run with sets no other running share holds.  Shares after the
+    first outlast it, so a set given back before a call's last share ended would be taken
+    by another call while still held."""
     scratch = (((3, 5), np.int32), ((7,), np.float32))
     holders, lock, clashes = {}, threading.Lock(), []
 
-    def entry(first, stop, *buffers):
+    def entry(share, _, *buffers):
         keys = [b.ctypes.data for b in buffers]
         with lock:
             clashes.extend(k for k in keys if k in holders)
-            holders.update(dict.fromkeys(keys, first))
-        buffers[0][...] = first  # written while held, as the plan tables are
-        time.sleep(0.0005)
-        assert (buffers[0] == first).all()  # nobody else wrote it meanwhile
+            holders.update(dict.fromkeys(keys, share))
+        buffers[0][...] = share  # written while held, as the plan tables are
+        time.sleep(0.0003 if share == 0 else 0.003)
+        assert (buffers[0] == share).all()  # nobody else wrote it meanwhile
         with lock:
             for k in keys:
                 del holders[k]
 
+    run = _threads.run_claimed if claimed else _threads.run_shared
+
     def calls(_):
-        for _ in range(20):
-            _threads.run_shared(entry, 4, (), 2, scratch)
+        for _ in range(15):
+            run(entry, 4, (), 2, scratch)
 
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(calls, range(4)))
     assert clashes == []
 
 
-def test_ended_shares_give_small_scratch_back_and_large_not():
+def test_share_zero_takes_its_own_set_again(monkeypatch):
+    """The next call's calling thread gets the set its share 0 had; no more than
+    _SPARE_SETS sets are kept, the first shares' ones."""
+    monkeypatch.setattr(_threads, "_spare", {})
+    scratch = (((2, 8), np.int32),)
+    seen = []
+    shares = _threads._SPARE_SETS + 2
+
+    def entry(first, stop, buffer):
+        seen.append((first, buffer.ctypes.data))
+
+    for _ in range(3):
+        _threads.run_shared(entry, shares, (), shares, scratch)
+    first_call, later = seen[:shares], seen[shares:]
+    share0 = [address for first, address in first_call if first == 0]
+    assert [address for first, address in later if first == 0] == share0 * 2
+    assert len(_threads._spare[scratch]) == _threads._SPARE_SETS
+
+
+def test_ended_shares_give_small_scratch_back_and_large_not(monkeypatch):
+    monkeypatch.setattr(_threads, "_spare", {})
     small = (((4, 16), np.int32),)
     large = (((_threads._SPARE_MAX_BYTES // 4 + 1,), np.float32),)
     seen = {}

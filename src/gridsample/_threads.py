@@ -260,6 +260,8 @@ _SPARE_MAX_BYTES = 64 << 10
 
 def _take_buffers(scratch: tuple) -> list:
     """A scratch set for a share: one an ended share gave back, else a new one."""
+    if not scratch:
+        return []
     sets = _spare.get(scratch)
     if sets:
         try:
@@ -271,20 +273,20 @@ def _take_buffers(scratch: tuple) -> list:
 
 def _give_back(scratch: tuple, sets: list) -> None:
     """Keep the scratch ``sets`` of ended shares for later calls (small ones only)."""
+    if not scratch:
+        return
     kept = _spare.get(scratch)
     if kept is None:
         if len(_spare) >= _SPARE_KINDS:
             _spare.clear()
-        small = 0 < sum(b.nbytes for b in sets[0]) <= _SPARE_MAX_BYTES
+        small = sum(b.nbytes for b in sets[0]) <= _SPARE_MAX_BYTES
         kept = _spare.setdefault(scratch, [] if small else False)
     if kept is False:  # too large (or nothing) to keep
         return
-    # Last share's first: the next call's share 0 (the calling thread's) takes share 0's
-    # set again, whose lines are in that core's cache.
-    for buffers in reversed(sets):
-        if len(kept) >= _SPARE_SETS:
-            return
-        kept.append(buffers)
+    # The first shares' sets, share 0's last: the next call's share 0 (the calling
+    # thread's) takes share 0's set again, whose lines are in that core's cache.
+    room = max(0, _SPARE_SETS - len(kept))
+    kept.extend(reversed(sets[:room]))
 
 
 def run_claimed(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()) -> None:
