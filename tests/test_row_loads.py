@@ -286,16 +286,19 @@ def test_group_plans_and_sums_by_hand(rng, mode, rank):
         base = starts if ps else starts + rng.integers(0, 30, off.shape[1]) * width
         for t, x in enumerate(xs):
             off[x] = base + t
-    spoil = rng.choice(nb, size=nb // 3, replace=False)
+    spoil = rng.choice(nb, size=nb // 2, replace=False)
     outside = -1 if not parts else -2 ** 31
     for k, j in enumerate(spoil):
-        how = k % 3
+        how = k % 4
         if how == 0:
             off[x_rows[-1], j] = outside  # a tap outside
         elif how == 1:
             off[x_rows[1], j] = off[x_rows[0], j]  # padded: a repeated tap (border)
-        else:
+        elif how == 2:
             off[(parts or x_rows)[-1], j] = outside  # a row outside
+        else:  # void: no tap inside (every x tap out, or for per-axis plans every row)
+            for row in (parts if parts and k % 8 == 3 else x_rows):
+                off[row, j] = outside
     # Stale entries past the block, far out yet looking as if they qualified: never read.
     for xs, _ in kernel.rows:
         for t, x in enumerate(xs):
@@ -303,6 +306,13 @@ def test_group_plans_and_sums_by_hand(rng, mode, rank):
     for p in parts:
         off[p, nb:] = 2 ** 28
     expected = np.ones(nb, bool)
+    void = np.ones(nb, bool)  # no tap inside, by the gathering rule
+    for xs, ps in kernel.rows:
+        row_in = np.ones(nb, bool)
+        for p in ps:
+            row_in &= off[p, :nb] >= 0
+        for x in xs:
+            void &= ~((off[x, :nb] >= 0) & row_in)
     for xs, ps in kernel.rows:
         x0 = off[xs[0], :nb].astype(np.int64)
         expected &= x0 >= 0
@@ -316,12 +326,15 @@ def test_group_plans_and_sums_by_hand(rng, mode, rank):
         j0 = g * lanes
         mask = plan(off, j0, nb)
         bits = np.array([(mask >> p) & 1 for p in range(lanes)], bool)
+        voids = np.array([(mask >> (lanes + p)) & 1 for p in range(lanes)], bool)
         live = np.arange(j0, j0 + lanes) < nb
-        np.testing.assert_array_equal(bits[live], ~expected[j0:j0 + lanes][live[live]])
-        assert not bits[~live].any()
+        missed, empty = ~expected[j0:j0 + lanes], void[j0:j0 + lanes]
+        np.testing.assert_array_equal(bits[live], (missed & ~empty)[live[live]])
+        np.testing.assert_array_equal(voids[live], (missed & empty)[live[live]])
+        assert not bits[~live].any() and not voids[~live].any()
         assert mask == _row_loads._plan_interpreted(kernel, interpreted, j0, nb)
         off[last, j0] = interpreted[last, j0] = mask  # as the sweep stores it
-    assert (~expected).any() and expected.any()
+    assert (~expected & ~void).any() and void.any() and expected.any()
     np.testing.assert_array_equal(off[:, :nb], interpreted[:, :nb])  # the same row starts
     for r, (xs, ps) in enumerate(kernel.rows):  # a qualifying point's row: its first tap
         row = off[kernel.plan_rows + r, :nb]

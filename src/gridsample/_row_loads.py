@@ -28,10 +28,16 @@ points past the block's end are neither read nor stored.  (The misses were once 
 after the groups by the gathering sweep's per-point sum: that code cost a first call
 ~0.7 s of compiling.)
 
+A miss with no tap inside (a point outside X, beyond the reach of its taps: half the points
+of a warp that moves the image half out) is "void": every tap reads the outside value, so
+its lanes of the row loads' tap vectors are replaced by that value at once, without the
+miss loop (which cost such warps 2.3x the time of one that stays inside).
+
 The plan table of a row-load sweep has :data:`ROW_LOAD_ROWS` int32 rows after its
 kernel's own: one per row of taps, the flat offset of the row's first tap (0 for a point
-that does not qualify), then, at the first point of each group, the mask of the group's
-misses (bit ``p`` for point ``j0 + p``; the table's last row).  Its rows are
+that does not qualify), then, at the first point of each group, the group's masks (the
+table's last row): its misses with a tap inside (bit ``p`` for point ``j0 + p``) and its
+void points (bit ``LANES + p``).  Its rows are
 :func:`table_width` wide: a whole number of groups, so that the last group's loads stay
 in the table.
 """
@@ -226,7 +232,7 @@ class _Emitter:
         8 lanes, a group without misses takes a copy of the code without the miss loops
         (:data:`_MISS_FREE_COPY`)."""
         b = self.builder
-        misses = b.load(self.row(self.oa, kernel.mask_row))
+        misses = b.load(self.row(self.oa, kernel.mask_row))  # misses | void << LANES
         if not _MISS_FREE_COPY:
             self._sums(kernel, planes, outs, zeros, count, misses)
             return
@@ -238,8 +244,14 @@ class _Emitter:
                 self._sums(kernel, planes, outs, zeros, count, None)
 
     def _sums(self, kernel: _Kernel, planes, outs, zeros, count, misses):
-        """:meth:`sums`, the misses read where ``misses`` (an i32 mask) is given."""
+        """:meth:`sums`, the misses read where ``misses`` (the group's i32 word of masks:
+        :meth:`plan`) is given."""
         b, lanes = self.builder, LANES
+        if misses is not None:
+            voids = b.lshr(misses, ir.Constant(self.i32, lanes))
+            void = b.bitcast(b.trunc(voids, ir.IntType(lanes)),
+                             ir.VectorType(ir.IntType(1), lanes))
+            misses = b.and_(misses, ir.Constant(self.i32, (1 << lanes) - 1))
         weights = {}
 
         def weight(k):
@@ -261,6 +273,12 @@ class _Emitter:
             taps = [self.taps([self.load(b.gep(plane.data, [s]), self.fl, kernel.taps)
                                for s in starts], kernel.taps) for plane in planes]
             if misses is not None:
+                # A point with no tap inside reads the outside value at every tap, as the
+                # gathering sweep does: its lanes of every tap vector replaced at once (a
+                # branch around the selects for groups without such points measured no
+                # faster).
+                taps = [[b.select(void, Lanes(b, lanes).splat(zero), tap) for tap in plane]
+                        for plane, zero in zip(taps, zeros)]
                 # Row by row: the vectors a miss loop carries stay few (one row's taps).
                 taps = self._insert_misses((x_rows, parts), planes, zeros, misses, taps)
             for c, plane_taps in enumerate(taps):
@@ -341,8 +359,9 @@ class _Emitter:
                                 b.gep(at, [loop.index]))
 
     def plan(self, kernel: _Kernel, count):
-        """The row starts of the group's points; returns the mask of its misses (i64):
-        points that do not qualify, of the ``count`` (i64) left in the block."""
+        """The row starts of the group's points; returns its masks (i64, the int32 word the
+        sweep stores): of the ``count`` (i64) left in the block, the points that do not
+        qualify but have a tap inside (bit ``p``) and those with none (bit ``LANES + p``)."""
         b, lanes = self.builder, LANES
         vec = ir.VectorType(self.i32, lanes)
         rows = {}
@@ -355,18 +374,27 @@ class _Emitter:
         def splat(value):
             return ir.Constant(vec, [value] * lanes)
 
-        clean, starts = None, []
+        clean, starts, seen = None, [], None
         for x_rows, parts in kernel.rows:
             x0 = off(x_rows[0])
             ok = b.icmp_signed(">=", x0, splat(0))
             for t in range(1, len(x_rows)):  # contiguous, unpadded: x0 + t
                 ok = b.and_(ok, b.icmp_signed("==", off(x_rows[t]), b.add(x0, splat(t))))
             start = x0
+            row_in = None  # every part of the row's offsets inside
             for part in parts:
-                ok = b.and_(ok, b.icmp_signed(">=", off(part), splat(0)))
+                part_in = b.icmp_signed(">=", off(part), splat(0))
+                row_in = part_in if row_in is None else b.and_(row_in, part_in)
                 start = b.add(start, off(part))
+            if row_in is not None:
+                ok = b.and_(ok, row_in)
             clean = ok if clean is None else b.and_(clean, ok)
             starts.append(start)
+            # Whether some tap of the row lies inside (the gathering sweep's test).
+            for x in x_rows:
+                tap_in = b.icmp_signed(">=", off(x), splat(0))
+                tap_in = tap_in if row_in is None else b.and_(tap_in, row_in)
+                seen = tap_in if seen is None else b.or_(seen, tap_in)
         # Lanes past the block's end hold stale plan entries: neither clean nor missed.
         left = b.select(b.icmp_signed("<", count, ir.Constant(self.i64, lanes)), count,
                         ir.Constant(self.i64, lanes))
@@ -377,8 +405,12 @@ class _Emitter:
             ptr = b.bitcast(self.row(self.oa, kernel.plan_rows + r), ir.PointerType(vec))
             b.store(b.select(clean, start, splat(0)), ptr).align = 4
         ones = ir.Constant(ir.VectorType(ir.IntType(1), lanes), [1] * lanes)
-        misses = b.bitcast(b.and_(b.xor(clean, ones), live), ir.IntType(lanes))
-        return b.zext(misses, self.i64)
+        missed = b.and_(b.xor(clean, ones), live)
+        void = b.and_(missed, b.xor(seen, ones))  # no tap inside
+        misses = b.zext(b.bitcast(b.and_(missed, seen), ir.IntType(lanes)), self.i32)
+        void = b.zext(b.bitcast(void, ir.IntType(lanes)), self.i32)
+        # The table's int32 word, as a signed number (bit 31: lane 15's void bit).
+        return b.sext(b.or_(misses, b.shl(void, ir.Constant(self.i32, lanes))), self.i64)
 
 
 def _group_types(planes, outs, off, wts, j0, nb, zeros) -> bool:
@@ -459,7 +491,8 @@ def _tap_offset(kernel, off, r, t, j) -> int:
 def _group_interpreted(kernel, xc, off, wts, j0, oc, nb, zero):
     """The group sum as plain Python (``NUMBA_DISABLE_JIT=1``): the same float32
     operations in the same order, a miss's taps read one by one (outside: ``zero``)."""
-    misses = int(off[kernel.mask_row, j0])
+    word = int(off[kernel.mask_row, j0]) & 0xFFFFFFFF
+    misses = (word | word >> LANES) & ((1 << LANES) - 1)  # a void point: a miss here
     for j in range(j0, min(j0 + LANES, nb)):
         miss = (misses >> (j - j0)) & 1
         acc = None
@@ -494,8 +527,12 @@ def _plan_interpreted(kernel, off, j0, nb):
             clean &= all(int(off[part, j]) >= 0 for part in parts)
         for r in range(len(kernel.rows)):
             off[kernel.plan_rows + r, j] = _tap_offset(kernel, off, r, 0, j) if clean else 0
-        misses |= 0 if clean or j >= nb else 1 << p
-    return misses
+        if clean or j >= nb:
+            continue
+        seen = any(int(off[x, j]) >= 0 and all(int(off[part, j]) >= 0 for part in parts)
+                   for x_rows, parts in kernel.rows for x in x_rows)
+        misses |= 1 << p if seen else 1 << (p + LANES)
+    return misses - (1 << 32) if misses >= 1 << 31 else misses  # the table's int32
 
 
 def _functions(kernel: _Kernel):
@@ -508,7 +545,8 @@ def _functions(kernel: _Kernel):
 
     def plan(off, j0, nb):
         """Row starts of points ``j0 … j0 + LANES - 1`` of a planned block of ``nb`` points
-        (module docstring); returns the mask of its misses (bit ``p``: ``j0 + p``)."""
+        (module docstring); returns its masks (misses with a tap inside, bit ``p`` for
+        ``j0 + p``; void points, bit ``LANES + p``)."""
         return _plan_interpreted(kernel, off, j0, nb)
 
     def group(xc, off, wts, j0, oc, nb, zero):
