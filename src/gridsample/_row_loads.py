@@ -252,6 +252,7 @@ class _Emitter:
             void = b.bitcast(b.trunc(voids, ir.IntType(lanes)),
                              ir.VectorType(ir.IntType(1), lanes))
             misses = b.and_(misses, ir.Constant(self.i32, (1 << lanes) - 1))
+            outside = [Lanes(b, lanes).splat(zero) for zero in zeros]
         weights = {}
 
         def weight(k):
@@ -277,8 +278,8 @@ class _Emitter:
                 # gathering sweep does: its lanes of every tap vector replaced at once (a
                 # branch around the selects for groups without such points measured no
                 # faster).
-                taps = [[b.select(void, Lanes(b, lanes).splat(zero), tap) for tap in plane]
-                        for plane, zero in zip(taps, zeros)]
+                taps = [[b.select(void, value, tap) for tap in plane]
+                        for plane, value in zip(taps, outside)]
                 # Row by row: the vectors a miss loop carries stay few (one row's taps).
                 taps = self._insert_misses((x_rows, parts), planes, zeros, misses, taps)
             for c, plane_taps in enumerate(taps):

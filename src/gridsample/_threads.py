@@ -382,8 +382,8 @@ def _split(entry, heads: list, scratch: tuple, sync=None) -> None:
             done.acquire()
     if not errors:  # every share has ended: their buffers are free
         _give_back(scratch, sets)
-    if errors:
-        try:
-            raise errors[0]
-        finally:
-            errors.clear()  # the exception's traceback holds this frame: no cycle
+        return
+    try:
+        raise errors[0]
+    finally:
+        errors.clear()  # the exception's traceback holds this frame: no cycle
