@@ -513,6 +513,56 @@ def test_a_single_item_shares_both_vector_passes_at_any_thread_count(rng, monkey
         np.testing.assert_array_equal(gg, results[0][1])
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape,out,channel_last,mode", [
+    ((1, 3, 30, 40), (25, 35), False, "linear"),       # channel groups (G = 2 at two threads)
+    ((1, 1, 150, 140), (130, 140), False, "cubic"),     # one item, one channel: Q = 2 buffers
+    ((1, 130, 140, 3), (130, 130), True, "linear"),     # channel-last, one item: Q = 2
+    ((3, 2, 20, 24), (18, 22), False, "nearest"),       # a batch
+    ((2, 20, 24, 5), (18, 22), True, "linear"),         # a channel-last batch
+    ((2, 1, 12, 14, 10), (9, 11, 8), False, "linear"),  # 3-D
+])
+def test_input_gradient_zeroes_its_own_buffers(rng, monkeypatch, threads, shape, out,
+                                               channel_last, mode):
+    """The vector scatter's buffers come from ``np.empty`` and each task zeroes its own part
+    (gridsample._grad_vector.run_scatter_blocks): with every fresh array of the backward
+    filled with NaN, dL/dx is still the general kernels' (which add into zeroed buffers)."""
+    from gridsample import _backward
+    from gridsample._engine import use_kernels
+
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip("needs 2 Numba threads")
+    x, grid = random_case(rng, shape, out, x_dtype=np.float32, grid_dtype=np.float32)
+    go = grad_output_like(rng, x, grid, channel_last=channel_last)
+
+    made = []
+
+    class NaNEmpty:  # numpy, but np.empty gives arrays full of NaN
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        @staticmethod
+        def empty(shape, dtype=float):
+            made.append(shape)
+            return np.full(shape, np.nan, dtype)
+
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(threads)
+        with use_kernels("general"):
+            expected, _ = gridsample.grid_sample_backward(go, x, grid, mode, "zeros",
+                                                          channel_last=channel_last)
+        monkeypatch.setattr(_backward, "np", NaNEmpty())
+        with use_kernels("vector"):
+            got, _ = gridsample.grid_sample_backward(go, x, grid, mode, "zeros",
+                                                     channel_last=channel_last)
+    finally:
+        numba.set_num_threads(before)
+    assert made, "the vector scatter did not run"
+    assert not np.isnan(expected).any()
+    np.testing.assert_array_equal(got, expected)
+
+
 @pytest.mark.parametrize("Q", [1, 2, 3])
 @pytest.mark.parametrize("chunk", [7, 1 << 16])
 def test_per_thread_buffers_are_added_in_order(rng, Q, chunk):

@@ -314,7 +314,9 @@ class PreparedGradients:
             entry = gk.BACKWARD_ENTRIES.get((r, plan.kernel_mode), gk.backward_nd)
             run_shared(entry, plan.batch * G * Q, (args,), threads)
 
-        gxbuf = np.zeros(Q * self.x_size, dt) if want_x else None
+        # The vector scatter zeroes its own parts of the buffers (run_scatter_blocks).
+        gxbuf = None if not want_x else (np.empty if self.scatter is not None else np.zeros)(
+            Q * self.x_size, dt)
         # The input gradient's tasks first (the largest jobs), then the grid gradient's
         # blocks in runs (self.shared_jobs).
         both = self.shared_jobs
@@ -373,7 +375,8 @@ class PreparedGradients:
         tasks scatter into ``gxbuf`` (``Q`` buffers of X's size)."""
         plan = self.plan
         block = block_size(-(-plan.out_points // self.Q), plan.batch, self.K, self.threads)
-        return (gxbuf, self.G, self.Q, self.xs_n, self.xs_c, self.sizes, self.strides,
+        return (gxbuf, self.G, self.Q, self.x_size // plan.batch, self.xs_c, self.sizes,
+                self.strides,
                 self.axc, self.kc, grid3, gflat, self.gs_n, self.gs_c, self.gs_p, self.x_size,
                 plan.channels, block, self.wconst)
 

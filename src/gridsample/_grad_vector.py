@@ -626,6 +626,14 @@ def run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, ax
     points ``q*P//Q .. (q+1)*P//Q - 1`` in blocks, scattered into buffer
     ``q`` (``gx_q`` elements apart).  The same split and order as
     :func:`gridsample._grad_kernels.run_backward`.
+
+    The buffers come uninitialized: each task first zeroes the part it scatters into (X
+    is contiguous in its own layout, ``xs_n`` elements an item): channels ``c0 … c1 - 1``
+    of item ``n`` (channel-first planes, ``xs_c`` elements each), or, as one group, the
+    whole item (any layout).  Every part belongs to one task, and a part zeroed by the
+    thread that then scatters into it is in that core's cache, not in the caller's, where
+    zeroing the buffers before the call left it (docs/kernels.md, "Each task zeroes its own
+    part of dL/dx").
     """
     P = grid.shape[1]
     gcoords = grid.reshape(grid.size)
@@ -633,6 +641,7 @@ def run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, ax
     off = np.empty((K, block), np.int32)
     wts = np.empty((K, block), wconst.dtype)
     coords = np.empty(rank * block, grid.dtype)  # the planners' scratch
+    zero = wconst[0]
     for task in range(first, stop):
         n = task // (G * Q)
         g = (task // Q) % G
@@ -640,6 +649,9 @@ def run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, ax
         c0, c1 = g * C // G, (g + 1) * C // G
         ps, pe = q * P // Q, (q + 1) * P // Q
         gn = 0 if grid.shape[0] == 1 else n
+        base = q * gx_q + n * xs_n
+        part = gxflat[base:base + xs_n] if G == 1 else gxflat[base + c0 * xs_c:base + c1 * xs_c]
+        part[:] = zero
         for p0 in range(ps, pe, block):
             nb = min(block, pe - p0)
             plan(gcoords[(gn * P + p0) * rank:], nb, axc, kc, sizes, strides, one, nanw, off,
