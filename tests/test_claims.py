@@ -50,6 +50,22 @@ def _drain(claims, share, order):
     return n
 
 
+@pytest.mark.parametrize("first,stop", [(0, 0), (0, 1), (5, 6), (3, 11)])
+def test_claims_of_range_runs_that_range_alone(first, stop):
+    """A job's claims (the backward's jobs: gridsample._threads.run_jobs): its one share
+    takes exactly ``first … stop - 1``, in order."""
+    claims = _claims.claims_of_range(first, stop)
+    order = np.full(16, -1, np.int64)
+    n = _drain(claims, 0, order)
+    assert order[:n].tolist() == list(range(first, stop))
+
+
+@pytest.mark.parametrize("first,stop", [(-1, 2), (4, 3), (0, 1 << 31)])
+def test_claims_of_range_refuses_what_a_word_cannot_hold(first, stop):
+    with pytest.raises(ValueError, match="first <= stop"):
+        _claims.claims_of_range(first, stop)
+
+
 def test_a_share_takes_its_range_then_the_others_from_the_back():
     claims = _claims.claims_for(12, 3)  # ranges 0-3, 4-7, 8-11
     order = np.full(12, -1, np.int64)

@@ -241,7 +241,7 @@ _GRAD_SWEEP_ARGS = "xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, z
 #: The grid gradients with an entry that plans and sums in one pass
 #: (``_grad_vector.run_grad_{mode}_{rank}d_one``), by (mode, rank): the padding variants.
 GRAD_ONE_PASS = {("linear", 2): ("zeros", "border")}
-_GRAD_ENTRY_ARGS = ("first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat, "
+_GRAD_ENTRY_ARGS = ("share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat, "
                     "gs_n, gs_c, gs_p, ggrid, C, block")
 
 
@@ -252,8 +252,8 @@ SCATTERS = {("linear", 2): "scatter_fused", ("nearest", 2): "scatter_fused",
             ("linear", 3): "scatter_linear_3d", ("cubic", 3): "scatter_cubic_3d"}
 _PLAN_ARGS = "grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords"
 _SCATTER_ARGS = "gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K"
-_INPUT_ENTRY_ARGS = ("first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat, "
-                     "gs_n, gs_c, gs_p, gx_q, C, block, wconst")
+_INPUT_ENTRY_ARGS = ("share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, "
+                     "gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst")
 
 
 def render_grad() -> str:
@@ -280,7 +280,8 @@ def render_grad() -> str:
         '"""The backward\'s vector-planned variants: grid-gradient and input-gradient entries',
         "per (mode, rank, padding), one for all the index paddings.",
         "",
-        "Grid-gradient entries run blocks ``first .. stop - 1`` with",
+        "Grid-gradient entries run the blocks their share claims (``share``, ``claims``:",
+        ":mod:`gridsample._claims`) with",
         ":func:`gridsample._grad_vector.run_grid_grad_blocks`, input-gradient entries with",
         ":func:`gridsample._grad_vector.run_scatter_blocks`, each with its planner and sweep",
         "(or scatter) functions;",

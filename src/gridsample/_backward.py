@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import _grad_kernels as gk
+from ._claims import claims_of_range
 from ._dtypes import dtype_name, is_string
 from ._engine import (
     PLANAR_MAX_CHANNELS,
@@ -51,7 +52,7 @@ from ._plan import ForwardPlan, as_array, common_padding, plan_forward
 from ._prepared import PreparedCache, signature
 from ._registry import taps_per_point
 from ._splines import coefficient_plan, input_gradient
-from ._threads import run_jobs, run_shared, threads_for
+from ._threads import run_claimed, run_jobs, run_shared, threads_for
 from ._vector import fits_int32
 
 __all__ = ["grid_sample_backward", "GRAD_DTYPE_NAMES"]
@@ -322,25 +323,26 @@ class PreparedGradients:
         both = self.shared_jobs
         if both:
             scatter_args = self._scatter_args(gxbuf, grid3, gflat)
-            jobs = [(self.scatter, (t, t + 1, *scatter_args))
+            jobs = [(self.scatter, (0, claims_of_range(t, t + 1), *scatter_args))
                     for t in range(plan.batch * G * Q)]
             tasks, grid_args = self._grid_grad_args(xflat, grid3, gflat, ggrid)
             run = max(1, tasks // (_GRID_GRAD_JOBS_PER_THREAD * threads))
-            jobs += [(self.vector, (t, min(t + run, tasks), *grid_args))
+            jobs += [(self.vector, (0, claims_of_range(t, min(t + run, tasks)), *grid_args))
                      for t in range(0, tasks, run)]
             run_jobs(jobs, threads)
         elif self.vector is not None:
-            # The branch-free grid-gradient kernels: blocks of points, one task each.
+            # The branch-free grid-gradient kernels: blocks of points, one task each, claimed
+            # by the threads as they go.
             tasks, grid_args = self._grid_grad_args(xflat, grid3, gflat, ggrid)
-            run_shared(self.vector, tasks, grid_args, threads)
+            run_claimed(self.vector, tasks, grid_args, threads)
         elif grid_in_kernel and not self.fused:
             chunks = max(1, min(-(-4 * threads // plan.batch),
                                 plan.out_points // _MIN_BLOCK_POINTS))
             launch(1, chunks, np.zeros(1, dt), ggrid, False, True)
         if want_x and not both:
             if self.scatter is not None:
-                run_shared(self.scatter, plan.batch * G * Q,
-                           self._scatter_args(gxbuf, grid3, gflat), threads)
+                run_claimed(self.scatter, plan.batch * G * Q,
+                            self._scatter_args(gxbuf, grid3, gflat), threads)
             else:
                 launch(G, Q, gxbuf, ggrid if self.fused else np.zeros((1, 1, r), dt), True,
                        self.fused)

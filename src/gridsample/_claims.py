@@ -40,8 +40,8 @@ from numba.extending import intrinsic
 
 from ._spin import _emit_pause
 
-__all__ = ["CLAIM_STRIDE", "claims_for", "claim_task", "join_shares", "started_slot",
-           "done_slot"]
+__all__ = ["CLAIM_STRIDE", "claims_for", "claims_of_range", "claim_task", "join_shares",
+           "started_slot", "done_slot"]
 
 #: int64 elements between two shares' range words: 64 bytes, a cache line (or two) apart.
 CLAIM_STRIDE = 8
@@ -83,6 +83,16 @@ def claims_for(tasks: int, shares: int, wait_rounds: int = 0) -> np.ndarray:
             _TEMPLATES.clear()
         _TEMPLATES[key] = template
     return template.copy()
+
+
+def claims_of_range(first: int, stop: int) -> np.ndarray:
+    """The claims array of one share that runs tasks ``first … stop - 1`` alone (a job of
+    :func:`gridsample._threads.run_jobs`: no other share, no join)."""
+    if not 0 <= first <= stop < _MAX_TASKS:
+        raise ValueError(f"tasks {first} … {stop - 1}: 0 <= first <= stop < {_MAX_TASKS}")
+    claims = np.zeros(_PER_SHARE, np.int64)
+    claims[0] = stop << 32 | first
+    return claims
 
 
 def _make_claims(tasks: int, shares: int, wait_rounds: int) -> np.ndarray:

@@ -47,6 +47,7 @@ import math
 
 import numpy as np
 
+from ._claims import claim_task, join_shares
 from ._dtypes import KIND_NATIVE
 from ._jit import skeleton
 from ._registry import PAD_BORDER, PAD_REFLECTION, PAD_ZEROS
@@ -234,7 +235,7 @@ def _sum_grad_linear_2d(grid, nb, pad, ax0, ax1, st0, st1, xflat, xs_c, gflat, g
 
 
 @skeleton
-def run_grad_linear_2d_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+def run_grad_linear_2d_one(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                            gflat, gs_n, gs_c, gs_p, ggrid, C, block, pad):
     """:func:`run_grid_grad_blocks` of a 2-D linear grid gradient planned and summed in one
     pass, a group of points at a time, without plan tables (:func:`_sum_grad_linear_2d`):
@@ -250,7 +251,10 @@ def run_grad_linear_2d_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
     tail_points = np.zeros(2 * LANES, grid.dtype)
     tail_go = np.zeros(C * LANES, gflat.dtype)
     tail_rows = np.empty(2 * LANES, ggrid.dtype)
-    for task in range(first, stop):
+    while True:
+        task = claim_task(claims, share)
+        if task < 0:
+            break
         n = task // nblk
         p0 = (task - n * nblk) * block
         nb = min(block, P - p0)
@@ -259,6 +263,7 @@ def run_grad_linear_2d_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, 
                             xflat[n * xs_n:], xs_c, gflat[n * gs_n + p0:], gs_c, C,
                             ggrid[n, p0:p0 + nb].reshape(nb * 2), tail_points, tail_go,
                             tail_rows)
+    join_shares(claims, share)
 
 
 @skeleton
@@ -445,9 +450,10 @@ def sweep_grad_cubic_2d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, ac
 
 
 @skeleton
-def run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+def run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                          gflat, gs_n, gs_c, gs_p, ggrid, C, block, K, rank, plan, sweep):
-    """Blocks ``first .. stop - 1`` of ``N x blocks``: ``ggrid[n, p, a] = S_a * chain_a``.
+    """The blocks of ``N x blocks`` that share ``share`` claims (:mod:`gridsample._claims`;
+    the caller's share then waits for the workers'): ``ggrid[n, p, a] = S_a * chain_a``.
 
     Each block belongs to one task, which writes its points' rows of
     ``ggrid`` (shape (N, P, r)) whole: deterministic at any thread count.
@@ -469,7 +475,10 @@ def run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
     chain = np.empty((rank, block), axc.dtype)
     acc = np.empty((rank, block), axc.dtype)
     coords = np.empty(rank * block, grid.dtype)  # the planners' scratch
-    for task in range(first, stop):
+    while True:
+        task = claim_task(claims, share)
+        if task < 0:
+            break
         n = task // nblk
         p0 = (task - n * nblk) * block
         nb = min(block, P - p0)
@@ -485,6 +494,7 @@ def run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc
         for j in range(nb):
             for a in range(rank):
                 rows[rank * j + a] = acc[a, j] * chain[a, j]
+    join_shares(claims, share)
 
 
 # --- the input gradient: vector-planned blocks, scalar scatter --------------------------------
@@ -618,9 +628,11 @@ def scatter_cubic_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
 
 
 @skeleton
-def run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+def run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
                        gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, K, rank, plan, scatter):
-    """``dL/dx`` for tasks ``first .. stop - 1`` of ``N x G x Q`` (as the general backward).
+    """``dL/dx`` for the tasks of ``N x G x Q`` (as the general backward) that share
+    ``share`` claims (:mod:`gridsample._claims`; the caller's share then waits for the
+    workers').
 
     Task ``(n, g, q)``: item ``n``, channels ``g*C//G .. (g+1)*C//G - 1``,
     points ``q*P//Q .. (q+1)*P//Q - 1`` in blocks, scattered into buffer
@@ -642,7 +654,10 @@ def run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, ax
     wts = np.empty((K, block), wconst.dtype)
     coords = np.empty(rank * block, grid.dtype)  # the planners' scratch
     zero = wconst[0]
-    for task in range(first, stop):
+    while True:
+        task = claim_task(claims, share)
+        if task < 0:
+            break
         n = task // (G * Q)
         g = (task // Q) % G
         q = task % Q
@@ -658,3 +673,4 @@ def run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, ax
                  wts, coords)
             scatter(gxflat[q * gx_q + n * xs_n:], xs_c, gflat[n * gs_n + p0 * gs_p:], gs_c,
                     gs_p, off, wts, nb, c0, c1, K)
+    join_shares(claims, share)

@@ -2,7 +2,8 @@
 """The backward's vector-planned variants: grid-gradient and input-gradient entries
 per (mode, rank, padding), one for all the index paddings.
 
-Grid-gradient entries run blocks ``first .. stop - 1`` with
+Grid-gradient entries run the blocks their share claims (``share``, ``claims``:
+:mod:`gridsample._claims`) with
 :func:`gridsample._grad_vector.run_grid_grad_blocks`, input-gradient entries with
 :func:`gridsample._grad_vector.run_scatter_blocks`, each with its planner and sweep
 (or scatter) functions;
@@ -100,79 +101,79 @@ def sweep_grad_linear_2d_il_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws
 
 
 @function
-def grid_grad_linear_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+def grid_grad_linear_2d_zeros(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                               gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_zeros,
                          sweep_grad_linear_2d_native)
 
 
 @function
-def grid_grad_linear_2d_zeros_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                                 gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+def grid_grad_linear_2d_zeros_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                                 grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_zeros,
                          sweep_grad_linear_2d_il_native)
 
 
 @function
-def grid_grad_linear_2d_zeros_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                                  gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grad_linear_2d_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
-                           gs_n, gs_c, gs_p, ggrid, C, block, PAD_ZEROS)
+def grid_grad_linear_2d_zeros_one(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                                  grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grad_linear_2d_one(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                           gflat, gs_n, gs_c, gs_p, ggrid, C, block, PAD_ZEROS)
 
 
 @function
-def grid_grad_linear_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+def grid_grad_linear_2d_border(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                                gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_border,
                          sweep_grad_linear_2d_native)
 
 
 @function
-def grid_grad_linear_2d_border_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                                  gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+def grid_grad_linear_2d_border_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                                  grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_border,
                          sweep_grad_linear_2d_il_native)
 
 
 @function
-def grid_grad_linear_2d_border_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+def grid_grad_linear_2d_border_one(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
                                    grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grad_linear_2d_one(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
-                           gs_n, gs_c, gs_p, ggrid, C, block, PAD_BORDER)
+    run_grad_linear_2d_one(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+                           gflat, gs_n, gs_c, gs_p, ggrid, C, block, PAD_BORDER)
 
 
 @function
-def grid_grad_linear_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+def grid_grad_linear_2d_reflection(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
                                    grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_reflection,
                          sweep_grad_linear_2d_native)
 
 
 @function
-def grid_grad_linear_2d_reflection_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+def grid_grad_linear_2d_reflection_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
                                       grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_reflection,
                          sweep_grad_linear_2d_il_native)
 
 
 @function
-def grid_grad_linear_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+def grid_grad_linear_2d_index(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                               gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_index,
                          sweep_grad_linear_2d_native)
 
 
 @function
-def grid_grad_linear_2d_index_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                                 gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+def grid_grad_linear_2d_index_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                                 grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 4, 2, plan_grad_linear_2d_index,
                          sweep_grad_linear_2d_il_native)
 
@@ -217,65 +218,65 @@ def sweep_grad_linear_3d_il_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws
 
 
 @function
-def grid_grad_linear_3d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+def grid_grad_linear_3d_zeros(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                               gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_zeros,
                          sweep_grad_linear_3d_native)
 
 
 @function
-def grid_grad_linear_3d_zeros_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                                 gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+def grid_grad_linear_3d_zeros_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                                 grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_zeros,
                          sweep_grad_linear_3d_il_native)
 
 
 @function
-def grid_grad_linear_3d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+def grid_grad_linear_3d_border(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                                gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_border,
                          sweep_grad_linear_3d_native)
 
 
 @function
-def grid_grad_linear_3d_border_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                                  gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+def grid_grad_linear_3d_border_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                                  grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_border,
                          sweep_grad_linear_3d_il_native)
 
 
 @function
-def grid_grad_linear_3d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+def grid_grad_linear_3d_reflection(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
                                    grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_reflection,
                          sweep_grad_linear_3d_native)
 
 
 @function
-def grid_grad_linear_3d_reflection_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+def grid_grad_linear_3d_reflection_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
                                       grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_reflection,
                          sweep_grad_linear_3d_il_native)
 
 
 @function
-def grid_grad_linear_3d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+def grid_grad_linear_3d_index(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                               gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_index,
                          sweep_grad_linear_3d_native)
 
 
 @function
-def grid_grad_linear_3d_index_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                                 gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+def grid_grad_linear_3d_index_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                                 grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 6, 3, plan_grad_linear_3d_index,
                          sweep_grad_linear_3d_il_native)
 
@@ -318,65 +319,65 @@ def sweep_grad_cubic_2d_il_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws,
 
 
 @function
-def grid_grad_cubic_2d_zeros(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+def grid_grad_cubic_2d_zeros(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                              gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_zeros,
                          sweep_grad_cubic_2d_native)
 
 
 @function
-def grid_grad_cubic_2d_zeros_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+def grid_grad_cubic_2d_zeros_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                                 gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_zeros,
                          sweep_grad_cubic_2d_il_native)
 
 
 @function
-def grid_grad_cubic_2d_border(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+def grid_grad_cubic_2d_border(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                               gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_border,
                          sweep_grad_cubic_2d_native)
 
 
 @function
-def grid_grad_cubic_2d_border_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                                 gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+def grid_grad_cubic_2d_border_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                                 grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_border,
                          sweep_grad_cubic_2d_il_native)
 
 
 @function
-def grid_grad_cubic_2d_reflection(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
-                                  gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+def grid_grad_cubic_2d_reflection(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                                  grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_reflection,
                          sweep_grad_cubic_2d_native)
 
 
 @function
-def grid_grad_cubic_2d_reflection_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+def grid_grad_cubic_2d_reflection_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
                                      grid, gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_reflection,
                          sweep_grad_cubic_2d_il_native)
 
 
 @function
-def grid_grad_cubic_2d_index(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+def grid_grad_cubic_2d_index(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                              gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_index,
                          sweep_grad_cubic_2d_native)
 
 
 @function
-def grid_grad_cubic_2d_index_il(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
+def grid_grad_cubic_2d_index_il(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid,
                                 gflat, gs_n, gs_c, gs_p, ggrid, C, block):
-    run_grid_grad_blocks(first, stop, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
+    run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat,
                          gs_n, gs_c, gs_p, ggrid, C, block, 8, 2, plan_grad_cubic_2d_index,
                          sweep_grad_cubic_2d_il_native)
 
@@ -414,66 +415,66 @@ def scatter_linear_2d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c
 
 
 @function
-def input_grad_linear_2d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_zeros,
+def input_grad_linear_2d_zeros(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                               grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_zeros,
                        scatter_linear_2d_native)
 
 
 @function
-def input_grad_linear_2d_zeros_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_linear_2d_zeros_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_zeros,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_zeros,
                        scatter_linear_2d_il_native)
 
 
 @function
-def input_grad_linear_2d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_linear_2d_border(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_border,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_border,
                        scatter_linear_2d_native)
 
 
 @function
-def input_grad_linear_2d_border_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_linear_2d_border_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_border,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_border,
                        scatter_linear_2d_il_native)
 
 
 @function
-def input_grad_linear_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_reflection,
-                       scatter_linear_2d_native)
+def input_grad_linear_2d_reflection(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
+                                    kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2,
+                       plan_linear_2d_reflection, scatter_linear_2d_native)
 
 
 @function
-def input_grad_linear_2d_reflection_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
+def input_grad_linear_2d_reflection_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
                                        kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_reflection,
-                       scatter_linear_2d_il_native)
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2,
+                       plan_linear_2d_reflection, scatter_linear_2d_il_native)
 
 
 @function
-def input_grad_linear_2d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_index,
+def input_grad_linear_2d_index(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                               grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_index,
                        scatter_linear_2d_native)
 
 
 @function
-def input_grad_linear_2d_index_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_linear_2d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_index,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 4, 2, plan_linear_2d_index,
                        scatter_linear_2d_il_native)
 
 
@@ -510,66 +511,66 @@ def scatter_linear_3d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c
 
 
 @function
-def input_grad_linear_3d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_zeros,
+def input_grad_linear_3d_zeros(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                               grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_zeros,
                        scatter_linear_3d_native)
 
 
 @function
-def input_grad_linear_3d_zeros_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_linear_3d_zeros_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_zeros,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_zeros,
                        scatter_linear_3d_il_native)
 
 
 @function
-def input_grad_linear_3d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_linear_3d_border(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_border,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_border,
                        scatter_linear_3d_native)
 
 
 @function
-def input_grad_linear_3d_border_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_linear_3d_border_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_border,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_border,
                        scatter_linear_3d_il_native)
 
 
 @function
-def input_grad_linear_3d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_reflection,
-                       scatter_linear_3d_native)
+def input_grad_linear_3d_reflection(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
+                                    kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3,
+                       plan_linear_3d_reflection, scatter_linear_3d_native)
 
 
 @function
-def input_grad_linear_3d_reflection_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
+def input_grad_linear_3d_reflection_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
                                        kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_reflection,
-                       scatter_linear_3d_il_native)
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3,
+                       plan_linear_3d_reflection, scatter_linear_3d_il_native)
 
 
 @function
-def input_grad_linear_3d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_index,
+def input_grad_linear_3d_index(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                               grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_index,
                        scatter_linear_3d_native)
 
 
 @function
-def input_grad_linear_3d_index_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_linear_3d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_index,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 6, 3, plan_linear_3d_index,
                        scatter_linear_3d_il_native)
 
 
@@ -606,66 +607,67 @@ def scatter_nearest_2d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, 
 
 
 @function
-def input_grad_nearest_2d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_nearest_2d_zeros(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_zeros,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_zeros,
                        scatter_nearest_2d_native)
 
 
 @function
-def input_grad_nearest_2d_zeros_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_nearest_2d_zeros_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_zeros,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_zeros,
                        scatter_nearest_2d_il_native)
 
 
 @function
-def input_grad_nearest_2d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_nearest_2d_border(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                  grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_border,
-                       scatter_nearest_2d_native)
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2,
+                       plan_nearest_2d_border, scatter_nearest_2d_native)
 
 
 @function
-def input_grad_nearest_2d_border_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_border,
-                       scatter_nearest_2d_il_native)
+def input_grad_nearest_2d_border_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
+                                    kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2,
+                       plan_nearest_2d_border, scatter_nearest_2d_il_native)
 
 
 @function
-def input_grad_nearest_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                     grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_reflection,
-                       scatter_nearest_2d_native)
+def input_grad_nearest_2d_reflection(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
+                                     kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2,
+                       plan_nearest_2d_reflection, scatter_nearest_2d_native)
 
 
 @function
-def input_grad_nearest_2d_reflection_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
-                                        kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_reflection,
-                       scatter_nearest_2d_il_native)
+def input_grad_nearest_2d_reflection_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides,
+                                        axc, kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block,
+                                        wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2,
+                       plan_nearest_2d_reflection, scatter_nearest_2d_il_native)
 
 
 @function
-def input_grad_nearest_2d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_nearest_2d_index(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_index,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_index,
                        scatter_nearest_2d_native)
 
 
 @function
-def input_grad_nearest_2d_index_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_nearest_2d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_index,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 2, plan_nearest_2d_index,
                        scatter_nearest_2d_il_native)
 
 
@@ -702,66 +704,67 @@ def scatter_nearest_3d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, 
 
 
 @function
-def input_grad_nearest_3d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_nearest_3d_zeros(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_zeros,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_zeros,
                        scatter_nearest_3d_native)
 
 
 @function
-def input_grad_nearest_3d_zeros_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_nearest_3d_zeros_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_zeros,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_zeros,
                        scatter_nearest_3d_il_native)
 
 
 @function
-def input_grad_nearest_3d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_nearest_3d_border(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                  grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_border,
-                       scatter_nearest_3d_native)
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3,
+                       plan_nearest_3d_border, scatter_nearest_3d_native)
 
 
 @function
-def input_grad_nearest_3d_border_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_border,
-                       scatter_nearest_3d_il_native)
+def input_grad_nearest_3d_border_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
+                                    kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3,
+                       plan_nearest_3d_border, scatter_nearest_3d_il_native)
 
 
 @function
-def input_grad_nearest_3d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
-                                     grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_reflection,
-                       scatter_nearest_3d_native)
+def input_grad_nearest_3d_reflection(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
+                                     kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3,
+                       plan_nearest_3d_reflection, scatter_nearest_3d_native)
 
 
 @function
-def input_grad_nearest_3d_reflection_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
-                                        kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_reflection,
-                       scatter_nearest_3d_il_native)
+def input_grad_nearest_3d_reflection_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides,
+                                        axc, kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block,
+                                        wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3,
+                       plan_nearest_3d_reflection, scatter_nearest_3d_il_native)
 
 
 @function
-def input_grad_nearest_3d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_nearest_3d_index(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                 grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_index,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_index,
                        scatter_nearest_3d_native)
 
 
 @function
-def input_grad_nearest_3d_index_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_nearest_3d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_index,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 1, 3, plan_nearest_3d_index,
                        scatter_nearest_3d_il_native)
 
 
@@ -798,66 +801,66 @@ def scatter_cubic_2d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0
 
 
 @function
-def input_grad_cubic_2d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                              gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_zeros,
+def input_grad_cubic_2d_zeros(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                              grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_zeros,
                        scatter_cubic_2d_native)
 
 
 @function
-def input_grad_cubic_2d_zeros_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_cubic_2d_zeros_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                  grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_zeros,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_zeros,
                        scatter_cubic_2d_il_native)
 
 
 @function
-def input_grad_cubic_2d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_border,
+def input_grad_cubic_2d_border(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                               grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_border,
                        scatter_cubic_2d_native)
 
 
 @function
-def input_grad_cubic_2d_border_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_cubic_2d_border_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_border,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_border,
                        scatter_cubic_2d_il_native)
 
 
 @function
-def input_grad_cubic_2d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_cubic_2d_reflection(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_reflection,
-                       scatter_cubic_2d_native)
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2,
+                       plan_cubic_2d_reflection, scatter_cubic_2d_native)
 
 
 @function
-def input_grad_cubic_2d_reflection_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
+def input_grad_cubic_2d_reflection_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
                                       kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_reflection,
-                       scatter_cubic_2d_il_native)
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2,
+                       plan_cubic_2d_reflection, scatter_cubic_2d_il_native)
 
 
 @function
-def input_grad_cubic_2d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                              gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_index,
+def input_grad_cubic_2d_index(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                              grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_index,
                        scatter_cubic_2d_native)
 
 
 @function
-def input_grad_cubic_2d_index_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_cubic_2d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                  grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_index,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 8, 2, plan_cubic_2d_index,
                        scatter_cubic_2d_il_native)
 
 
@@ -894,66 +897,66 @@ def scatter_cubic_3d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0
 
 
 @function
-def input_grad_cubic_3d_zeros(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                              gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_zeros,
+def input_grad_cubic_3d_zeros(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                              grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_zeros,
                        scatter_cubic_3d_native)
 
 
 @function
-def input_grad_cubic_3d_zeros_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_cubic_3d_zeros_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                  grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_zeros,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_zeros,
                        scatter_cubic_3d_il_native)
 
 
 @function
-def input_grad_cubic_3d_border(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                               gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_border,
+def input_grad_cubic_3d_border(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                               grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_border,
                        scatter_cubic_3d_native)
 
 
 @function
-def input_grad_cubic_3d_border_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_cubic_3d_border_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                   grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_border,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_border,
                        scatter_cubic_3d_il_native)
 
 
 @function
-def input_grad_cubic_3d_reflection(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_cubic_3d_reflection(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                    grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_reflection,
-                       scatter_cubic_3d_native)
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3,
+                       plan_cubic_3d_reflection, scatter_cubic_3d_native)
 
 
 @function
-def input_grad_cubic_3d_reflection_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
+def input_grad_cubic_3d_reflection_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc,
                                       kc, grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_reflection,
-                       scatter_cubic_3d_il_native)
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3,
+                       plan_cubic_3d_reflection, scatter_cubic_3d_il_native)
 
 
 @function
-def input_grad_cubic_3d_index(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
-                              gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_index,
+def input_grad_cubic_3d_index(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+                              grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_index,
                        scatter_cubic_3d_native)
 
 
 @function
-def input_grad_cubic_3d_index_il(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
+def input_grad_cubic_3d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc,
                                  grid, gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst):
-    run_scatter_blocks(first, stop, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid, gflat,
-                       gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_index,
+    run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, axc, kc, grid,
+                       gflat, gs_n, gs_c, gs_p, gx_q, C, block, wconst, 12, 3, plan_cubic_3d_index,
                        scatter_cubic_3d_il_native)
 
 
