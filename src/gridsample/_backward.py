@@ -29,8 +29,8 @@ from ._engine import (
     block_size,
     coordinates,
     explicit_vectors_serve,
+    flat_read,
     flat_strides,
-    flat_view,
     kernel_constants,
     kernel_family,
     one_pass_setting,
@@ -267,6 +267,13 @@ class PreparedGradients:
                                                         <= _SHARED_JOBS_CHANNELS)))
         if self.shared_jobs:
             self.G = plan.channels  # any grouping adds in the same order (work_split)
+        # What each call's arguments need besides its arrays.
+        points = self.points = plan.out_points
+        self.grid_shape = (plan.grid_batch, points, r)
+        self.ggrid_shape = (plan.batch, points, r) if self.grid_in_kernel else (1, 1, r)
+        self.grid_block = block_size(points, plan.batch, K, threads)
+        self.grid_tasks = plan.batch * -(-points // self.grid_block)
+        self.scatter_block = block_size(-(-points // self.Q), plan.batch, K, threads)
 
     @classmethod
     def prepare(cls, plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
@@ -296,17 +303,16 @@ class PreparedGradients:
             grad_grid = np.zeros(grid.shape, dt) if want_grid else None
             return grad_x, grad_grid
         K, G, Q, threads = self.K, self.G, self.Q, self.threads
-        xflat, _ = flat_view(xw)
-        gflat, _ = flat_view(g3)
-        sizes, strides, axc, kc, dk = self.sizes, self.strides, self.axc, self.kc, self.dk
-        xs_n, xs_c, gs_n, gs_c, gs_p = self.xs_n, self.xs_c, self.gs_n, self.gs_c, self.gs_p
-        grid3 = grid.reshape(plan.grid_batch, plan.out_points, r)
+        xflat, gflat = flat_read(xw), flat_read(g3)
+        grid3 = grid.reshape(self.grid_shape)
         grid3 = read_only(coordinates(plan, grid3, 0, dt) if plan.displacement
                           else np.ascontiguousarray(grid3, dt))
-        ggrid = np.zeros((plan.batch, plan.out_points, r) if grid_in_kernel else (1, 1, r), dt)
+        ggrid = np.zeros(self.ggrid_shape, dt)
         grad_x = None
 
         def launch(G, Q, gxbuf, rows, with_x, with_grid):
+            sizes, strides, axc, kc, dk = self.sizes, self.strides, self.axc, self.kc, self.dk
+            xs_n, xs_c, gs_n, gs_c, gs_p = self.xs_n, self.xs_c, self.gs_n, self.gs_c, self.gs_p
             block = block_size(-(-plan.out_points // Q), plan.batch, K, threads)
             block = max(1, min(block, _MAX_SLOPES_PER_BLOCK // (K * r)))
             args = (G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid3, gflat, gs_n,
@@ -325,7 +331,7 @@ class PreparedGradients:
             scatter_args = self._scatter_args(gxbuf, grid3, gflat)
             jobs = [(self.scatter, (0, claims_of_range(t, t + 1), *scatter_args))
                     for t in range(plan.batch * G * Q)]
-            tasks, grid_args = self._grid_grad_args(xflat, grid3, gflat, ggrid)
+            tasks, grid_args = self.grid_tasks, self._grid_grad_args(xflat, grid3, gflat, ggrid)
             run = max(1, tasks // (_GRID_GRAD_JOBS_PER_THREAD * threads))
             jobs += [(self.vector, (0, claims_of_range(t, min(t + run, tasks)), *grid_args))
                      for t in range(0, tasks, run)]
@@ -333,8 +339,8 @@ class PreparedGradients:
         elif self.vector is not None:
             # The branch-free grid-gradient kernels: blocks of points, one task each, claimed
             # by the threads as they go.
-            tasks, grid_args = self._grid_grad_args(xflat, grid3, gflat, ggrid)
-            run_claimed(self.vector, tasks, grid_args, threads)
+            run_claimed(self.vector, self.grid_tasks,
+                        self._grid_grad_args(xflat, grid3, gflat, ggrid), threads)
         elif grid_in_kernel and not self.fused:
             chunks = max(1, min(-(-4 * threads // plan.batch),
                                 plan.out_points // _MIN_BLOCK_POINTS))
@@ -364,23 +370,19 @@ class PreparedGradients:
         return grad_x, grad_grid
 
     def _grid_grad_args(self, xflat, grid3, gflat, ggrid):
-        """``(tasks, args)`` of the grid-gradient entry: one task a block of points."""
-        plan = self.plan
-        block = block_size(plan.out_points, plan.batch, self.K, self.threads)
-        tasks = plan.batch * -(-plan.out_points // block)
-        return tasks, (xflat, self.xs_n, self.xs_c, self.sizes, self.strides, self.axc,
-                       self.kc, self.dk, grid3, gflat, self.gs_n, self.gs_c, self.gs_p, ggrid,
-                       plan.channels, block)
+        """The grid-gradient entry's arguments after ``share, claims``: its
+        ``self.grid_tasks`` tasks are blocks of points."""
+        return (xflat, self.xs_n, self.xs_c, self.sizes, self.strides, self.axc, self.kc,
+                self.dk, grid3, gflat, self.gs_n, self.gs_c, self.gs_p, ggrid,
+                self.plan.channels, self.grid_block)
 
     def _scatter_args(self, gxbuf, grid3, gflat):
-        """The input-gradient entry's arguments after ``first, stop``: its ``N x G x Q``
+        """The input-gradient entry's arguments after ``share, claims``: its ``N x G x Q``
         tasks scatter into ``gxbuf`` (``Q`` buffers of X's size)."""
         plan = self.plan
-        block = block_size(-(-plan.out_points // self.Q), plan.batch, self.K, self.threads)
         return (gxbuf, self.G, self.Q, self.x_size // plan.batch, self.xs_c, self.sizes,
-                self.strides,
-                self.axc, self.kc, grid3, gflat, self.gs_n, self.gs_c, self.gs_p, self.x_size,
-                plan.channels, block, self.wconst)
+                self.strides, self.axc, self.kc, grid3, gflat, self.gs_n, self.gs_c, self.gs_p,
+                self.x_size, plan.channels, self.scatter_block, self.wconst)
 
 
 def _grid_in_kernel(plan: ForwardPlan, want_grid: bool) -> bool:

@@ -67,7 +67,8 @@ from ._vector_entries import (
 )
 from ._vector_entries import ENTRIES as VECTOR_ENTRIES
 
-__all__ = ["run_forward", "PreparedForward", "settings_key", "flat_view", "flat_strides",
+__all__ = ["run_forward", "PreparedForward", "settings_key", "flat_view", "flat_read",
+           "flat_strides",
            "c_strides", "GENERAL_KERNELS", "KERNEL_FAMILIES", "use_kernels", "kernel_family",
            "vector_entry", "kernel_constants", "coordinates", "identity_axis",
            "one_pass_applies", "one_pass_setting", "explicit_vectors_serve",
@@ -239,6 +240,16 @@ def flat_view(a: np.ndarray, writeable: bool = False):
     flat = np.lib.stride_tricks.as_strided(a, shape=(span,), strides=(item,),
                                            writeable=writeable)
     return flat, strides
+
+
+def flat_read(a: np.ndarray) -> np.ndarray:
+    """``flat_view(a)[0]``, read-only: the C-contiguous case (a small call's common one)
+    without :func:`flat_view`'s stride checks."""
+    if not a.flags.c_contiguous:
+        return flat_view(a)[0]
+    flat = a.reshape(-1)
+    flat.setflags(write=False)
+    return flat
 
 
 def block_size(points: int, batch: int, per_point: int, threads: int,
@@ -632,15 +643,8 @@ class PreparedForward:
         return out
 
     def _flat_x(self, x: np.ndarray) -> np.ndarray:
-        """X's storage as :func:`flat_view` gives it, read-only (the contiguous case, a small
-        call's common one, without its checks)."""
-        if x.dtype != self.storage:
-            x = x.view(self.storage)
-        if not x.flags.c_contiguous:
-            return flat_view(x)[0]
-        flat = x.reshape(-1)
-        flat.setflags(write=False)
-        return flat
+        """X's storage as :func:`flat_view` gives it, read-only."""
+        return flat_read(x if x.dtype == self.storage else x.view(self.storage))
 
     def _run_chunks(self, chunks, xflat, outflat) -> None:
         # Enough chunks: each thread makes and samples its share; few: one at a time, each
