@@ -255,6 +255,24 @@ def test_threads_for_leaves_small_work_on_one_thread(monkeypatch):
     assert _threads.threads_for(0, 12, 2, threads=8) == 1
 
 
+def test_small_work_stays_on_one_thread_while_the_workers_sleep(monkeypatch):
+    """threads_now: below ASLEEP_WORK_FACTOR x min_work, a call splits only while a worker
+    spins (or a call ended within the spin); larger work always splits."""
+    monkeypatch.delenv("GRIDSAMPLE_THREAD_MIN_WORK")  # the default
+    small = 4 * _threads.min_work()
+    large = _threads.ASLEEP_WORK_FACTOR * _threads.min_work()
+    monkeypatch.setattr(_threads._pool, "awake_until", 0.0)  # asleep long since
+    assert _threads.threads_now(2, small) == 1
+    assert _threads.threads_now(2, large) == 2
+    assert _threads.threads_now(1, large) == 1
+    _threads._mark_awake()  # a call just ended
+    assert _threads.threads_now(2, small) == 2
+    # A forced threshold (the tests' GRIDSAMPLE_THREAD_MIN_WORK=1) scales the rule with it.
+    monkeypatch.setenv("GRIDSAMPLE_THREAD_MIN_WORK", "1")
+    monkeypatch.setattr(_threads._pool, "awake_until", 0.0)
+    assert _threads.threads_now(2, 20) == 2
+
+
 def test_grid_sample_splits_only_work_worth_a_thread(monkeypatch, rng):
     """With the default threshold a small call stays on the calling thread; a large one
     uses the threads Numba allows."""

@@ -52,10 +52,12 @@ from ._taps import axis_constants, weight_constants
 from ._target import fast_gathers, vector_width, wide_gathers_beat_row_loads
 from ._threads import (
     THREAD_MIN_WORK_VARIABLE,
+    call_work,
     num_threads,
     run_claimed,
     run_shared,
     threads_for,
+    threads_now,
 )
 from ._vector import fits_int32
 from ._vector_entries import (
@@ -556,6 +558,7 @@ class PreparedForward:
             self.xs_c == 1 and self.os_c == 1 and self.channels_innermost
             and plan.channels >= INTERLEAVED_MIN_CHANNELS.get((r, plan.kernel_mode), 1 << 62))
         self.K = taps_per_point(plan.kernel_mode, r)
+        self.work = call_work(plan.batch * plan.out_points, plan.channels * self.K, r)
         self.threads = threads_for(plan.batch * plan.out_points, plan.channels * self.K, r)
         family = kernel_family()
         # The vector planners of zeros serve constant: their sweeps read ``outside[c]`` (the
@@ -599,7 +602,7 @@ class PreparedForward:
         self.out_shape, self.empty = plan.out_shape, plan.is_empty
         self.grid_shape = (plan.grid_batch, plan.out_points, r)
         # Blocks of the call's own points (chunks have their own).
-        self.blocks = self._blocks(plan.out_points, plan.batch, self.threads, self.one_pass)
+        self._sizings = {}  # _blocks by its arguments
         self._layouts = {}  # (scratch, groups) by their sizing (_layout)
 
     def run(self, x: np.ndarray, grid: np.ndarray, chunks=None, affine=None) -> np.ndarray:
@@ -608,6 +611,7 @@ class PreparedForward:
         out = np.empty(self.out_shape, plan.out_dtype)
         if self.empty:
             return out
+        threads = threads_now(self.threads, self.work)
         xflat = self._flat_x(x)
         outflat = (out if self.out_is_storage else out.view(self.storage)).reshape(-1)
         if affine is not None and self.vector is not None:
@@ -629,28 +633,28 @@ class PreparedForward:
                                  strided=self.os_p != 1, rows=self.by_rows, one=self.one_pass,
                                  interleaved=self.vector_interleaved)
             self._run_vector(entry, affine, xflat, outflat, plan.out_points, plan.batch,
-                             self.threads, one_pass=self.one_pass)
+                             threads, one_pass=self.one_pass)
             return out
         if chunks is None:
             grid3 = grid.reshape(self.grid_shape)
             if not (plan.displacement or is_half(grid.dtype)):
                 scattered = self.planes_exceed_cache and is_scattered(plan, grid3)
                 self._launch(np.ascontiguousarray(grid3), xflat, outflat, plan.batch,
-                             self.threads, scattered)
+                             threads, scattered)
                 return out
             chunks = grid_chunks(plan, grid3)
-        self._run_chunks(chunks, xflat, outflat)
+        self._run_chunks(chunks, xflat, outflat, threads)
         return out
 
     def _flat_x(self, x: np.ndarray) -> np.ndarray:
         """X's storage as :func:`flat_view` gives it, read-only."""
         return flat_read(x if x.dtype == self.storage else x.view(self.storage))
 
-    def _run_chunks(self, chunks, xflat, outflat) -> None:
+    def _run_chunks(self, chunks, xflat, outflat, threads) -> None:
         # Enough chunks: each thread makes and samples its share; few: one at a time, each
         # sampled by every thread.
         plan = self.plan
-        per_chunk = 1 if chunks.count >= 2 * self.threads else self.threads
+        per_chunk = 1 if chunks.count >= 2 * threads else threads
 
         def run_chunks(first, stop):
             for i in range(first, stop):
@@ -662,7 +666,7 @@ class PreparedForward:
                                  outflat[n * self.os_n + p0 * self.os_p:], 1, per_chunk)
                 del coords  # before the next chunk is made
 
-        run_shared(run_chunks, chunks.count, (), self.threads // per_chunk)
+        run_shared(run_chunks, chunks.count, (), threads // per_chunk)
 
     def _run_vector(self, entry, source, xflat, outflat, points, batch, threads,
                     scattered=False, one_pass=None) -> None:
@@ -672,8 +676,12 @@ class PreparedForward:
         the grid's one-pass entry)."""
         if one_pass is None:
             one_pass = entry is self.vector and self.one_pass
-        sizing = self.blocks if self.blocks[0] == (points, batch, threads, one_pass) else \
-            self._blocks(points, batch, threads, one_pass)
+        key = (points, batch, threads, one_pass)
+        sizing = self._sizings.get(key)
+        if sizing is None:
+            if len(self._sizings) >= 16:  # chunked calls: a few sizes; never many
+                self._sizings.clear()
+            sizing = self._sizings[key] = self._blocks(points, batch, threads, one_pass)
         tasks, block = sizing[1:3]
         scratch, groups = self._layout(sizing, source[0].dtype, len(source), scattered)
         xs_c, os_c = self.xs_c, self.os_c

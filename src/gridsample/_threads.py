@@ -11,7 +11,8 @@ Handing a share to a sleeping thread costs the wake-up of an idle core
 return), so both sides spin briefly in compiled code first
 (:mod:`gridsample._spin`): measured on a 1x3x256² linear warp, 2 threads,
 Intel Xeon VM, 285 -> 175 µs per call.  Work too small to pay even that
-runs on the caller's thread alone (:func:`threads_for`).
+runs on the caller's thread alone (:func:`threads_for`), and so does work of up to
+``ASLEEP_WORK_FACTOR`` times that while the workers sleep (:func:`threads_now`).
 
 The forward's vector entries take their tasks as they go instead of a fixed range
 (:func:`run_claimed`, :mod:`gridsample._claims`): a share whose range is done takes the
@@ -29,6 +30,7 @@ import itertools
 import os
 import queue
 import threading
+import time
 
 import numba
 import numpy as np
@@ -36,10 +38,10 @@ import numpy as np
 from ._claims import claims_for, done_slot, started_slot
 from ._environ import getenv
 from ._errors import GridSampleError
-from ._spin import spin_until_set
+from ._spin import IDLE_SECONDS, spin_until_set
 
-__all__ = ["num_threads", "threads_for", "min_work", "run_shared", "run_claimed", "run_jobs",
-           "compile_pool",
+__all__ = ["num_threads", "threads_for", "threads_now", "call_work", "min_work", "run_shared",
+           "run_claimed", "run_jobs", "compile_pool", "ASLEEP_WORK_FACTOR",
            "MIN_TAPS_PER_THREAD", "PLAN_TAPS_PER_AXIS", "THREAD_MIN_WORK_VARIABLE"]
 
 #: Work below which a second thread does not pay for its hand-over, in tap reads (one
@@ -53,6 +55,12 @@ MIN_TAPS_PER_THREAD = 250_000
 PLAN_TAPS_PER_AXIS = 5
 #: The environment variable that overrides :data:`MIN_TAPS_PER_THREAD`.
 THREAD_MIN_WORK_VARIABLE = "GRIDSAMPLE_THREAD_MIN_WORK"
+#: A call whose workers sleep (no gridsample call or share ended within the spin of
+#: :data:`gridsample._spin.IDLE_SECONDS`) splits only from this many times
+#: :func:`min_work` in all: waking a sleeping vCPU and meeting it again cost a split call
+#: ~90 µs on the Zen 4 VM, where the same calls back to back gain from the second thread
+#: (docs/kernels.md, "Waking a sleeping worker").
+ASLEEP_WORK_FACTOR = 20
 
 
 def min_work() -> int:
@@ -101,15 +109,36 @@ def _bind_thread_count_reader() -> None:
         _thread_count_reader = reader
 
 
+def call_work(points: int, taps: int, rank: int, cost: int = 1) -> int:
+    """The work of ``points`` output points of ``rank`` axes that read ``taps`` values each
+    (channels x taps per channel), each read costing ``cost`` forward tap reads (a
+    backward's: ~3, measured), in tap reads."""
+    return cost * points * (taps + PLAN_TAPS_PER_AXIS * rank)
+
+
 def threads_for(points: int, taps: int, rank: int, cost: int = 1,
                 threads: int | None = None) -> int:
-    """Threads worth using for ``points`` output points of ``rank`` axes that read ``taps``
-    values each (channels x taps per channel), each read costing ``cost`` forward tap
-    reads (a backward's: ~3, measured): at most ``threads`` (default :func:`num_threads`),
-    each with :func:`min_work` of the work."""
+    """Threads worth using for the work :func:`call_work` counts: at most ``threads``
+    (default :func:`num_threads`), each with :func:`min_work` of the work."""
     threads = num_threads() if threads is None else threads
-    work = cost * points * (taps + PLAN_TAPS_PER_AXIS * rank)
-    return max(1, min(threads, work // min_work()))
+    return max(1, min(threads, call_work(points, taps, rank, cost) // min_work()))
+
+
+def threads_now(threads: int, work: int) -> int:
+    """The threads a call of ``work`` tap reads that :func:`threads_for` gave ``threads``
+    runs on now: 1 where its work is below ``ASLEEP_WORK_FACTOR`` times :func:`min_work`
+    and the pool's workers sleep, else ``threads``.  (The results are the same bits on any
+    number of threads.)"""
+    if (threads > 1 and time.perf_counter() > _pool.awake_until
+            and work < ASLEEP_WORK_FACTOR * min_work()):
+        return 1
+    return threads
+
+
+def _mark_awake() -> None:
+    """A call or share just ended: the workers spin (or a next call soon follows) for
+    :data:`gridsample._spin.IDLE_SECONDS`."""
+    _pool.awake_until = time.perf_counter() + IDLE_SECONDS
 
 
 class _Pool:
@@ -122,6 +151,9 @@ class _Pool:
         self.lock = threading.Lock()  # thread start-up and the two counters
         self.workers = 0
         self.idle = self.grace = self.wait = 0
+        # Until when (time.perf_counter) a worker spins or a next call is likely soon:
+        # threads_now.
+        self.awake_until = 0.0
 
     def ensure(self, workers: int) -> None:
         if self.workers >= workers:
@@ -157,6 +189,7 @@ class _Pool:
         while True:
             # Report the last job done (the caller may be spinning for it), then wait for
             # the next one, spinning a while before sleeping in the queue.
+            _mark_awake()
             spin_until_greater(counts, 0, 1, self.idle, self.grace, flags, slot)
             share, flags, slot, done, errors = self.jobs.get()
             with self.lock:
@@ -300,6 +333,7 @@ def run_claimed(entry, tasks: int, args: tuple, threads: int, scratch: tuple = (
         buffers = _take_buffers(scratch)
         entry(0, claims_for(tasks, 1), *args, *buffers)
         _give_back(scratch, [buffers])
+        _mark_awake()
         return
     _pool.ensure(shares - 1)
     claims = claims_for(tasks, shares, _pool.wait)
@@ -322,6 +356,7 @@ def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()
         buffers = _take_buffers(scratch)
         entry(0, tasks, *args, *buffers)
         _give_back(scratch, [buffers])
+        _mark_awake()
         return
     bounds = [tasks * w // shares for w in range(shares + 1)]
     _split(entry, [(bounds[w], bounds[w + 1], *args) for w in range(shares)], scratch)
@@ -382,6 +417,7 @@ def _split(entry, heads: list, scratch: tuple, sync=None) -> None:
             done.acquire()
     if not errors:  # every share has ended: their buffers are free
         _give_back(scratch, sets)
+        _mark_awake()
         return
     try:
         raise errors[0]
