@@ -57,10 +57,11 @@ PLAN_TAPS_PER_AXIS = 5
 THREAD_MIN_WORK_VARIABLE = "GRIDSAMPLE_THREAD_MIN_WORK"
 #: A call whose workers sleep (no gridsample call or share ended within the spin of
 #: :data:`gridsample._spin.IDLE_SECONDS`) splits only from this many times
-#: :func:`min_work` in all: waking a sleeping vCPU and meeting it again cost a split call
-#: ~90 µs on the Zen 4 VM, where the same calls back to back gain from the second thread
-#: (docs/kernels.md, "Waking a sleeping worker").
-ASLEEP_WORK_FACTOR = 20
+#: :func:`min_work` in all (2 M tap reads, ~0.5 ms of one thread's work): waking a
+#: sleeping vCPU and meeting it again cost a split call ~90 µs on the Zen 4 VM, which
+#: calls of that size gain back only where they scale well (docs/kernels.md, "Waking a
+#: sleeping worker").
+ASLEEP_WORK_FACTOR = 8
 
 
 def min_work() -> int:
