@@ -522,11 +522,12 @@ def test_a_single_item_shares_both_vector_passes_at_any_thread_count(rng, monkey
     ((2, 20, 24, 5), (18, 22), True, "linear"),         # a channel-last batch
     ((2, 1, 12, 14, 10), (9, 11, 8), False, "linear"),  # 3-D
 ])
-def test_input_gradient_zeroes_its_own_buffers(rng, monkeypatch, threads, shape, out,
-                                               channel_last, mode):
+def test_vector_passes_need_no_zeroed_buffers(rng, monkeypatch, threads, shape, out,
+                                              channel_last, mode):
     """The vector scatter's buffers come from ``np.empty`` and each task zeroes its own part
-    (gridsample._grad_vector.run_scatter_blocks): with every fresh array of the backward
-    filled with NaN, dL/dx is still the general kernels' (which add into zeroed buffers)."""
+    (gridsample._grad_vector.run_scatter_blocks); the grid gradient's rows are each written
+    whole by one task: with every fresh array of the backward filled with NaN, both
+    gradients are still the general kernels' (which start from zeroed buffers)."""
     from gridsample import _backward
     from gridsample._engine import use_kernels
 
@@ -550,17 +551,18 @@ def test_input_gradient_zeroes_its_own_buffers(rng, monkeypatch, threads, shape,
     try:
         numba.set_num_threads(threads)
         with use_kernels("general"):
-            expected, _ = gridsample.grid_sample_backward(go, x, grid, mode, "zeros",
-                                                          channel_last=channel_last)
+            expected, expected_grid = gridsample.grid_sample_backward(
+                go, x, grid, mode, "zeros", channel_last=channel_last)
         monkeypatch.setattr(_backward, "np", NaNEmpty())
         with use_kernels("vector"):
-            got, _ = gridsample.grid_sample_backward(go, x, grid, mode, "zeros",
-                                                     channel_last=channel_last)
+            got, got_grid = gridsample.grid_sample_backward(go, x, grid, mode, "zeros",
+                                                            channel_last=channel_last)
     finally:
         numba.set_num_threads(before)
     assert made, "the vector scatter did not run"
-    assert not np.isnan(expected).any()
+    assert not np.isnan(expected).any() and not np.isnan(expected_grid).any()
     np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(got_grid, expected_grid)
 
 
 @pytest.mark.parametrize("Q", [1, 2, 3])

@@ -307,7 +307,8 @@ class PreparedGradients:
         grid3 = grid.reshape(self.grid_shape)
         grid3 = read_only(coordinates(plan, grid3, 0, dt) if plan.displacement
                           else np.ascontiguousarray(grid3, dt))
-        ggrid = np.zeros(self.ggrid_shape, dt)
+        # The vector grid-gradient entries write every row (each task its blocks' rows whole).
+        ggrid = (np.empty if self.vector is not None else np.zeros)(self.ggrid_shape, dt)
         grad_x = None
 
         def launch(G, Q, gxbuf, rows, with_x, with_grid):
