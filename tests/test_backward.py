@@ -515,9 +515,10 @@ def test_a_single_item_shares_both_vector_passes_at_any_thread_count(rng, monkey
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("shape,out,channel_last,mode", [
-    ((1, 3, 30, 40), (25, 35), False, "linear"),       # channel groups (G = 2 at two threads)
-    ((1, 1, 150, 140), (130, 140), False, "cubic"),     # one item, one channel: Q = 2 buffers
-    ((1, 130, 140, 3), (130, 130), True, "linear"),     # channel-last, one item: Q = 2
+    ((1, 3, 30, 40), (25, 35), False, "linear"),       # one item: a job per channel (2 threads)
+    ((1, 4, 30, 40), (25, 35), False, "linear"),       # channel groups claimed (G = 2 at 2)
+    ((1, 1, 200, 200), (190, 190), False, "cubic"),     # one item, one channel: Q = 2 buffers
+    ((1, 190, 190, 3), (190, 190), True, "linear"),     # channel-last, one item: Q = 2
     ((3, 2, 20, 24), (18, 22), False, "nearest"),       # a batch
     ((2, 20, 24, 5), (18, 22), True, "linear"),         # a channel-last batch
     ((2, 1, 12, 14, 10), (9, 11, 8), False, "linear"),  # 3-D

@@ -259,13 +259,16 @@ def test_small_work_stays_on_one_thread_while_the_workers_sleep(monkeypatch):
     """threads_now: below ASLEEP_WORK_FACTOR x min_work, a call splits only while a worker
     spins (or a call ended within the spin); larger work always splits."""
     monkeypatch.delenv("GRIDSAMPLE_THREAD_MIN_WORK")  # the default
+    mark_awake = _threads._mark_awake
+    # A worker of an earlier test's call that wakes late marks the pool awake: not here.
+    monkeypatch.setattr(_threads, "_mark_awake", lambda: None)
     small = 4 * _threads.min_work()
     large = _threads.ASLEEP_WORK_FACTOR * _threads.min_work()
     monkeypatch.setattr(_threads._pool, "awake_until", 0.0)  # asleep long since
     assert _threads.threads_now(2, small) == 1
     assert _threads.threads_now(2, large) == 2
     assert _threads.threads_now(1, large) == 1
-    _threads._mark_awake()  # a call just ended
+    mark_awake()  # a call just ended
     assert _threads.threads_now(2, small) == 2
     # A forced threshold (the tests' GRIDSAMPLE_THREAD_MIN_WORK=1) scales the rule with it.
     monkeypatch.setenv("GRIDSAMPLE_THREAD_MIN_WORK", "1")

@@ -267,8 +267,11 @@ class PreparedGradients:
                                                         <= _SHARED_JOBS_CHANNELS)))
         if self.shared_jobs:
             self.G = plan.channels  # any grouping adds in the same order (work_split)
+        # Channel groups split channel-first planes only: the vector scatter's tasks zero
+        # their group's planes (run_scatter_blocks), channel-last items whole.
+        assert not (plan.channel_last and self.G > 1), "channel-last items are not grouped"
         # What each call's arguments need besides its arrays.
-        points = self.points = plan.out_points
+        points = plan.out_points
         self.grid_shape = (plan.grid_batch, points, r)
         self.ggrid_shape = (plan.batch, points, r) if self.grid_in_kernel else (1, 1, r)
         self.grid_block = block_size(points, plan.batch, K, threads)

@@ -14,8 +14,8 @@ Intel Xeon VM, 285 -> 175 µs per call.  Work too small to pay even that
 runs on the caller's thread alone (:func:`threads_for`), and so does work of up to
 ``ASLEEP_WORK_FACTOR`` times that while the workers sleep (:func:`threads_now`).
 
-The forward's vector entries take their tasks as they go instead of a fixed range
-(:func:`run_claimed`, :mod:`gridsample._claims`): a share whose range is done takes the
+The vector entries (forward and backward) take their tasks as they go instead of a fixed
+range (:func:`run_claimed`, :mod:`gridsample._claims`): a share whose range is done takes the
 others' last tasks, and the caller's share waits, in compiled code, for the workers that
 started theirs.
 
@@ -129,7 +129,8 @@ def threads_now(threads: int, work: int) -> int:
     """The threads a call of ``work`` tap reads that :func:`threads_for` gave ``threads``
     runs on now: 1 where its work is below ``ASLEEP_WORK_FACTOR`` times :func:`min_work`
     and the pool's workers sleep, else ``threads``.  (The results are the same bits on any
-    number of threads.)"""
+    number of threads, up to the sign of a NaN where a block's last points are planned by
+    scalar code, as at any setting.)"""
     if (threads > 1 and time.perf_counter() > _pool.awake_until
             and work < ASLEEP_WORK_FACTOR * min_work()):
         return 1
