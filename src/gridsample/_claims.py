@@ -98,10 +98,9 @@ def claims_of_range(first: int, stop: int) -> np.ndarray:
 def _make_claims(tasks: int, shares: int, wait_rounds: int) -> np.ndarray:
     if tasks >= _MAX_TASKS:  # ~10**11 output points at the smallest block: never in memory
         raise ValueError(f"{tasks} tasks: at most {_MAX_TASKS - 1} can be claimed")
-    claims = np.zeros(shares * _PER_SHARE, np.int64)
     if shares == 1:  # a small call's: no loop, no join
-        claims[0] = tasks << 32
-        return claims
+        return claims_of_range(0, tasks)
+    claims = np.zeros(shares * _PER_SHARE, np.int64)
     for w in range(shares):
         claims[w * CLAIM_STRIDE] = (tasks * (w + 1) // shares) << 32 | tasks * w // shares
     claims[_WAIT] = wait_rounds

@@ -332,10 +332,7 @@ def run_claimed(entry, tasks: int, args: tuple, threads: int, scratch: tuple = (
     caller's share (0) returns once the workers that started theirs are done."""
     shares = max(1, min(threads, tasks))
     if shares == 1:
-        buffers = _take_buffers(scratch)
-        entry(0, claims_for(tasks, 1), *args, *buffers)
-        _give_back(scratch, [buffers])
-        _mark_awake()
+        _run_alone(entry, (0, claims_for(tasks, 1), *args), scratch)
         return
     _pool.ensure(shares - 1)
     claims = claims_for(tasks, shares, _pool.wait)
@@ -355,13 +352,18 @@ def run_shared(entry, tasks: int, args: tuple, threads: int, scratch: tuple = ()
     """
     shares = max(1, min(threads, tasks))
     if shares == 1:
-        buffers = _take_buffers(scratch)
-        entry(0, tasks, *args, *buffers)
-        _give_back(scratch, [buffers])
-        _mark_awake()
+        _run_alone(entry, (0, tasks, *args), scratch)
         return
     bounds = [tasks * w // shares for w in range(shares + 1)]
     _split(entry, [(bounds[w], bounds[w + 1], *args) for w in range(shares)], scratch)
+
+
+def _run_alone(entry, head: tuple, scratch: tuple) -> None:
+    """``entry(*head, *buffers)`` on the calling thread alone: one share, no pool."""
+    buffers = _take_buffers(scratch)
+    entry(*head, *buffers)
+    _give_back(scratch, [buffers])
+    _mark_awake()
 
 
 def _split(entry, heads: list, scratch: tuple, sync=None) -> None:
