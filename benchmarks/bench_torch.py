@@ -7,7 +7,8 @@ small model that samples with either ``gridsample.torch.grid_sample`` or
 ``torch.nn.functional.grid_sample``, both the same model otherwise:
 
 * spatial transformer: a learned affine matrix, ``affine_grid`` ->
-  ``grid_sample`` (bilinear, border) on a batch of images, MSE to a target;
+  ``grid_sample`` (bilinear, border) on a batch of images (MNIST-sized digits, or
+  16 RGB images of 128²), MSE to a target;
 * deformation field: a learned 3-D displacement field added to the
   identity grid, trilinear sampling of a volume, MSE plus a smoothness term;
 * gradient penalty: the spatial transformer's loss plus the squared norm
@@ -39,7 +40,7 @@ def _samplers():
     return {"gridsample": gt.grid_sample, "torch": F.grid_sample}
 
 
-def _spatial_transformer(sample, batch, side):
+def _spatial_transformer(sample, batch, side, channels=3):
     import torch
     import torch.nn.functional as F
 
@@ -54,8 +55,8 @@ def _spatial_transformer(sample, batch, side):
             return sample(image, grid, "bilinear", "border", align_corners=False)
 
     gen = torch.Generator().manual_seed(0)
-    image = torch.rand(batch, 3, side, side, generator=gen)
-    target = torch.rand(batch, 3, side, side, generator=gen)
+    image = torch.rand(batch, channels, side, side, generator=gen)
+    target = torch.rand(batch, channels, side, side, generator=gen)
     return SpatialTransformer(), image, target
 
 
@@ -102,6 +103,10 @@ def _step(model, forward, inp, target, penalty=False):
 
 
 CASES = {
+    "spatial transformer 64x1x28² (MNIST) compiled": ("stn", dict(batch=64, side=28, channels=1),
+                                                      True, False),
+    "spatial transformer 64x1x28² (MNIST) eager": ("stn", dict(batch=64, side=28, channels=1),
+                                                   False, False),
     "spatial transformer 16x3x128² compiled": ("stn", dict(batch=16, side=128), True, False),
     "spatial transformer 16x3x128² eager": ("stn", dict(batch=16, side=128), False, False),
     "deformation field 1x1x64³ compiled": ("field", dict(side=64), True, False),
@@ -118,7 +123,9 @@ def runners_for(name):
     for label, sample in _samplers().items():
         build = _spatial_transformer if kind == "stn" else _deformation_field
         model, inp, target = build(sample, **size)
-        forward = torch.compile(model, fullgraph=True) if compiled else model
+        # dynamic=False: each case compiles for its own shapes (a second shape would otherwise
+        # recompile with symbolic sizes, where PyTorch 2.13's affine_grid backward fails)
+        forward = torch.compile(model, fullgraph=True, dynamic=False) if compiled else model
         runners[label] = _step(model, forward, inp, target, penalty)
     return runners
 

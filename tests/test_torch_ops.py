@@ -365,3 +365,111 @@ def test_push_compiles_and_exports():
     exported = torch.export.export(Splat(), (v, grid))
     assert "gridsample.grid_push.default" in str(exported.graph)
     torch.testing.assert_close(exported.module()(v, grid), eager)
+
+
+# --- The eager path: plain CPU tensors skip the dispatcher, everything traced keeps the op ---
+
+def _grad_fn_name(y) -> str:
+    return type(y.grad_fn).__name__
+
+
+@pytest.mark.parametrize("mode, padding, extras", [
+    ("bilinear", "zeros", {}), ("bicubic", "reflection", {"cubic_a": -0.5}),
+    ("nearest", ("wrap", "border"), {}), ("bilinear", "constant", {"fill_value": [0.5, 1, -2]}),
+    ("bspline3", "mirror", {"grid_units": "pixels"}),
+])
+def test_eager_path_equals_the_operator(mode, padding, extras):
+    """gt.grid_sample on plain tensors runs the kernels at once (its graph node is the eager
+    function's); its output, both gradients and the second derivatives are the operator's,
+    bit for bit."""
+    from gridsample.torch import _sample_options
+
+    x, grid = _case(21, 2, requires_grad=True, spread=1.5)
+    if extras.get("grid_units") == "pixels":
+        grid = (grid.detach() * 4).requires_grad_()
+    options = _sample_options(2, mode, padding, False, False, extras.get("fill_value", 0),
+                              extras.get("cubic_a", -0.75),
+                              extras.get("grid_units", "normalized"), False, True)
+    eager = gt.grid_sample(x, grid, mode, padding, align_corners=False, **extras)
+    op = OPS.grid_sample(x, grid, *options)
+    assert _grad_fn_name(eager) == "_EagerGridSampleBackward"
+    assert _grad_fn_name(op) != _grad_fn_name(eager)
+    torch.testing.assert_close(eager, op, atol=0, rtol=0)
+    gen = torch.Generator().manual_seed(4)
+    gout = torch.randn(eager.shape, dtype=torch.float64, generator=gen)
+    ggx = torch.randn(x.shape, dtype=torch.float64, generator=gen)
+    ggg = torch.randn(grid.shape, dtype=torch.float64, generator=gen)
+    first = [torch.autograd.grad(y, (x, grid), gout, retain_graph=True) for y in (eager, op)]
+    for a, b in zip(*first):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+    second = [_second_derivatives(sample, x, grid, gout, ggx, ggg) for sample in (
+        lambda a, b: gt.grid_sample(a, b, mode, padding, align_corners=False, **extras),
+        lambda a, b: OPS.grid_sample(a, b, *options))]
+    for a, b in zip(*second):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+
+
+def test_eager_path_without_gradients_and_for_parameters():
+    x, grid = _case(22, 2)
+    with torch.no_grad():
+        y = gt.grid_sample(x.requires_grad_(), grid, "bicubic", align_corners=True)
+    assert y.grad_fn is None and not y.requires_grad
+    planes = torch.nn.Parameter(x.detach().clone())  # neural-field feature planes
+    y = gt.grid_sample(planes, grid, "bicubic", align_corners=True)
+    assert _grad_fn_name(y) == "_EagerGridSampleBackward"
+    y.square().sum().backward()
+    want = OPS.grid_sample_backward(2 * y.detach(), x.detach(), grid, 2, 0, True, False,
+                                    [True, False])[0]
+    torch.testing.assert_close(planes.grad, want, atol=0, rtol=0)
+
+
+@pytest.mark.filterwarnings("ignore:.*torch.jit.trace.*:DeprecationWarning")
+def test_traced_calls_keep_the_operator():
+    """make_fx (a dispatch mode), torch.jit.trace and functorch transforms see the
+    operator, not the kernels' result."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    x, grid = _case(23, 2)
+
+    def f(a, b):
+        return gt.grid_sample(a, b, "bilinear", "border", align_corners=False)
+
+    graph = make_fx(f)(x, grid)
+    assert "gridsample.grid_sample.default" in {str(n.target) for n in graph.graph.nodes}
+    traced = torch.jit.trace(f, (x, grid), check_trace=False)
+    assert "gridsample::grid_sample" in str(traced.graph)
+    other = grid * 0.5
+    torch.testing.assert_close(traced(x, other), f(x, other), atol=0, rtol=0)
+    # torch.func transforms wrap their inputs in functorch tensors (of type Tensor): those
+    # take the operator (whose autograd functorch does not support: it raises as before).
+    from gridsample.torch import _runs_eagerly
+
+    seen = []
+
+    def probe(b):
+        seen.append((_runs_eagerly(x, b), _runs_eagerly(x, grid)))
+        return b.sum()
+
+    torch.func.grad(probe)(grid)
+    assert seen == [(False, True)]
+
+
+def test_kept_options_are_told_apart_and_bad_ones_still_raise():
+    """Parsed options are kept by value and type: True is not the code 1, a list or tensor
+    fill is read at every call, and a bad option raises at every call."""
+    x, grid = _case(24, 2)
+    nearest = gt.grid_sample(x, grid, 1, align_corners=False)  # code 1: nearest
+    torch.testing.assert_close(nearest, gt.grid_sample(x, grid, "nearest", align_corners=False))
+    for _ in range(2):
+        with pytest.raises(gridsample.GridSampleTypeError, match="mode"):
+            gt.grid_sample(x, grid, True, align_corners=False)
+        with pytest.raises(gridsample.GridSampleError, match="padding_mode='zero'"):
+            gt.grid_sample(x, grid, padding_mode="zero", align_corners=False)
+    fill = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    a = gt.grid_sample(x, grid, padding_mode="constant", fill_value=fill, align_corners=False)
+    fill[:] = -5.0
+    b = gt.grid_sample(x, grid, padding_mode="constant", fill_value=fill, align_corners=False)
+    want = gridsample.grid_sample(x.numpy(), grid.numpy(), padding_mode="constant",
+                                  fill_value=[-5.0] * 3)
+    np.testing.assert_array_equal(b.numpy(), want)
+    assert not torch.equal(a, b)
