@@ -38,7 +38,7 @@ def _inputs(rng, x_shape=(2, 3, 9, 11), out=(5, 7), dtype=np.float32):
 
 def _entries(monkeypatch):
     """Record the entry of every run the engine makes (run_shared: the general kernels;
-    run_claimed: the vector entries)."""
+    run_claimed: the vector entries; the runners of a prepared run's one-share calls)."""
     seen = []
     for name in ("run_shared", "run_claimed"):
         run = getattr(_engine, name)
@@ -48,6 +48,17 @@ def _entries(monkeypatch):
             return run(entry, tasks, args, threads, scratch)
 
         monkeypatch.setattr(_engine, name, spy)
+    make = _engine.alone_runner
+
+    def spy_runner(entry, tasks, scratch=()):
+        runner = make(entry, tasks, scratch)
+
+        def run(*args):
+            seen.append((entry, 1))
+            runner(*args)
+        return run
+
+    monkeypatch.setattr(_engine, "alone_runner", spy_runner)
     return seen
 
 
@@ -118,6 +129,7 @@ def test_the_row_load_setting_at_each_call_runs(rng, monkeypatch):
 def test_the_thread_settings_at_each_call_apply(rng, monkeypatch):
     x, grid = _inputs(rng)
     seen = _entries(monkeypatch)
+    monkeypatch.setenv("GRIDSAMPLE_THREAD_MIN_WORK", "1")  # (the tests' default)
     before = numba.get_num_threads()
     try:
         for threads in (2, 1, 2):
@@ -251,3 +263,61 @@ def test_the_settings_reader_sees_every_change_made_through_os_environ(monkeypat
     assert getenv(name, "dflt") == "dflt"
     monkeypatch.setattr(os, "environ", {name: "replaced"})  # os.environ swapped wholesale
     assert getenv(name) == "replaced"
+
+
+@pytest.mark.parametrize("mode,padding,dtype,out", [
+    ("linear", "zeros", np.float32, (5, 7)), ("nearest", "reflection", np.float32, (6, 4)),
+    ("cubic", "border", np.float64, (5, 7)), ("linear", "constant", np.float32, (1, 1)),
+    ("nearest", "zeros", np.float32, (64, 64)),  # nearest's one pass
+])
+def test_one_share_calls_skip_the_lookups_and_sample_their_own_data(rng, monkeypatch, mode,
+                                                                    padding, dtype, out):
+    """A repeated one-thread call runs its entry through the prepared run's own runner
+    (``PreparedForward._direct``): the same bits as the full path, on each call's data."""
+    monkeypatch.setenv("GRIDSAMPLE_THREAD_MIN_WORK", "1000000000")  # one thread
+    claimed = []
+    run_claimed = _engine.run_claimed
+    monkeypatch.setattr(_engine, "run_claimed",
+                        lambda *args: claimed.append(args[0]) or run_claimed(*args))
+    seen = _entries(monkeypatch)  # (after: it counts the calls above once more)
+    with use_kernels("auto"):
+        for _ in range(3):
+            x, grid = _inputs(rng, (2, 3, 9, 11), out, dtype)
+            grid[0, 0, 0] = (np.nan, 0.5)
+            grid[-1, -1, -1] = (np.inf, -1e30)
+            got = gridsample.grid_sample(x, grid, mode, padding, fill_value=0.5 if
+                                         padding == "constant" else 0)
+            # the full path, made anew (validation, plan, prepared run, run_claimed)
+            _api._prepared.entries.clear()
+            want = gridsample.grid_sample(x, grid, mode, padding, fill_value=0.5 if
+                                          padding == "constant" else 0)
+            np.testing.assert_array_equal(got, want)
+            ref = reference.grid_sample(x, grid, mode, padding,
+                                        fill_value=0.5 if padding == "constant" else 0)
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+    # Each fresh prepared run (the first call, and each `want`) went through run_claimed;
+    # the two repeated calls through the runner, with the same entry.
+    assert len(claimed) == 4 and len(seen) == 4 + 2
+    assert all(entry is claimed[0] for entry, _ in seen)
+    (prepared,) = _api._prepared.entries.values()
+    assert list(prepared._direct) == [1]
+
+
+def test_a_prepared_run_takes_its_general_path_for_other_grids(rng, monkeypatch):
+    """The runner serves C-contiguous grids of the dtype it was made for; a strided grid or
+    one of another dtype given to the same prepared run takes the general path."""
+    monkeypatch.setenv("GRIDSAMPLE_THREAD_MIN_WORK", "1000000000")
+    with use_kernels("auto"):
+        x, grid = _inputs(rng, (2, 3, 9, 11), (6, 5))
+        gridsample.grid_sample(x, grid)
+        (prepared,) = _api._prepared.entries.values()
+        prepared.run(x, grid)  # makes the runner
+        assert prepared._direct
+        wide = np.zeros((2, 5, 6, 2))  # (a float64 grid of another plan: equal points)
+        strided = wide.transpose(0, 2, 1, 3).astype(np.float32)
+        strided[...] = grid
+        assert not strided.flags.c_contiguous
+        want = prepared.run(x, grid)
+        np.testing.assert_array_equal(prepared.run(x, strided), want)
+        np.testing.assert_array_equal(prepared.run(x, grid.astype(np.float16)),
+                                      gridsample.grid_sample(x, grid.astype(np.float16)))
