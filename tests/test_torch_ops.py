@@ -473,3 +473,37 @@ def test_kept_options_are_told_apart_and_bad_ones_still_raise():
                                   fill_value=[-5.0] * 3)
     np.testing.assert_array_equal(b.numpy(), want)
     assert not torch.equal(a, b)
+
+
+@pytest.mark.parametrize("mode, padding", [("bilinear", "wrap"), ("bicubic", "reflection"),
+                                           ("nearest", "zeros")])
+def test_eager_push_equals_the_operator(mode, padding):
+    """gt.grid_push on plain tensors skips the dispatcher as gt.grid_sample does: the
+    operator's result, gradients and second derivatives, bit for bit."""
+    from gridsample._options import parse_mode, parse_padding
+
+    x, grid = _case(25, 2, spread=1.4)
+    v = torch.randn(2, 3, 3, 2, dtype=torch.float64,
+                    generator=torch.Generator().manual_seed(6)).requires_grad_()
+    grid.requires_grad_()
+    options = (parse_mode(mode), parse_padding(padding), False, False)
+    eager = gt.grid_push(v, grid, (4, 5), mode, padding)
+    op = OPS.grid_push(v, grid, [2, 3, 4, 5], *options)
+    assert _grad_fn_name(eager) == "_EagerGridPushBackward"
+    torch.testing.assert_close(eager, op, atol=0, rtol=0)
+    gout = torch.randn(eager.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
+    for create_graph in (False, True):
+        grads = [torch.autograd.grad(y, (v, grid), gout, retain_graph=True,
+                                     create_graph=create_graph) for y in (eager, op)]
+        for a, b in zip(*grads):
+            torch.testing.assert_close(a, b, atol=0, rtol=0)
+    # a second derivative through the eager node: d/dgrid of <dpush/dv, w>
+    w = torch.randn(v.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(8))
+    second = []
+    for y in (eager, op):
+        (gv,) = torch.autograd.grad(y, v, gout, retain_graph=True, create_graph=True)
+        second.append(torch.autograd.grad((gv * w).sum(), grid, allow_unused=True)[0])
+    if second[0] is None or second[1] is None:
+        assert second[0] is None and second[1] is None
+    else:
+        torch.testing.assert_close(second[0], second[1], atol=0, rtol=0)

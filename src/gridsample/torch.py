@@ -335,6 +335,13 @@ torch.library.register_autograd("gridsample::grid_sample_backward", _backward_de
            "bool pixels=False, bool displacement=False, bool prefilter=True) -> Tensor")
 def _grid_push_op(values, grid, shape, mode, padding_mode, align_corners, channel_last,
                   paddings=(), cubic_a=-0.75, pixels=False, displacement=False, prefilter=True):
+    return _push(values, grid, shape, mode, padding_mode, align_corners, channel_last, paddings,
+                 cubic_a, pixels, displacement, prefilter)
+
+
+def _push(values, grid, shape, mode, padding_mode, align_corners, channel_last, paddings,
+          cubic_a, pixels, displacement, prefilter) -> torch.Tensor:
+    """The push on CPU tensors, options as ``torch.ops.gridsample.grid_push`` takes them."""
     out = _grid_push_numpy(
         _to_numpy("values", values), _to_numpy("grid", grid), tuple(shape), mode,
         tuple(paddings) if len(paddings) else padding_mode, align_corners,
@@ -363,13 +370,29 @@ def _push_derivative(ctx, grad_output):
     values, grid = ctx.saved_tensors
     want_values, want_grid = ctx.needs_input_grad[:2]
     grad_values = grad_grid = None
+    # At once where not differentiated again and nothing traces (as _forward_derivative).
+    ops = (not torch.is_grad_enabled() and _runs_eagerly(grad_output, values, grid))
     if want_values:
-        grad_values = torch.ops.gridsample.grid_sample(grad_output, grid, *ctx.options,
-                                                       *ctx.extras)
+        grad_values = (_sample if ops else torch.ops.gridsample.grid_sample)(
+            grad_output, grid, *ctx.options, *ctx.extras)
     if want_grid:
-        grad_grid = torch.ops.gridsample.grid_sample_backward(
+        grad_grid = (_sample_backward if ops else torch.ops.gridsample.grid_sample_backward)(
             values, grad_output, grid, *ctx.options, [False, True], *ctx.extras)[1]
     return (grad_values, grad_grid) + (None,) * 10
+
+
+class _EagerGridPush(torch.autograd.Function):
+    """``torch.ops.gridsample.grid_push`` with its registered derivative, for calls that
+    :func:`_runs_eagerly` lets skip the dispatcher (as :class:`_EagerGridSample`)."""
+
+    @staticmethod
+    def forward(ctx, values, grid, shape, *options):
+        _setup_push(ctx, (values, grid, shape, *options), None)
+        return _push(values, grid, shape, *options)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return _push_derivative(ctx, grad_output)
 
 
 torch.library.register_autograd("gridsample::grid_push", _push_derivative,
@@ -554,9 +577,13 @@ def grid_push(values, grid, shape, mode="bilinear", padding_mode="zeros", align_
         values.dim() - 2, mode, padding_mode, 0, cubic_a, grid_units, displacement, prefilter)
     channel_last = parse_flag("channel_last", channel_last)
     full = parse_push_shape(shape, tuple(values.shape), values.dim() - 2, channel_last)
-    return torch.ops.gridsample.grid_push(
-        values, grid, list(full), mode, padding, parse_align_corners(align_corners),
-        channel_last, paddings, cubic_a, pixels, displacement, prefilter)
+    options = (mode, padding, parse_align_corners(align_corners), channel_last, paddings,
+               cubic_a, pixels, displacement, prefilter)
+    if _runs_eagerly(values, grid):  # (as grid_sample)
+        if torch.is_grad_enabled() and (values.requires_grad or grid.requires_grad):
+            return _EagerGridPush.apply(values, grid, list(full), *options)
+        return _push(values, grid, list(full), *options)
+    return torch.ops.gridsample.grid_push(values, grid, list(full), *options)
 
 
 def grid_count(grid, shape, mode="bilinear", padding_mode="zeros", align_corners=False, *,
