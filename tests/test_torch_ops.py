@@ -440,8 +440,9 @@ def test_traced_calls_keep_the_operator():
     assert "gridsample::grid_sample" in str(traced.graph)
     other = grid * 0.5
     torch.testing.assert_close(traced(x, other), f(x, other), atol=0, rtol=0)
-    # torch.func transforms wrap their inputs in functorch tensors (of type Tensor): those
-    # take the operator (whose autograd functorch does not support: it raises as before).
+    # Under a torch.func transform every call takes the operator: its inputs are functorch
+    # tensors (of type Tensor), and an autograd.Function would raise there even for tensors
+    # captured from outside.
     from gridsample.torch import _runs_eagerly
 
     seen = []
@@ -451,7 +452,7 @@ def test_traced_calls_keep_the_operator():
         return b.sum()
 
     torch.func.grad(probe)(grid)
-    assert seen == [(False, True)]
+    assert seen == [(False, False)]
 
 
 def test_kept_options_are_told_apart_and_bad_ones_still_raise():
@@ -507,3 +508,38 @@ def test_eager_push_equals_the_operator(mode, padding):
         assert second[0] is None and second[1] is None
     else:
         torch.testing.assert_close(second[0], second[1], atol=0, rtol=0)
+
+
+def test_eager_path_leaves_transforms_batched_and_lazy_tensors_to_the_dispatcher():
+    """Calls the eager path cannot serve as the operator does go to the operator: under a
+    torch.func transform (tensors captured from outside it included), with the batched
+    tensors of batched gradients (is_grads_batched, vectorized jacobians), with a lazily
+    negated tensor, and with the zero tensors autograd passes for unused outputs."""
+    x, grid = _case(26, 2, requires_grad=True)
+
+    def f(a, b):
+        return gt.grid_sample(a, b, "bilinear", "border", align_corners=False)
+
+    y = f(x, grid)
+    assert _grad_fn_name(y) == "_EagerGridSampleBackward"
+    # torch.func with a captured tensor that requires grad
+    scale = torch.tensor(2.0, dtype=torch.float64)
+    d = torch.func.grad(lambda s: (f(x, grid) * s).sum())(scale)
+    torch.testing.assert_close(d, y.detach().sum(), atol=0, rtol=0)
+    mapped = torch.func.vmap(lambda s: (f(x, grid) * s).sum())(torch.ones(3, dtype=torch.float64))
+    torch.testing.assert_close(mapped, y.detach().sum().expand(3), atol=0, rtol=0)
+    # batched gradients: each row the gradient of one output element
+    eye = torch.eye(y.numel(), dtype=torch.float64)[:5].reshape(5, *y.shape)
+    batched = torch.autograd.grad(y, (x, grid), eye, retain_graph=True, is_grads_batched=True)
+    for k in range(5):
+        one = torch.autograd.grad(y, (x, grid), eye[k], retain_graph=True)
+        for a, b in zip(batched, one):
+            torch.testing.assert_close(a[k], b, atol=0, rtol=0)
+    # a lazily negated input, and a zero tensor for grad_output
+    z = torch.complex(x.detach(), -x.detach())
+    negated = z.conj().imag  # x itself, its negation a lazy bit
+    assert negated.is_neg()
+    torch.testing.assert_close(f(negated, grid.detach()), y.detach(), atol=0, rtol=0)
+    zeros = torch.autograd.grad(y, (x, grid), torch._efficientzerotensor(y.shape,
+                                                                         dtype=y.dtype))
+    assert all(not t.any() for t in zeros)

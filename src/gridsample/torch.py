@@ -150,11 +150,17 @@ def _runs_eagerly(*tensors) -> bool:
     ~0.1 ms) those layers cost more than the sampling.
     """
     if (torch.compiler.is_compiling() or _C._len_torch_dispatch_stack()
-            or _C._is_torch_function_mode_enabled() or _C._get_tracing_state() is not None):
+            or _C._is_torch_function_mode_enabled() or _C._get_tracing_state() is not None
+            or _C._are_functorch_transforms_active()):  # (an autograd.Function would raise)
         return False
     for t in tensors:
+        # Also left to the dispatcher, which makes them plain first: the batched tensors of
+        # batched gradients (is_grads_batched, vectorized jacobians), tensors whose negation
+        # is a lazy bit, and the zero tensors autograd passes for unused outputs.
         if (type(t) not in _PLAIN_TYPES or not t.is_cpu
-                or _C._functorch.is_functorch_wrapped_tensor(t)):
+                or _C._functorch.is_functorch_wrapped_tensor(t)
+                or _C._functorch.is_legacy_batchedtensor(t) or t.is_neg()
+                or t._is_zerotensor()):
             return False
     return True
 
@@ -371,12 +377,12 @@ def _push_derivative(ctx, grad_output):
     want_values, want_grid = ctx.needs_input_grad[:2]
     grad_values = grad_grid = None
     # At once where not differentiated again and nothing traces (as _forward_derivative).
-    ops = (not torch.is_grad_enabled() and _runs_eagerly(grad_output, values, grid))
+    direct = not torch.is_grad_enabled() and _runs_eagerly(grad_output, values, grid)
     if want_values:
-        grad_values = (_sample if ops else torch.ops.gridsample.grid_sample)(
+        grad_values = (_sample if direct else torch.ops.gridsample.grid_sample)(
             grad_output, grid, *ctx.options, *ctx.extras)
     if want_grid:
-        grad_grid = (_sample_backward if ops else torch.ops.gridsample.grid_sample_backward)(
+        grad_grid = (_sample_backward if direct else torch.ops.gridsample.grid_sample_backward)(
             values, grad_output, grid, *ctx.options, [False, True], *ctx.extras)[1]
     return (grad_values, grad_grid) + (None,) * 10
 
