@@ -8,7 +8,8 @@ small model that samples with either ``gridsample.torch.grid_sample`` or
 
 * spatial transformer: a learned affine matrix, ``affine_grid`` ->
   ``grid_sample`` (bilinear, border) on a batch of images (MNIST-sized digits, or
-  16 RGB images of 128²), MSE to a target;
+  16 RGB images of 128²), MSE to a target; the "+ gt.affine_grid" cases make
+  gridsample's grid with ``gridsample.torch.affine_grid`` too (PyTorch's with its own);
 * deformation field: a learned 3-D displacement field added to the
   identity grid, trilinear sampling of a volume, MSE plus a smoothness term;
 * gradient penalty: the spatial transformer's loss plus the squared norm
@@ -40,9 +41,11 @@ def _samplers():
     return {"gridsample": gt.grid_sample, "torch": F.grid_sample}
 
 
-def _spatial_transformer(sample, batch, side, channels=3):
+def _spatial_transformer(sample, batch, side, channels=3, affine=None):
     import torch
     import torch.nn.functional as F
+
+    affine = affine or F.affine_grid
 
     class SpatialTransformer(torch.nn.Module):
         def __init__(self):
@@ -51,7 +54,7 @@ def _spatial_transformer(sample, batch, side, channels=3):
 
         def forward(self, image):
             theta = self.theta.expand(image.shape[0], 2, 3)
-            grid = F.affine_grid(theta, list(image.shape), align_corners=False)
+            grid = affine(theta, list(image.shape), align_corners=False)
             return sample(image, grid, "bilinear", "border", align_corners=False)
 
     gen = torch.Generator().manual_seed(0)
@@ -103,6 +106,11 @@ def _step(model, forward, inp, target, penalty=False):
 
 
 CASES = {
+    # gridsample's runner with gt.affine_grid as well (the torch runner: F.affine_grid)
+    "spatial transformer 64x1x28² (MNIST) + gt.affine_grid eager": (
+        "stn", dict(batch=64, side=28, channels=1, gt_affine=True), False, False),
+    "spatial transformer 16x3x128² + gt.affine_grid eager": (
+        "stn", dict(batch=16, side=128, gt_affine=True), False, False),
     "spatial transformer 64x1x28² (MNIST) compiled": ("stn", dict(batch=64, side=28, channels=1),
                                                       True, False),
     "spatial transformer 64x1x28² (MNIST) eager": ("stn", dict(batch=64, side=28, channels=1),
@@ -118,11 +126,18 @@ CASES = {
 def runners_for(name):
     import torch
 
+    import gridsample.torch as gt
+
     kind, size, compiled, penalty = CASES[name]
+    size = dict(size)
+    gt_affine = size.pop("gt_affine", False)
     runners = {}
     for label, sample in _samplers().items():
         build = _spatial_transformer if kind == "stn" else _deformation_field
+        if gt_affine and label == "gridsample":
+            size["affine"] = gt.affine_grid
         model, inp, target = build(sample, **size)
+        size.pop("affine", None)
         # dynamic=False: each case compiles for its own shapes (a second shape would otherwise
         # recompile with symbolic sizes, where PyTorch 2.13's affine_grid backward fails)
         forward = torch.compile(model, fullgraph=True, dynamic=False) if compiled else model

@@ -543,3 +543,103 @@ def test_eager_path_leaves_transforms_batched_and_lazy_tensors_to_the_dispatcher
     zeros = torch.autograd.grad(y, (x, grid), torch._efficientzerotensor(y.shape,
                                                                          dtype=y.dtype))
     assert all(not t.any() for t in zeros)
+
+
+# --- affine_grid: gridsample's kernel, differentiable w.r.t. theta -------------------------
+
+AFFINE_SIZES = [(2, 3, 5, 7), (2, 1, 4, 5, 6), (1, 1, 1, 3), (2, 1, 1, 1, 4), (2, 1, 3, 1)]
+
+
+@pytest.mark.parametrize("align", (False, True))
+@pytest.mark.parametrize("size", AFFINE_SIZES, ids=str)
+def test_affine_grid_matches_torch_and_numpy_with_gradients(size, align):
+    """Values: gridsample.affine_grid's bits, PyTorch's up to its matrix product's rounding
+    (float64: 1e-15 per term); dL/dtheta: PyTorch's, and central differences twice over
+    (gradcheck, gradgradcheck) -- through the eager path and through the operator."""
+    r = len(size) - 2
+    gen = torch.Generator().manual_seed(len(size) * 10 + align)
+    theta = torch.randn(size[0], r, r + 1, dtype=torch.float64, generator=gen,
+                        requires_grad=True)
+    grid = gt.affine_grid(theta, size, align_corners=align)
+    assert _grad_fn_name(grid) == "_EagerAffineGridBackward"
+    np.testing.assert_array_equal(grid.detach().numpy(), gridsample.affine_grid(
+        theta.detach().numpy(), size, align))
+    with pytest.warns(UserWarning) if 1 in size[2:] and align else _no_warning():
+        want = F.affine_grid(theta, list(size), align_corners=align)
+    torch.testing.assert_close(grid, want, atol=1e-14, rtol=0)
+    gout = torch.randn(grid.shape, dtype=torch.float64, generator=gen)
+    (ours,) = torch.autograd.grad(grid, theta, gout)
+    (theirs,) = torch.autograd.grad(want, theta, gout)
+    torch.testing.assert_close(ours, theirs, atol=1e-12, rtol=1e-12)
+    op = OPS.affine_grid(theta, list(size), align)
+    (via_op,) = torch.autograd.grad(op, theta, gout)
+    torch.testing.assert_close(via_op, ours, atol=0, rtol=0)
+    for f in (lambda t: gt.affine_grid(t, size, align_corners=align),
+              lambda t: OPS.affine_grid(t, list(size), align)):
+        assert torch.autograd.gradcheck(f, (theta,))
+        assert torch.autograd.gradgradcheck(f, (theta,))
+    torch.library.opcheck(OPS.affine_grid.default, (theta, list(size), align))
+
+
+def _no_warning():
+    import contextlib
+    return contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16, torch.float32))
+def test_affine_grid_narrow_types(dtype):
+    theta = (torch.eye(2, 3) + 0.1 * torch.randn(2, 3, generator=torch.Generator()
+                                                 .manual_seed(1))).expand(4, 2, 3)
+    theta = theta.to(dtype).requires_grad_()
+    grid = gt.affine_grid(theta, (4, 1, 6, 5), align_corners=False)
+    assert grid.dtype == dtype and grid.shape == (4, 6, 5, 2)
+    want = gridsample.affine_grid(gt._to_numpy("theta", theta), (4, 1, 6, 5))
+    np.testing.assert_array_equal(gt._to_numpy("grid", grid), want)
+    grid.float().sum().backward()
+    assert theta.grad.dtype == dtype
+    # d(sum of the grid)/dtheta: the sums of the base coordinates (0 along x and y: the
+    # bases are symmetric) and the point count (30) for the translation column.
+    torch.testing.assert_close(theta.grad.float(), torch.tensor(
+        [[0.0, 0.0, 30.0], [0.0, 0.0, 30.0]]).expand(4, 2, 3), atol=2e-2, rtol=0)
+
+
+def test_affine_grid_errors_name_the_argument():
+    with pytest.raises(gridsample.GridSampleError, match="theta has shape"):
+        gt.affine_grid(torch.zeros(2, 3, 3), (2, 1, 4, 4), align_corners=False)
+    with pytest.raises(gridsample.GridSampleError, match="size="):
+        gt.affine_grid(torch.zeros(2, 2, 3), (2, 4, 4), align_corners=False)
+    with pytest.raises(gridsample.GridSampleTypeError, match="theta has type"):
+        gt.affine_grid(np.zeros((1, 2, 3)), (1, 1, 4, 4), align_corners=False)
+    with pytest.warns(UserWarning, match="align_corners"):
+        gt.affine_grid(torch.zeros(1, 2, 3), (1, 1, 2, 2))
+    meta = gt.affine_grid(torch.zeros(2, 3, 4, device="meta"), (2, 1, 3, 4, 5),
+                          align_corners=True)
+    assert meta.device.type == "meta" and meta.shape == (2, 3, 4, 5, 3)
+
+
+class AffineTransformer(torch.nn.Module):
+    """A spatial transformer on gridsample's affine_grid and grid_sample."""
+
+    def __init__(self):
+        super().__init__()
+        self.theta = torch.nn.Parameter(torch.tensor([[[0.9, 0.2, 0.05], [-0.1, 1.1, 0.1]]]))
+
+    def forward(self, image):
+        theta = self.theta.expand(image.shape[0], 2, 3)
+        grid = gt.affine_grid(theta, image.shape, align_corners=False)
+        return gt.grid_sample(image, grid, "bilinear", "border", align_corners=False)
+
+
+def test_affine_grid_compiles_and_exports():
+    model, image = AffineTransformer(), torch.randn(2, 3, 12, 10,
+                                                    generator=torch.Generator().manual_seed(9))
+    eager_loss, eager_grads = _loss_and_grads(model, image)
+    compiled = torch.compile(model, fullgraph=True)
+    loss, grads = _loss_and_grads(compiled, image)
+    torch.testing.assert_close(loss, eager_loss, atol=1e-6, rtol=1e-6)
+    for a, b in zip(grads, eager_grads):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    program = torch.export.export(model, (image,))
+    targets = {str(n.target) for n in program.graph.nodes}
+    assert {"gridsample.affine_grid.default", "gridsample.grid_sample.default"} <= targets
+    torch.testing.assert_close(program.module()(image), model(image), atol=0, rtol=0)

@@ -19,6 +19,10 @@ for every mode, padding and rank; a third derivative raises.  The
 operators take options as integer codes (``gridsample._options``); the
 wrapper turns names into codes.
 
+``gridsample.torch.affine_grid`` is ``torch.nn.functional.affine_grid`` on
+:func:`gridsample.affine_grid`'s kernel (``torch.ops.gridsample.affine_grid``), with
+its derivative w.r.t. ``theta`` made from torch operations (so differentiable again).
+
 Called eagerly on plain CPU tensors (nothing tracing: :func:`_runs_eagerly`), the
 wrapper runs the operator's body at once, with its derivative through an
 ``autograd.Function`` (:class:`_EagerGridSample`), instead of through the
@@ -42,6 +46,7 @@ import numpy as np
 import torch
 from torch import _C
 
+from ._affine import affine_grid as _affine_grid_numpy
 from ._api import grid_sample as _grid_sample_numpy
 from ._backward import grid_sample_backward
 from ._errors import GridSampleError, GridSampleTypeError, describe
@@ -57,7 +62,7 @@ from ._push import grid_push as _grid_push_numpy
 from ._push import parse_push_shape
 from ._second_order import grid_sample_double_backward
 
-__all__ = ["grid_sample", "grid_push", "grid_count"]
+__all__ = ["grid_sample", "grid_push", "grid_count", "affine_grid"]
 
 # The options beyond ONNX, as every operator's schema ends with them (with
 # defaults, so the ONNX-only call keeps its short form): per-axis padding
@@ -613,3 +618,133 @@ def grid_count(grid, shape, mode="bilinear", padding_mode="zeros", align_corners
     return grid_push(ones, grid, shape, mode, padding_mode, align_corners,
                      channel_last=channel_last, cubic_a=cubic_a, grid_units=grid_units,
                      displacement=displacement, prefilter=prefilter)
+
+
+# ---------------------------------------------------------------------------
+# affine_grid: gridsample.affine_grid's kernel, differentiable w.r.t. theta.  The grid is
+# linear in theta: grid[n, p, k] = sum_j theta[n, k, j] b_j(p) + theta[n, k, r], with b_j
+# the base coordinate along grid axis j (gridsample._affine), so
+#     dL/dtheta[n, k, j] = sum_p dL/dgrid[n, p, k] b_j(p),   dL/dtheta[n, k, r] = sum_p ...
+# made from torch operations (itself differentiable: second derivatives come free).
+
+@torch.library.custom_op("gridsample::affine_grid", mutates_args=(),
+                         schema="(Tensor theta, SymInt[] size, bool align_corners) -> Tensor")
+def _affine_grid_op(theta, size, align_corners):
+    return _affine_grid(theta, size, align_corners)
+
+
+def _affine_grid(theta, size, align_corners) -> torch.Tensor:
+    """The grid on a CPU tensor (gridsample.affine_grid on a view of its memory)."""
+    return _to_torch(_affine_grid_numpy(_to_numpy("theta", theta), tuple(size), align_corners))
+
+
+@_affine_grid_op.register_fake
+def _(theta, size, align_corners):
+    return theta.new_empty((size[0], *size[2:], len(size) - 2))
+
+
+def _base(length, align_corners: bool, dtype) -> torch.Tensor:
+    """Base coordinates of an axis of ``length`` points, as gridsample._affine's
+    ``base_coordinates`` (float64, rounded once to ``dtype``), from torch operations (a
+    symbolic length traces)."""
+    i = torch.arange(length, dtype=torch.float64)
+    if length == 1:  # a single point sits at 0 (PyTorch's choice)
+        return torch.zeros(1, dtype=dtype)
+    if align_corners:
+        b = 2.0 * i / (length - 1) - 1.0
+    else:
+        b = (2.0 * i + 1.0) / length - 1.0
+    return b.to(dtype)
+
+
+def _theta_gradient(grad_grid, size, align_corners, theta_dtype) -> torch.Tensor:
+    """dL/dtheta, shape (N, r, r + 1), from dL/dgrid (N, D1, ..., Dr, r): the points'
+    homogeneous base coordinates ``B`` (P, r + 1) against dL/dgrid as (N, P, r), one
+    matrix product per item."""
+    r = len(size) - 2
+    dtype = torch.promote_types(theta_dtype, torch.float32)  # (half types: in float32)
+    spatial = list(size[2:])
+    columns = []
+    for j in range(r):  # grid component j varies along array axis r - 1 - j
+        shape = [1] * r
+        shape[r - 1 - j] = spatial[r - 1 - j]
+        columns.append(_base(spatial[r - 1 - j], align_corners, dtype).reshape(shape)
+                       .expand(spatial))
+    columns.append(torch.ones(spatial, dtype=dtype))
+    base = torch.stack(columns, -1).reshape(-1, r + 1)
+    g = grad_grid.to(dtype).reshape(grad_grid.shape[0], -1, r)
+    return torch.matmul(g.transpose(1, 2), base).to(theta_dtype)
+
+
+def _setup_affine_grid(ctx, inputs, output):
+    theta, size, align_corners = inputs
+    ctx.size, ctx.align, ctx.theta_dtype = tuple(size), align_corners, theta.dtype
+
+
+def _affine_grid_derivative(ctx, grad_grid):
+    return _theta_gradient(grad_grid, ctx.size, ctx.align, ctx.theta_dtype), None, None
+
+
+torch.library.register_autograd("gridsample::affine_grid", _affine_grid_derivative,
+                                setup_context=_setup_affine_grid)
+
+
+class _EagerAffineGrid(torch.autograd.Function):
+    """``torch.ops.gridsample.affine_grid`` with its derivative, for calls that
+    :func:`_runs_eagerly` lets skip the dispatcher (as :class:`_EagerGridSample`)."""
+
+    @staticmethod
+    def forward(ctx, theta, size, align_corners):
+        _setup_affine_grid(ctx, (theta, size, align_corners), None)
+        return _affine_grid(theta, size, align_corners)
+
+    @staticmethod
+    def backward(ctx, grad_grid):
+        return _affine_grid_derivative(ctx, grad_grid)
+
+
+def affine_grid(theta, size, align_corners=None):
+    """``torch.nn.functional.affine_grid`` on gridsample's kernel, differentiable w.r.t.
+    ``theta``.
+
+    Parameters
+    ----------
+    theta : Tensor, shape (N, 2, 3) or (N, 3, 4)
+        CPU tensor of affine matrices (float16, bfloat16, float32, float64), any strides.
+    size : sequence of int, (N, C, H, W) or (N, C, D, H, W)
+        The output size (``torch.Size`` or a list); ``C`` is not used.
+    align_corners : bool or None, default None
+        None means False, with PyTorch's warning about the changed default.
+
+    Returns
+    -------
+    Tensor, shape (N, H, W, 2) or (N, D, H, W, 3)
+        ``theta``'s dtype: :func:`gridsample.affine_grid`'s values (PyTorch's up to the
+        rounding of its matrix product), for :func:`grid_sample`.
+
+    Examples
+    --------
+    >>> import torch, gridsample.torch as gt
+    >>> theta = torch.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], requires_grad=True)
+    >>> grid = gt.affine_grid(theta, (1, 1, 1, 2), align_corners=False)
+    >>> grid.detach()[0, 0]
+    tensor([[-0.5000,  0.0000],
+            [ 0.5000,  0.0000]])
+    >>> grid.sum().backward()
+    >>> theta.grad
+    tensor([[[0., 0., 2.],
+             [0., 0., 2.]]])
+    """
+    if align_corners is None:
+        warnings.warn(
+            "affine_grid: align_corners was not given, so it is False (PyTorch's default "
+            "since 1.3.0); pass align_corners=True for the corner-aligned convention of "
+            "earlier versions.", UserWarning, stacklevel=2)
+        align_corners = False
+    _check_device("theta", theta)
+    align = parse_align_corners(align_corners)
+    if _runs_eagerly(theta):  # (gridsample.affine_grid validates theta and size)
+        if torch.is_grad_enabled() and theta.requires_grad:
+            return _EagerAffineGrid.apply(theta, size, align)
+        return _affine_grid(theta, size, align)
+    return torch.ops.gridsample.affine_grid(theta, list(size), align)
