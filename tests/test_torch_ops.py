@@ -617,12 +617,8 @@ def test_affine_grid_errors_name_the_argument():
     assert meta.device.type == "meta" and meta.shape == (2, 3, 4, 5, 3)
 
 
-class AffineTransformer(torch.nn.Module):
-    """A spatial transformer on gridsample's affine_grid and grid_sample."""
-
-    def __init__(self):
-        super().__init__()
-        self.theta = torch.nn.Parameter(torch.tensor([[[0.9, 0.2, 0.05], [-0.1, 1.1, 0.1]]]))
+class AffineTransformer(SpatialTransformer):
+    """The spatial transformer on gridsample's affine_grid as well."""
 
     def forward(self, image):
         theta = self.theta.expand(image.shape[0], 2, 3)
