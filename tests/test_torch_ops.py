@@ -612,9 +612,33 @@ def test_affine_grid_errors_name_the_argument():
         gt.affine_grid(np.zeros((1, 2, 3)), (1, 1, 4, 4), align_corners=False)
     with pytest.warns(UserWarning, match="align_corners"):
         gt.affine_grid(torch.zeros(1, 2, 3), (1, 1, 2, 2))
+    for bad in (5, None):
+        with pytest.raises(gridsample.GridSampleError, match="size="):
+            gt.affine_grid(torch.zeros(1, 2, 3), bad, align_corners=False)
+    with pytest.raises(gridsample.GridSampleTypeError, match="size=.*non-integers"):
+        gt.affine_grid(torch.zeros(1, 2, 3), [1, 1, 4.0, 4], align_corners=False)
     meta = gt.affine_grid(torch.zeros(2, 3, 4, device="meta"), (2, 1, 3, 4, 5),
                           align_corners=True)
     assert meta.device.type == "meta" and meta.shape == (2, 3, 4, 5, 3)
+    # shape inference checks what the kernel would
+    for theta, size, match in [((3, 2, 3), (2, 1, 4, 5), "batch size 3 but size"),
+                               ((2, 3, 4), (2, 1, 4, 5), "theta has shape"),
+                               ((2, 2, 3), (2, 1, 4, 5, 6, 7), "6 entries")]:
+        with pytest.raises(gridsample.GridSampleError, match=match):
+            gt.affine_grid(torch.zeros(theta, device="meta"), size, align_corners=False)
+    with pytest.raises(gridsample.GridSampleTypeError, match="theta has dtype"):
+        gt.affine_grid(torch.zeros(2, 2, 3, dtype=torch.int32, device="meta"), (2, 1, 4, 5),
+                       align_corners=False)
+
+
+def test_affine_grid_unit_axes_warn_and_empty_batches_differentiate():
+    with pytest.warns(UserWarning, match="unit-size"):
+        gt.affine_grid(torch.zeros(2, 2, 3), (2, 1, 1, 5), align_corners=True)
+    theta = torch.zeros(0, 2, 3, requires_grad=True)
+    grid = gt.affine_grid(theta, (0, 1, 4, 5), align_corners=False)
+    assert grid.shape == (0, 4, 5, 2)
+    grid.sum().backward()
+    assert theta.grad.shape == (0, 2, 3)
 
 
 class AffineTransformer(SpatialTransformer):

@@ -46,6 +46,7 @@ import numpy as np
 import torch
 from torch import _C
 
+from ._affine import _parse_size
 from ._affine import affine_grid as _affine_grid_numpy
 from ._api import grid_sample as _grid_sample_numpy
 from ._backward import grid_sample_backward
@@ -640,7 +641,30 @@ def _affine_grid(theta, size, align_corners) -> torch.Tensor:
 
 @_affine_grid_op.register_fake
 def _(theta, size, align_corners):
+    _check_affine_shapes(theta, size)
     return theta.new_empty((size[0], *size[2:], len(size) - 2))
+
+
+def _check_affine_shapes(theta, size) -> None:
+    """What :func:`gridsample.affine_grid` checks of theta's shape and dtype and of size's
+    length, for tensors without data (meta and fake tensors: shape inference)."""
+    if len(size) not in (4, 5):
+        raise GridSampleError(f"size={list(size)} has {len(size)} entries; it must be "
+                              f"(N, C, H, W) for 2-D or (N, C, D, H, W) for 3-D")
+    r = len(size) - 2
+    if theta.dim() != 3 or theta.shape[1] != r or theta.shape[2] != r + 1:
+        raise GridSampleError(f"theta has shape {tuple(theta.shape)}; for size={list(size)} "
+                              f"(r = {r} spatial axes) it must be (N, {r}, {r + 1})")
+    if not theta.is_floating_point():
+        raise GridSampleTypeError(f"theta has dtype {theta.dtype}; allowed dtypes: "
+                                  f"float16, bfloat16, float32, float64")
+    items, wanted = theta.shape[0], size[0]
+    message = f"theta has batch size {items} but size[0]={wanted}; they must be equal"
+    if isinstance(items, int) and isinstance(wanted, int):
+        if items != wanted:
+            raise GridSampleError(message)
+    else:  # symbolic sizes (torch.compile, torch.export): checked when they are known
+        torch._check(items == wanted, lambda: message)
 
 
 def _base(length, align_corners: bool, dtype) -> torch.Tensor:
@@ -672,7 +696,7 @@ def _theta_gradient(grad_grid, size, align_corners, theta_dtype) -> torch.Tensor
                        .expand(spatial))
     columns.append(torch.ones(spatial, dtype=dtype))
     base = torch.stack(columns, -1).reshape(-1, r + 1)
-    g = grad_grid.to(dtype).reshape(grad_grid.shape[0], -1, r)
+    g = grad_grid.to(dtype).reshape(grad_grid.shape[0], base.shape[0], r)  # (N may be 0)
     return torch.matmul(g.transpose(1, 2), base).to(theta_dtype)
 
 
@@ -743,7 +767,15 @@ def affine_grid(theta, size, align_corners=None):
         align_corners = False
     _check_device("theta", theta)
     align = parse_align_corners(align_corners)
-    if _runs_eagerly(theta):  # (gridsample.affine_grid validates theta and size)
+    eager = _runs_eagerly(theta)
+    if eager:  # (traced: the sizes may be symbolic; the fake implementation checks them)
+        size = _parse_size(size)
+    if align and any(s == 1 for s in list(size)[2:]):
+        warnings.warn(  # as PyTorch's
+            "affine_grid: with align_corners=True a unit-size axis has its single point at "
+            "0 (PyTorch's behaviour since 1.3.0: before, -1); unit-size grids are not an "
+            "intended use of affine_grid.", UserWarning, stacklevel=2)
+    if eager:
         if torch.is_grad_enabled() and theta.requires_grad:
             return _EagerAffineGrid.apply(theta, size, align)
         return _affine_grid(theta, size, align)
