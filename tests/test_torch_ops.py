@@ -663,3 +663,33 @@ def test_affine_grid_compiles_and_exports():
     targets = {str(n.target) for n in program.graph.nodes}
     assert {"gridsample.affine_grid.default", "gridsample.grid_sample.default"} <= targets
     torch.testing.assert_close(program.module()(image), model(image), atol=0, rtol=0)
+
+
+def test_forward_mode_ad_is_refused_not_dropped():
+    """No operator of gridsample.torch has a forward-mode formula: jvp, jacfwd and dual
+    tensors raise (PyTorch would otherwise return a zero or missing tangent), while the
+    forward-AD context alone and vmap still run."""
+    import torch.autograd.forward_ad as fwAD
+
+    x, grid = _case(27, 2)
+    theta = torch.randn(2, 2, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    calls = {
+        "grid_sample": lambda a: gt.grid_sample(a, grid, "bicubic", align_corners=False),
+        "grid_push": lambda a: gt.grid_push(a, grid, (4, 5)),
+        "affine_grid": lambda t: gt.affine_grid(t, (2, 1, 4, 5), align_corners=False),
+    }
+    first = {"grid_sample": x, "grid_push": torch.randn(2, 3, 3, 2, dtype=torch.float64),
+             "affine_grid": theta}
+    for name, f in calls.items():
+        a = first[name]
+        with pytest.raises(NotImplementedError, match=f"{name}: forward-mode AD"):
+            torch.func.jvp(f, (a,), (torch.ones_like(a),))
+        with pytest.raises(NotImplementedError, match="forward-mode AD"):
+            torch.func.jacfwd(f)(a)
+        with fwAD.dual_level():
+            plain = f(a)  # no dual input: runs
+            with pytest.raises(NotImplementedError, match="forward-mode AD"):
+                f(fwAD.make_dual(a, torch.ones_like(a)))
+        torch.testing.assert_close(plain, f(a), atol=0, rtol=0)
+    mapped = torch.func.vmap(calls["affine_grid"])(torch.stack([theta, 2 * theta]))
+    torch.testing.assert_close(mapped[1], calls["affine_grid"](2 * theta), atol=0, rtol=0)

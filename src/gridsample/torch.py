@@ -44,6 +44,7 @@ import warnings
 
 import numpy as np
 import torch
+import torch.autograd.forward_ad as _forward_ad
 from torch import _C
 
 from ._affine import _parse_size
@@ -136,6 +137,30 @@ def _sample_backward(grad_output, input, grid, mode, padding_mode, align_corners
         _to_numpy("grid", grid), mode, align_corners=align_corners,
         channel_last=channel_last, output_mask=tuple(output_mask), **options)
     return (None if gx is None else _to_torch(gx)), (None if gg is None else _to_torch(gg))
+
+
+def _refuse_forward_mode(name: str, *tensors) -> None:
+    """Forward-mode AD (``torch.func.jvp``, ``jacfwd``, ``torch.autograd.forward_ad``) has
+    no formula in gridsample's operators, and PyTorch would drop the tangent (a zero or no
+    tangent, silently): raise instead.  Not while dynamo traces (it has no such transform)."""
+    if torch.compiler.is_compiling():
+        return
+    jvp = _C._are_functorch_transforms_active() and any(
+        i.key() == _C._functorch.TransformType.Jvp
+        for i in _functorch_interpreters())
+    if not jvp and _forward_ad._current_level >= 0:
+        jvp = any(isinstance(t, torch.Tensor) and _forward_ad.unpack_dual(t).tangent is not None
+                  for t in tensors)
+    if jvp:
+        raise NotImplementedError(
+            f"gridsample.torch.{name}: forward-mode AD (torch.func.jvp, jacfwd, "
+            f"torch.autograd.forward_ad) is not implemented; use reverse mode "
+            f"(torch.autograd.grad, .backward())")
+
+
+def _functorch_interpreters():
+    from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
+    return retrieve_all_functorch_interpreters()
 
 
 # Tensor types a call may hand to NumPy directly (a Parameter is a Tensor with a flag).
@@ -549,6 +574,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             "since 1.3.0); pass align_corners=True for the corner-aligned convention of "
             "earlier versions.", UserWarning, stacklevel=2)
         align_corners = False
+    _refuse_forward_mode("grid_sample", input, grid)
     values = (mode, padding_mode, align_corners, channel_last, fill_value, cubic_a, grid_units,
               displacement, prefilter)
     if _runs_eagerly(input, grid):
@@ -584,6 +610,7 @@ def grid_push(values, grid, shape, mode="bilinear", padding_mode="zeros", align_
     """
     for name, t in (("values", values), ("grid", grid)):
         _check_device(name, t)
+    _refuse_forward_mode("grid_push", values, grid)
     mode = parse_mode(mode)
     padding, paddings, _, cubic_a, pixels, displacement, prefilter = _extras(
         values.dim() - 2, mode, padding_mode, 0, cubic_a, grid_units, displacement, prefilter)
@@ -766,6 +793,7 @@ def affine_grid(theta, size, align_corners=None):
             "earlier versions.", UserWarning, stacklevel=2)
         align_corners = False
     _check_device("theta", theta)
+    _refuse_forward_mode("affine_grid", theta)
     align = parse_align_corners(align_corners)
     eager = _runs_eagerly(theta)
     if eager:  # (traced: the sizes may be symbolic; the fake implementation checks them)
