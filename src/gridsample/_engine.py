@@ -620,13 +620,11 @@ class PreparedForward:
             return out
         threads = threads_now(self.threads, self.work)
         direct = self._direct.get(threads) if chunks is None and affine is None else None
-        if (direct is not None and grid.dtype == direct[0] and x.dtype == self.storage
-                and x.flags.c_contiguous and grid.flags.c_contiguous):
+        if direct is not None and grid.dtype == direct[0] and grid.flags.c_contiguous:
             # What the general path below does for such a call, without its lookups.
-            xflat, grid3 = x.reshape(-1), grid.reshape(self.grid_shape)
-            xflat.setflags(write=False)  # (read-only views: the entries' compiled types)
-            grid3.setflags(write=False)
-            direct[1](xflat, *direct[2], grid3, out.reshape(-1), *direct[3])
+            grid3 = grid.reshape(self.grid_shape)
+            grid3.setflags(write=False)  # (read-only views: the entries' compiled types)
+            direct[1](self._flat_x(x), *direct[2], grid3, out.reshape(-1), *direct[3])
             return out
         xflat = self._flat_x(x)
         outflat = (out if self.out_is_storage else out.view(self.storage)).reshape(-1)

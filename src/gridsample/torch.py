@@ -139,6 +139,32 @@ def _sample_backward(grad_output, input, grid, mode, padding_mode, align_corners
     return (None if gx is None else _to_torch(gx)), (None if gg is None else _to_torch(gg))
 
 
+def _default_align_corners(name: str) -> bool:
+    """``align_corners=None``: False, with a UserWarning as PyTorch's (its default changed
+    in 1.3.0), attributed to the caller of the public function ``name``."""
+    warnings.warn(
+        f"{name}: align_corners was not given, so it is False (PyTorch's default since "
+        f"1.3.0); pass align_corners=True for the corner-aligned convention of earlier "
+        f"versions.", UserWarning, stacklevel=3)
+    return False
+
+
+def _run_eager(function, body, args: tuple, tensors: tuple):
+    """A call :func:`_runs_eagerly` lets skip the dispatcher: through ``function`` (an
+    ``autograd.Function`` with the operator's derivative) where one of ``tensors`` will
+    want a gradient, else ``body(*args)`` alone (the operator's body)."""
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return function.apply(*args)
+    return body(*args)
+
+
+def _derives_eagerly(*tensors) -> bool:
+    """Whether a registered derivative may run its body at once: it will not be
+    differentiated again (no ``create_graph``) and nothing traces (:func:`_runs_eagerly`);
+    otherwise it calls the operators, whose own derivatives are registered."""
+    return not torch.is_grad_enabled() and _runs_eagerly(*tensors)
+
+
 def _refuse_forward_mode(name: str, *tensors) -> None:
     """Forward-mode AD (``torch.func.jvp``, ``jacfwd``, ``torch.autograd.forward_ad``) has
     no formula in gridsample's operators, and PyTorch would drop the tangent (a zero or no
@@ -308,8 +334,7 @@ def _setup_forward(ctx, inputs, output):
 def _forward_derivative(ctx, grad_output):
     input, grid = ctx.saved_tensors
     want = list(ctx.needs_input_grad[:2])
-    if not torch.is_grad_enabled() and _runs_eagerly(grad_output, input, grid):
-        # Not differentiated again (no create_graph) and nothing traces: at once.
+    if _derives_eagerly(grad_output, input, grid):
         gx, gg = _sample_backward(grad_output, input, grid, *ctx.options, want, *ctx.extras)
     else:  # the operator, whose own derivative is registered
         gx, gg = torch.ops.gridsample.grid_sample_backward(grad_output, input, grid,
@@ -407,8 +432,7 @@ def _push_derivative(ctx, grad_output):
     values, grid = ctx.saved_tensors
     want_values, want_grid = ctx.needs_input_grad[:2]
     grad_values = grad_grid = None
-    # At once where not differentiated again and nothing traces (as _forward_derivative).
-    direct = not torch.is_grad_enabled() and _runs_eagerly(grad_output, values, grid)
+    direct = _derives_eagerly(grad_output, values, grid)
     if want_values:
         grad_values = (_sample if direct else torch.ops.gridsample.grid_sample)(
             grad_output, grid, *ctx.options, *ctx.extras)
@@ -568,20 +592,14 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     tensor([[[[1.5000, 6.0000]]]])
     """
     if align_corners is None:
-        # PyTorch warns here too (a UserWarning): its default changed in 1.3.0.
-        warnings.warn(
-            "grid_sample: align_corners was not given, so it is False (PyTorch's default "
-            "since 1.3.0); pass align_corners=True for the corner-aligned convention of "
-            "earlier versions.", UserWarning, stacklevel=2)
-        align_corners = False
+        align_corners = _default_align_corners("grid_sample")
     _refuse_forward_mode("grid_sample", input, grid)
     values = (mode, padding_mode, align_corners, channel_last, fill_value, cubic_a, grid_units,
               displacement, prefilter)
     if _runs_eagerly(input, grid):
-        options = _parsed_sample_options(input.dim() - 2, *values)
-        if torch.is_grad_enabled() and (input.requires_grad or grid.requires_grad):
-            return _EagerGridSample.apply(input, grid, *options)
-        return _sample(input, grid, *options)
+        return _run_eager(_EagerGridSample, _sample,
+                          (input, grid, *_parsed_sample_options(input.dim() - 2, *values)),
+                          (input, grid))
     for name, t in (("input", input), ("grid", grid)):
         _check_device(name, t)
     return torch.ops.gridsample.grid_sample(input, grid,
@@ -618,10 +636,9 @@ def grid_push(values, grid, shape, mode="bilinear", padding_mode="zeros", align_
     full = parse_push_shape(shape, tuple(values.shape), values.dim() - 2, channel_last)
     options = (mode, padding, parse_align_corners(align_corners), channel_last, paddings,
                cubic_a, pixels, displacement, prefilter)
-    if _runs_eagerly(values, grid):  # (as grid_sample)
-        if torch.is_grad_enabled() and (values.requires_grad or grid.requires_grad):
-            return _EagerGridPush.apply(values, grid, list(full), *options)
-        return _push(values, grid, list(full), *options)
+    if _runs_eagerly(values, grid):
+        return _run_eager(_EagerGridPush, _push, (values, grid, list(full), *options),
+                          (values, grid))
     return torch.ops.gridsample.grid_push(values, grid, list(full), *options)
 
 
@@ -787,11 +804,7 @@ def affine_grid(theta, size, align_corners=None):
              [0., 0., 2.]]])
     """
     if align_corners is None:
-        warnings.warn(
-            "affine_grid: align_corners was not given, so it is False (PyTorch's default "
-            "since 1.3.0); pass align_corners=True for the corner-aligned convention of "
-            "earlier versions.", UserWarning, stacklevel=2)
-        align_corners = False
+        align_corners = _default_align_corners("affine_grid")
     _check_device("theta", theta)
     _refuse_forward_mode("affine_grid", theta)
     align = parse_align_corners(align_corners)
@@ -804,7 +817,5 @@ def affine_grid(theta, size, align_corners=None):
             "0 (PyTorch's behaviour since 1.3.0: before, -1); unit-size grids are not an "
             "intended use of affine_grid.", UserWarning, stacklevel=2)
     if eager:
-        if torch.is_grad_enabled() and theta.requires_grad:
-            return _EagerAffineGrid.apply(theta, size, align)
-        return _affine_grid(theta, size, align)
+        return _run_eager(_EagerAffineGrid, _affine_grid, (theta, size, align), (theta,))
     return torch.ops.gridsample.affine_grid(theta, list(size), align)
