@@ -34,7 +34,8 @@ from ._options import parse_align_corners
 from ._plan import as_array
 from ._threads import run_shared, threads_for
 
-__all__ = ["affine_grid", "THETA_DTYPE_NAMES", "base_coordinates", "parse_affine_args"]
+__all__ = ["affine_grid", "THETA_DTYPE_NAMES", "SIZE_RULE", "base_coordinates", "batch_mismatch",
+           "check_size_length", "check_theta_shape", "parse_affine_args"]
 
 #: dtype names accepted for theta (bfloat16 comes from ``ml_dtypes``).
 THETA_DTYPE_NAMES = ("float16", "bfloat16", "float32", "float64")
@@ -65,47 +66,68 @@ def parse_affine_args(theta, size, align_corners):
             f"theta has dtype {theta.dtype}; allowed dtypes: {', '.join(THETA_DTYPE_NAMES)}"
         )
     size = _parse_size(size)
-    r = len(size) - 2
-    if theta.shape[1:] != (r, r + 1) or theta.ndim != 3:
-        raise GridSampleError(
-            f"theta has shape {theta.shape}; for size={size} (r = {r} spatial axes) it must "
-            f"be (N, {r}, {r + 1})"
-        )
+    check_theta_shape(theta.shape, size)
     if theta.shape[0] != size[0]:
-        raise GridSampleError(
-            f"theta has batch size {theta.shape[0]} but size[0]={size[0]}; they must be equal"
-        )
+        raise GridSampleError(batch_mismatch(theta.shape[0], size[0]))
     return theta, tuple(size[2:]), align
 
 
+#: What ``size`` may be, in every message about it.
+SIZE_RULE = "(N, C, H, W) for 2-D or (N, C, D, H, W) for 3-D, non-negative integers"
+
+
 def _parse_size(size) -> tuple:
-    allowed = "(N, C, H, W) for 2-D or (N, C, D, H, W) for 3-D, non-negative integers"
     try:
         values = list(np.asarray(size).reshape(-1)) if not isinstance(size, (list, tuple)) \
             else list(size)
     except Exception:
         raise GridSampleTypeError(
-            f"size={describe(size)} is not a sequence; it must be {allowed}") \
+            f"size={describe(size)} is not a sequence; it must be {SIZE_RULE}") \
             from None
-    if len(values) not in (4, 5):
-        raise GridSampleError(
-            f"size={describe(size)} has {len(values)} entries; it must be {allowed}")
+    check_size_length(values, describe(size))
     if not all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
                for v in values):
-        raise GridSampleTypeError(f"size={describe(size)} holds non-integers; it must be {allowed}")
+        raise GridSampleTypeError(f"size={describe(size)} holds non-integers; it must be "
+                                  f"{SIZE_RULE}")
     if any(int(v) < 0 for v in values):
-        raise GridSampleError(f"size={describe(size)} has a negative entry; it must be {allowed}")
+        raise GridSampleError(f"size={describe(size)} has a negative entry; it must be "
+                              f"{SIZE_RULE}")
     return tuple(int(v) for v in values)
 
 
-def base_coordinates(length: int, align_corners: bool) -> np.ndarray:
+def check_size_length(size, shown: str) -> None:
+    """``size`` (N, C, *spatial) has 2 or 3 spatial axes (``shown``: how a message shows it)."""
+    if len(size) not in (4, 5):
+        raise GridSampleError(f"size={shown} has {len(size)} entries; it must be {SIZE_RULE}")
+
+
+def check_theta_shape(theta_shape, size) -> None:
+    """theta's shape for ``size`` (N, C, *spatial): ``(N', r, r + 1)`` with ``r`` spatial
+    axes; the batch sizes are compared by the caller (:func:`batch_mismatch`: PyTorch's may be
+    symbolic).  Also for shapes of tensors without data (gridsample.torch's shape
+    inference)."""
+    r = len(size) - 2
+    if len(theta_shape) != 3 or theta_shape[1] != r or theta_shape[2] != r + 1:
+        raise GridSampleError(
+            f"theta has shape {tuple(theta_shape)}; for size={list(size)} (r = {r} spatial "
+            f"axes) it must be (N, {r}, {r + 1})")
+
+
+def batch_mismatch(items, wanted) -> str:
+    """The message for theta's batch size ``items`` against ``size[0] = wanted``."""
+    return f"theta has batch size {items} but size[0]={wanted}; they must be equal"
+
+
+def base_coordinates(length: int, align_corners: bool, xp=np):
     """The normalized coordinates of the ``length`` points of one axis, float64.
 
-    See the module docstring for the formulas; a single point sits at 0.
+    See the module docstring for the formulas; a single point sits at 0.  ``xp``: the
+    array namespace (NumPy, or ``torch``, whose operations trace a symbolic ``length``
+    for gridsample.torch's theta gradient).
     """
-    i = np.arange(length, dtype=np.float64)
+    i = xp.arange(length, dtype=xp.float64)
     if length == 1:
-        return np.zeros(1)
+        return xp.zeros(1, dtype=xp.float64)
     if align_corners:
         return 2.0 * i / (length - 1) - 1.0
     return (2.0 * i + 1.0) / length - 1.0

@@ -47,7 +47,14 @@ import torch
 import torch.autograd.forward_ad as _forward_ad
 from torch import _C
 
-from ._affine import _parse_size
+from ._affine import (
+    THETA_DTYPE_NAMES,
+    _parse_size,
+    base_coordinates,
+    batch_mismatch,
+    check_size_length,
+    check_theta_shape,
+)
 from ._affine import affine_grid as _affine_grid_numpy
 from ._api import grid_sample as _grid_sample_numpy
 from ._backward import grid_sample_backward
@@ -692,37 +699,17 @@ def _(theta, size, align_corners):
 def _check_affine_shapes(theta, size) -> None:
     """What :func:`gridsample.affine_grid` checks of theta's shape and dtype and of size's
     length, for tensors without data (meta and fake tensors: shape inference)."""
-    if len(size) not in (4, 5):
-        raise GridSampleError(f"size={list(size)} has {len(size)} entries; it must be "
-                              f"(N, C, H, W) for 2-D or (N, C, D, H, W) for 3-D")
-    r = len(size) - 2
-    if theta.dim() != 3 or theta.shape[1] != r or theta.shape[2] != r + 1:
-        raise GridSampleError(f"theta has shape {tuple(theta.shape)}; for size={list(size)} "
-                              f"(r = {r} spatial axes) it must be (N, {r}, {r + 1})")
+    check_size_length(size, str(list(size)))
+    check_theta_shape(theta.shape, size)
     if not theta.is_floating_point():
         raise GridSampleTypeError(f"theta has dtype {theta.dtype}; allowed dtypes: "
-                                  f"float16, bfloat16, float32, float64")
+                                  f"{', '.join(THETA_DTYPE_NAMES)}")
     items, wanted = theta.shape[0], size[0]
-    message = f"theta has batch size {items} but size[0]={wanted}; they must be equal"
     if isinstance(items, int) and isinstance(wanted, int):
         if items != wanted:
-            raise GridSampleError(message)
+            raise GridSampleError(batch_mismatch(items, wanted))
     else:  # symbolic sizes (torch.compile, torch.export): checked when they are known
-        torch._check(items == wanted, lambda: message)
-
-
-def _base(length, align_corners: bool, dtype) -> torch.Tensor:
-    """Base coordinates of an axis of ``length`` points, as gridsample._affine's
-    ``base_coordinates`` (float64, rounded once to ``dtype``), from torch operations (a
-    symbolic length traces)."""
-    i = torch.arange(length, dtype=torch.float64)
-    if length == 1:  # a single point sits at 0 (PyTorch's choice)
-        return torch.zeros(1, dtype=dtype)
-    if align_corners:
-        b = 2.0 * i / (length - 1) - 1.0
-    else:
-        b = (2.0 * i + 1.0) / length - 1.0
-    return b.to(dtype)
+        torch._check(items == wanted, lambda: batch_mismatch(items, wanted))
 
 
 def _theta_gradient(grad_grid, size, align_corners, theta_dtype) -> torch.Tensor:
@@ -736,8 +723,8 @@ def _theta_gradient(grad_grid, size, align_corners, theta_dtype) -> torch.Tensor
     for j in range(r):  # grid component j varies along array axis r - 1 - j
         shape = [1] * r
         shape[r - 1 - j] = spatial[r - 1 - j]
-        columns.append(_base(spatial[r - 1 - j], align_corners, dtype).reshape(shape)
-                       .expand(spatial))
+        b = base_coordinates(spatial[r - 1 - j], align_corners, torch).to(dtype)
+        columns.append(b.reshape(shape).expand(spatial))
     columns.append(torch.ones(spatial, dtype=dtype))
     base = torch.stack(columns, -1).reshape(-1, r + 1)
     g = grad_grid.to(dtype).reshape(grad_grid.shape[0], base.shape[0], r)  # (N may be 0)
