@@ -186,6 +186,43 @@ def test_double_backward_matches_finite_differences(degree, prefilter):
         assert np.sum(got * d) == pytest.approx(fd, rel=1e-5, abs=1e-6)
 
 
+# float32 pixel coordinates where x + 1/2 rounds across an integer: just below a half-integer
+# (0.49999997 + 0.5 rounds to 1) and odd integers in [2**23, 2**24) (a tie, rounded to even);
+# the even-degree anchor floor(x + 1/2) must be taken exactly there.
+_ROUNDING_POINTS = [0.49999997, 2.4999998, -0.50000006, 8388611.0, 12345679.0, 16777213.0,
+                    -8388611.0, 3.5, -2.5]
+# Beyond 2**24 a float32 tap index f + k rounds: the kernels and the twin form each tap from
+# the anchor directly (docs/semantics.md, cubic's rule).
+_BEYOND_POINTS = [16777218.0, 3e7, -3e7, 1.5e9]
+
+
+@pytest.mark.parametrize("degree", [2, 4])
+@pytest.mark.parametrize("padding", ["wrap", "mirror", "border"])
+def test_even_degrees_where_x_plus_half_rounds(degree, padding):
+    """Against SciPy with the same coordinates in float64 (where x + 1/2 is exact): the
+    weights of a float32 fraction differ by float32 rounding only (~1e-8 here); the anchor
+    taken from a rounded x + 1/2 gave values off by up to 0.3 (weights outside [0, 1])."""
+    x = np.random.default_rng(degree).standard_normal(7)
+    pts = np.array(_ROUNDING_POINTS, np.float32)
+    got = gs.grid_sample(x[None, None], pts.reshape(1, -1, 1), f"bspline{degree}", padding,
+                         grid_units="pixels", prefilter=False)[0, 0]
+    want = scipy_ndimage.map_coordinates(x, pts.astype(np.float64)[None], order=degree,
+                                         mode=SCIPY_MODES[padding], prefilter=False)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("degree", [2, 3, 4, 5, 6, 7])
+@pytest.mark.parametrize("padding", ["wrap", "border", "zeros", "symmetric"])
+def test_far_float32_points_match_the_twin(degree, padding):
+    """The kernels and the reference twin read the same taps where x + 1/2 or f + k round."""
+    x = np.random.default_rng(degree).standard_normal(7)
+    pts = np.array(_ROUNDING_POINTS + _BEYOND_POINTS, np.float32).reshape(1, -1, 1)
+    args = (f"bspline{degree}", padding)
+    got = gs.grid_sample(x[None, None], pts, *args, grid_units="pixels", prefilter=False)
+    want = ref.grid_sample(x[None, None], pts, *args, grid_units="pixels", prefilter=False)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+
+
 @pytest.mark.xdist_group("vector-cubic-2d")  # beside cubic's vector tests: compiled once
 def test_bspline3_vector_and_general_kernels_agree():
     """bspline3 runs on cubic's kernels: both families give the same bits."""

@@ -31,7 +31,7 @@ from ._registry import (
 )
 
 __all__ = ["A", "unnormalize", "reflect", "keys", "pad_indices", "identity_grid", "axis_taps",
-           "bspline", "bspline_slope", "bspline_curvature", "spline_distances",
+           "bspline", "bspline_slope", "bspline_curvature", "round_half_up", "spline_distances",
            "unnormalize_slope",
            "pad_slope", "keys_slope", "axis_grad_taps", "keys_curvature",
            "axis_curvature"]
@@ -143,17 +143,30 @@ def bspline_curvature(t, degree):
     return bspline(t + 1, degree - 2) - 2 * bspline(t, degree - 2) + bspline(t - 1, degree - 2)
 
 
-def spline_distances(x, degree):
-    """First tap and the distances ``x - tap`` of the ``n + 1`` taps of a B-spline of degree ``n``.
+def round_half_up(v):
+    """``floor(v + 1/2)`` exactly, in ``v``'s dtype: the even-degree B-splines' anchor.
 
-    Taps ``s … s + n``: ``s = floor(x) - (n-1)/2`` (odd ``n``) or
-    ``floor(x + 1/2) - n/2`` (even ``n``).  Distances from the exact
-    fraction, so huge coordinates keep exact weights.
+    ``v + 1/2`` itself may round across an integer -- up to the next one for an odd float32
+    ``v`` in ``[2**23, 2**24)`` (a tie, to even), or to 1 from just below 1/2 -- where
+    ``v - floor(v)`` is exact: so the anchor is ``floor(v)``, plus one where that fraction
+    is at least 1/2.  (The kernels' ``spline_taps`` takes it so.)
+    """
+    f = np.floor(v)
+    return np.where(v - f >= 0.5, f + 1, f)
+
+
+def spline_distances(x, degree):
+    """Anchor and the distances ``x - tap`` of the ``n + 1`` taps of a B-spline of degree ``n``.
+
+    The anchor is ``floor(x)`` (odd ``n``) or ``floor(x + 1/2)`` (even ``n``: exactly,
+    :func:`round_half_up`); tap ``k`` is ``anchor + (k - n // 2)``, formed in ``x``'s dtype
+    from the anchor directly, as the kernels form it.  Distances from the exact fraction, so
+    huge coordinates keep exact weights.
     """
     h = degree // 2
-    anchor = np.floor(x) if degree % 2 else np.floor(x + np.asarray(0.5, x.dtype))
+    anchor = np.floor(x) if degree % 2 else round_half_up(x)
     frac = (x - anchor).astype(np.float64)
-    return anchor - h, [frac + h - k for k in range(degree + 1)]
+    return anchor, [frac + h - k for k in range(degree + 1)]
 
 
 def _spline_axis_taps(x, size, degree, padding, align_corners):
@@ -169,10 +182,10 @@ def _spline_axis_taps(x, size, degree, padding, align_corners):
     nan = np.isnan(x) | (np.isinf(x) & (not drops and padding != PAD_BORDER))
     x = np.where(np.isfinite(x), x, np.copysign(size + 8.0, np.where(np.isnan(x), 1.0, x)))
     x = x.astype(np.result_type(x.dtype, np.float32))
-    start, dist = spline_distances(x, degree)
+    anchor, dist = spline_distances(x, degree)
     taps = []
     for k, d in enumerate(dist):
-        idx = start + k
+        idx = anchor + (k - degree // 2)
         w = bspline(d, degree)
         if padding == PAD_BORDER:
             idx = np.clip(idx, 0, size - 1)

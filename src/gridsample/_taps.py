@@ -457,8 +457,11 @@ def spline_taps(g, n, pad, ax, one, size, stride, off, wts, dws, base, keep, slo
         f = np.floor(x)
         u = x - f
     else:
+        # f = floor(x + 1/2) exactly (_axis_numpy.round_half_up: x + 1/2 may round across
+        # an integer, x - floor(x) does not), then u = x + 1/2 - f in [0, 1).
         half = cone / (cone + cone)
-        f = np.floor(x + half)
+        f = np.floor(x)
+        f = f + cone if x - f >= half else f
         u = (x - f) + half
     uw = one * u
     # Cox-de Boor, degree 1 … n, in wts[base … base + n]; the slopes need degree n - 1.

@@ -61,7 +61,7 @@ import math
 
 import numpy as np
 
-from .._axis_numpy import pad_indices
+from .._axis_numpy import pad_indices, round_half_up
 from .._registry import PAD_BORDER, PAD_CONSTANT, PAD_REFLECTION, PAD_ZEROS, mode_of, padding_of
 from .._taps import (
     AXIS_HIGH,
@@ -128,7 +128,7 @@ def _anchors(m, v: np.ndarray) -> np.ndarray:
     if m.anchor == "floor":
         return np.floor(v)
     if m.anchor == "round":  # the even-degree B-splines
-        return np.floor(v + v.dtype.type(0.5))
+        return round_half_up(v)
     return np.rint(v)
 
 
