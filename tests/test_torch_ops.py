@@ -203,6 +203,55 @@ def test_meta_tensors_infer_shapes():
     assert y.shape == (2, 4, 5, 3)
 
 
+# Shapes and dtypes the CPU call refuses: shape inference (meta tensors, compile, export)
+# refuses them too, with the same error type, rather than inferring an output.
+_BAD_SAMPLE_SHAPES = [
+    ((1, 1, 3, 3), (1, 2, 2, 2, 3), torch.float32, "rank 4"),  # grid of another rank
+    ((1, 1, 3, 3), (1, 2, 2, 3), torch.float32, "last axis"),
+    ((2, 1, 3, 3), (3, 2, 2, 2), torch.float32, "batch size 3"),
+    ((1, 1, 0, 3), (1, 2, 2, 2), torch.float32, "nothing to sample from"),
+    ((1, 1, 3, 3), (1, 2, 2, 2), torch.int64, "grid has dtype"),
+    ((3, 3), (1, 2, 2, 2), torch.float32, "at least 3 axes"),
+]
+
+
+@pytest.mark.parametrize("x_shape, grid_shape, grid_dtype, match", _BAD_SAMPLE_SHAPES)
+def test_shape_inference_refuses_what_the_call_refuses(x_shape, grid_shape, grid_dtype, match):
+    with pytest.raises((gridsample.GridSampleError, gridsample.GridSampleTypeError)) as cpu:
+        gt.grid_sample(torch.zeros(x_shape), torch.zeros(grid_shape, dtype=grid_dtype),
+                       align_corners=False)
+    with pytest.raises(type(cpu.value), match=match):
+        gt.grid_sample(torch.zeros(x_shape, device="meta"),
+                       torch.zeros(grid_shape, dtype=grid_dtype, device="meta"),
+                       align_corners=False)
+
+
+@pytest.mark.parametrize("values_shape, grid_shape, shape, match", [
+    ((1, 1, 5, 5), (1, 2, 2, 2), (4, 4), r"values has shape \(1, 1, 5, 5\)"),
+    ((1, 1, 2, 2), (2, 2, 2, 2), (4, 4), "batch size 2"),
+    ((1, 1, 2, 2), (1, 2, 2, 3), (4, 4), "last axis"),
+    ((), (1, 2, 2, 2), (4, 4), "at least 3 axes"),
+])
+def test_push_shape_inference_refuses_what_the_call_refuses(values_shape, grid_shape, shape,
+                                                           match):
+    with pytest.raises(gridsample.GridSampleError):
+        gt.grid_push(torch.zeros(values_shape), torch.zeros(grid_shape), shape)
+    with pytest.raises(gridsample.GridSampleError, match=match):
+        gt.grid_push(torch.zeros(values_shape, device="meta"),
+                     torch.zeros(grid_shape, device="meta"), shape)
+    good = gt.grid_push(torch.zeros(1, 2, 3, 5, device="meta"),
+                        torch.zeros(1, 3, 5, 2, device="meta"), (7, 8))
+    assert good.shape == (1, 2, 7, 8)
+
+
+@pytest.mark.parametrize("make", [lambda: torch.zeros(1, 1, 3, 3).to(torch.float8_e4m3fn),
+                                  lambda: torch.zeros(1, 1, 3, 3).to_sparse()],
+                         ids=["float8", "sparse"])
+def test_tensors_without_a_numpy_view_are_type_errors(make):
+    with pytest.raises(gridsample.GridSampleTypeError, match="input has dtype"):
+        gt.grid_sample(make(), torch.zeros(1, 2, 2, 2), align_corners=False)
+
+
 def test_strided_tensors_are_read_in_place(monkeypatch):
     """channels_last-strided, transposed and requires-grad tensors reach NumPy as views."""
     gen = torch.Generator().manual_seed(2)

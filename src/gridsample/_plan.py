@@ -244,6 +244,59 @@ def _parse_fill(fill_value, paddings, x: np.ndarray, channels: int):
     return fill
 
 
+def check_rank(name: str, shape: tuple, channel_last: bool) -> int:
+    """The number of spatial axes of an input ``name`` of ``shape`` (at least one)."""
+    if len(shape) < 3:
+        layout = "(N, d1, ..., dr, C)" if channel_last else "(N, C, d1, ..., dr)"
+        raise GridSampleError(
+            f"{name} has shape {tuple(shape)}; it must have at least 3 axes {layout} "
+            "(one spatial axis or more)"
+        )
+    return len(shape) - 2
+
+
+def check_shapes(x_shape: tuple, grid_shape: tuple, mode_code: int, channel_last: bool,
+                 name: str = "x") -> None:
+    """The forward's rules between the input's shape (``name``) and the grid's: also for
+    tensors without data (gridsample.torch's shape inference, whose sizes may be symbolic)."""
+    rank = check_rank(name, x_shape, channel_last)
+    x_shape, grid_shape = tuple(x_shape), tuple(grid_shape)
+    if len(grid_shape) != len(x_shape):
+        raise GridSampleError(
+            f"grid has shape {grid_shape}; for {name} of rank {len(x_shape)} it must have rank "
+            f"{len(x_shape)}: {_grid_layout(rank)}"
+        )
+    if grid_shape[-1] != rank:
+        raise GridSampleError(
+            f"grid has shape {grid_shape}; its last axis must have length {rank}, "
+            f"the number of spatial axes of {name}"
+        )
+    taps = taps_per_point(mode_code, rank)
+    if taps > MAX_TAPS_PER_POINT:
+        raise GridSampleError(
+            f"{name} has {rank} spatial axes: mode={MODE_NAMES[mode_code]!r} would read "
+            f"{mode_of(mode_code).taps}**{rank} = {taps} taps per output point; at most "
+            f"{MAX_TAPS_PER_POINT} are supported (linear up to 16 axes, cubic up to 8, "
+            f"bspline7 up to 5, nearest any)"
+        )
+    batch = x_shape[0]
+    if grid_shape[0] != batch and grid_shape[0] != 1:
+        raise GridSampleError(
+            f"grid has batch size {grid_shape[0]} (shape {grid_shape}); it must equal "
+            f"{name}'s batch size {batch} or be 1 to broadcast"
+        )
+    if channel_last:
+        channels, in_spatial = x_shape[-1], x_shape[1:-1]
+    else:
+        channels, in_spatial = x_shape[1], x_shape[2:]
+    out_spatial = grid_shape[1:-1]
+    if any(s == 0 for s in in_spatial) and batch * channels * math.prod(out_spatial) != 0:
+        raise GridSampleError(
+            f"{name} has shape {x_shape} with an empty spatial axis, but the output "
+            f"{(batch, channels, *out_spatial)} is not empty: there is nothing to sample from"
+        )
+
+
 def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last, *, fill_value=0,
                  cubic_a=CUBIC_A, grid_units="normalized", displacement=False, prefilter=True):
     """Validate the forward arguments.
@@ -261,48 +314,15 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last, *, fi
     grid = as_array("grid", grid)
     _check_dtypes(x, grid, mode_code)
 
-    layout = "(N, d1, ..., dr, C)" if chan_last else "(N, C, d1, ..., dr)"
-    if x.ndim < 3:
-        raise GridSampleError(
-            f"x has shape {x.shape}; it must have at least 3 axes {layout} "
-            "(one spatial axis or more)"
-        )
-    rank = x.ndim - 2
+    rank = check_rank("x", x.shape, chan_last)
     paddings = parse_paddings(padding_mode, rank)
-    if grid.ndim != x.ndim:
-        raise GridSampleError(
-            f"grid has shape {grid.shape}; for x of rank {x.ndim} it must have rank {x.ndim}: "
-            f"{_grid_layout(rank)}"
-        )
-    if grid.shape[-1] != rank:
-        raise GridSampleError(
-            f"grid has shape {grid.shape}; its last axis must have length {rank}, "
-            f"the number of spatial axes of x"
-        )
-    taps = taps_per_point(mode_code, rank)
-    if taps > MAX_TAPS_PER_POINT:
-        raise GridSampleError(
-            f"x has {rank} spatial axes: mode={MODE_NAMES[mode_code]!r} would read "
-            f"{mode_of(mode_code).taps}**{rank} = {taps} taps per output point; at most "
-            f"{MAX_TAPS_PER_POINT} are supported (linear up to 16 axes, cubic up to 8, "
-            f"bspline7 up to 5, nearest any)"
-        )
+    check_shapes(x.shape, grid.shape, mode_code, chan_last)
     batch = x.shape[0]
-    if grid.shape[0] not in (batch, 1):
-        raise GridSampleError(
-            f"grid has batch size {grid.shape[0]} (shape {grid.shape}); it must equal x's batch "
-            f"size {batch} or be 1 to broadcast"
-        )
     if chan_last:
         channels, in_spatial = x.shape[-1], tuple(x.shape[1:-1])
     else:
         channels, in_spatial = x.shape[1], tuple(x.shape[2:])
     out_spatial = tuple(grid.shape[1:-1])
-    if 0 in in_spatial and batch * channels * math.prod(out_spatial) != 0:
-        raise GridSampleError(
-            f"x has shape {x.shape} with an empty spatial axis, but the output "
-            f"{(batch, channels, *out_spatial)} is not empty: there is nothing to sample from"
-        )
 
     # docs/semantics.md §6.2: coordinates in the grid's precision (float32 at least); weights
     # and sums by X's type (gridsample._dtypes has the table).

@@ -58,6 +58,7 @@ from ._affine import (
 from ._affine import affine_grid as _affine_grid_numpy
 from ._api import grid_sample as _grid_sample_numpy
 from ._backward import grid_sample_backward
+from ._dtypes import GRID_DTYPE_NAMES, X_DTYPE_NAMES
 from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._options import (
     parse_align_corners,
@@ -67,6 +68,7 @@ from ._options import (
     parse_mode,
     parse_paddings,
 )
+from ._plan import check_rank, check_shapes
 from ._push import grid_push as _grid_push_numpy
 from ._push import parse_push_shape
 from ._second_order import grid_sample_double_backward
@@ -112,7 +114,30 @@ def _to_numpy(name: str, t) -> np.ndarray:
         import ml_dtypes  # bfloat16 in NumPy; a dependency of gridsample's half support
 
         return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
-    return t.numpy()
+    try:
+        return t.numpy()
+    except (TypeError, RuntimeError) as exc:  # float8, sparse, quantized, ...: no NumPy view
+        raise GridSampleTypeError(
+            f"{name} has dtype {t.dtype} and layout {t.layout}; gridsample.torch reads strided "
+            f"tensors of these dtypes: {', '.join(X_DTYPE_NAMES)} ({exc})") from None
+
+
+def _dtype_name(t) -> str:
+    """A tensor's dtype as NumPy (and ml_dtypes) name it: ``float32``, ``bfloat16``, ..."""
+    return str(t.dtype).removeprefix("torch.")
+
+
+def _check_dtypes(name: str, t, allowed: tuple) -> None:
+    """``t``'s dtype is one of ``allowed`` (NumPy names), as the NumPy API checks it: for
+    tensors without data (shape inference)."""
+    if _dtype_name(t) not in allowed:
+        raise GridSampleTypeError(f"{name} has dtype {t.dtype}; allowed dtypes: "
+                                  f"{', '.join(allowed)}")
+
+
+def _spatial_rank(name: str, t, channel_last) -> int:
+    """The spatial axes of ``t`` (checked before the options, which are parsed per axis)."""
+    return check_rank(name, t.shape, channel_last is True)
 
 
 def _to_torch(a: np.ndarray) -> torch.Tensor:
@@ -250,6 +275,10 @@ def _grid_sample_op(input, grid, mode, padding_mode, align_corners, channel_last
 @_grid_sample_op.register_fake
 def _(input, grid, mode, padding_mode, align_corners, channel_last, paddings=(), fill_value=(),
       cubic_a=-0.75, pixels=False, displacement=False, prefilter=True):
+    # gridsample.grid_sample's checks of shapes and dtypes, without data
+    _check_dtypes("input", input, X_DTYPE_NAMES)
+    _check_dtypes("grid", grid, GRID_DTYPE_NAMES)
+    check_shapes(input.shape, grid.shape, mode, channel_last, "input")
     out_spatial = tuple(grid.shape[1:-1])
     if channel_last:
         shape = (input.shape[0], *out_spatial, input.shape[-1])
@@ -423,6 +452,17 @@ def _push(values, grid, shape, mode, padding_mode, align_corners, channel_last, 
 @_grid_push_op.register_fake
 def _(values, grid, shape, mode, padding_mode, align_corners, channel_last, paddings=(),
       cubic_a=-0.75, pixels=False, displacement=False, prefilter=True):
+    # gridsample.grid_push's checks, without data: the pushed array (``shape``) against the
+    # grid as grid_sample's input, and values against what sampling it would give
+    _check_dtypes("values", values, X_DTYPE_NAMES)
+    _check_dtypes("grid", grid, GRID_DTYPE_NAMES)
+    check_shapes(tuple(shape), grid.shape, mode, channel_last, "shape")
+    spatial = tuple(grid.shape[1:-1])
+    n, c = (shape[0], shape[-1]) if channel_last else (shape[0], shape[1])
+    wanted = (n, *spatial, c) if channel_last else (n, c, *spatial)
+    if tuple(values.shape) != wanted:
+        raise GridSampleError(f"values has shape {tuple(values.shape)}; for grid "
+                              f"{tuple(grid.shape)} it must be {wanted}")
     return values.new_empty(tuple(shape))
 
 
@@ -605,12 +645,15 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
               displacement, prefilter)
     if _runs_eagerly(input, grid):
         return _run_eager(_EagerGridSample, _sample,
-                          (input, grid, *_parsed_sample_options(input.dim() - 2, *values)),
+                          (input, grid, *_parsed_sample_options(
+                              _spatial_rank("input", input, channel_last), *values)),
                           (input, grid))
     for name, t in (("input", input), ("grid", grid)):
         _check_device(name, t)
     return torch.ops.gridsample.grid_sample(input, grid,
-                                            *_sample_options(input.dim() - 2, *values))
+                                            *_sample_options(
+                                                _spatial_rank("input", input, channel_last),
+                                                *values))
 
 
 def grid_push(values, grid, shape, mode="bilinear", padding_mode="zeros", align_corners=False, *,
@@ -637,10 +680,11 @@ def grid_push(values, grid, shape, mode="bilinear", padding_mode="zeros", align_
         _check_device(name, t)
     _refuse_forward_mode("grid_push", values, grid)
     mode = parse_mode(mode)
+    rank = _spatial_rank("values", values, channel_last)
     padding, paddings, _, cubic_a, pixels, displacement, prefilter = _extras(
-        values.dim() - 2, mode, padding_mode, 0, cubic_a, grid_units, displacement, prefilter)
+        rank, mode, padding_mode, 0, cubic_a, grid_units, displacement, prefilter)
     channel_last = parse_flag("channel_last", channel_last)
-    full = parse_push_shape(shape, tuple(values.shape), values.dim() - 2, channel_last)
+    full = parse_push_shape(shape, tuple(values.shape), rank, channel_last)
     options = (mode, padding, parse_align_corners(align_corners), channel_last, paddings,
                cubic_a, pixels, displacement, prefilter)
     if _runs_eagerly(values, grid):
