@@ -199,7 +199,8 @@ def test_empty_output():
     ((np.ones((1, 1, 4, 4)), np.eye(3, 4)), {}, "theta has shape"),
     ((np.ones((1, 1, 4, 4)), np.ones((1, 2, 2))), {}, "theta has shape"),
     ((np.ones((2, 1, 4, 4)), np.ones((3, 2, 3))), {}, "theta has batch size 3"),
-    ((np.ones((1, 1, 4, 4)), np.eye(2, 3), (4, -1)), {}, "size="),
+    ((np.ones((1, 1, 4, 4)), np.eye(2, 3), (4, -1)), {}, "out_shape=(4, -1)"),
+    ((np.ones((1, 1, 4, 4)), np.eye(2, 3), (5,)), {}, "out_shape=(5,)"),
     ((np.ones((1, 1, 4, 4)), np.eye(2, 3), "ab"), {}, "out_shape='ab'"),
     ((np.ones((1, 1, 4, 4)), np.eye(2, 3), (3, 3), "bogus"), {}, "mode"),
     ((np.ones((1, 1, 4, 4)), np.eye(2, 3)), {"channel_last": 2}, "channel_last"),
@@ -208,6 +209,13 @@ def test_errors_name_the_argument(args, kwargs, words):
     with pytest.raises(GridSampleError) as info:
         gridsample.affine_warp(*args, **kwargs)
     assert words in str(info.value)
+
+
+@pytest.mark.parametrize("out_shape", [(5.7, 9), (True, 9), ("5", "9"), b"59", "59", 59])
+def test_out_shape_takes_integers_only(out_shape):
+    """As affine_grid's size: no silent int() of floats, bools, strings or bytes."""
+    with pytest.raises(GridSampleTypeError, match="out_shape="):
+        gridsample.affine_warp(np.ones((1, 3, 6, 7), np.float32), np.eye(2, 3), out_shape)
 
 
 def test_theta_type_error():

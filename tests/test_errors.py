@@ -77,6 +77,37 @@ def test_bad_dtypes(x, grid, name):
     assert str(info.value).startswith(name)
 
 
+_G = np.zeros((1, 2, 2, 2), np.float32)
+_V = np.ones((1, 1, 2, 2), np.float32)
+_THETA = np.eye(2, 3, dtype=np.float32)[None]
+
+
+@pytest.mark.parametrize("call, words", [
+    # arrays no machine can address: named by the argument that asks for them, not NumPy's
+    # "array is too big" or "Maximum allowed dimension exceeded"
+    (lambda: gridsample.grid_count(_G, (2**63, 2)), ["shape=(9223372036854775808, 2)"]),
+    (lambda: gridsample.grid_push(_V, _G, (2**62, 2**62)), ["shape=", "address"]),
+    (lambda: gridsample.affine_grid(_THETA, (1, 1, 2**31, 2**31)), ["size=", "address"]),
+    (lambda: gridsample.affine_warp(np.zeros((1, 1, 4, 4), np.float32), _THETA,
+                                    (2**40, 2**40)), ["out_shape=", "address"]),
+    (lambda: gridsample.grid_sample(np.broadcast_to(np.float32(0), (1, 2**40, 4, 4)),
+                                    np.zeros((1, 2**12, 2**12, 2), np.float32)),
+     ["x (1, 1099511627776, 4, 4)", "output", "address"]),
+    # grid_push names its own arguments: values and shape (it has no x)
+    (lambda: gridsample.grid_push(_V, np.zeros((2, 2, 2, 2), np.float32), (4, 4)),
+     ["grid has batch size 2", "values"]),
+    (lambda: gridsample.grid_push(_V, np.zeros((1, 2, 2, 3), np.float32), (4, 4)),
+     ["last axis", "values"]),
+    (lambda: gridsample.grid_push(np.ones((1, 3, 2, 2)), _G, (0, 6)),
+     ["shape=(0, 6)", "empty spatial axis", "values"]),
+])
+def test_errors_name_the_argument_that_asks(call, words):
+    with pytest.raises(GridSampleError) as info:
+        call()
+    for word in words:
+        assert word in str(info.value)
+
+
 def test_error_types_are_value_and_type_errors():
     assert issubclass(GridSampleError, ValueError)
     assert issubclass(GridSampleTypeError, TypeError)

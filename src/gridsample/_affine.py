@@ -31,7 +31,7 @@ import numpy as np
 from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._jit import function, read_only, skeleton
 from ._options import parse_align_corners
-from ._plan import as_array
+from ._plan import as_array, check_allocatable
 from ._threads import run_shared, threads_for
 
 __all__ = ["affine_grid", "THETA_DTYPE_NAMES", "SIZE_RULE", "base_coordinates", "batch_mismatch",
@@ -254,6 +254,8 @@ def affine_grid(theta, size, align_corners=False) -> np.ndarray:
            [ 0.5,  0. ]], dtype=float32)
     """
     theta, spatial, align = parse_affine_args(theta, size, align_corners)
+    check_allocatable((theta.shape[0], *spatial, len(spatial)), theta.dtype.itemsize,
+                      f"size={describe(size)} asks for a grid that")
     theta_c = np.ascontiguousarray(theta, dtype=_compute_dtype(theta.dtype))
     return affine_window(theta_c, theta.dtype, spatial, (0,) * len(spatial), spatial, align)
 

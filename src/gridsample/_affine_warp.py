@@ -12,16 +12,17 @@ The whole grid (``r`` coordinates per output point: as large as a float32 output
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
 from ._affine import _affine_rows, _compute_dtype, parse_affine_args, window_bases
 from ._dtypes import is_half
 from ._engine import Chunks, run_forward
-from ._errors import GridSampleError
+from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._jit import read_only
 from ._options import parse_flag
-from ._plan import as_array, plan_forward
+from ._plan import as_array, check_allocatable, plan_forward
 from ._splines import cast_result, coefficient_plan
 from ._threads import num_threads
 
@@ -34,7 +35,8 @@ _BAND_POINTS = 1 << 17
 
 
 def warp_theta(theta, out_spatial, align_corners):
-    """Validate an affine warp's ``theta`` for the output spatial shape ``out_spatial``.
+    """Validate an affine warp's ``theta`` for the output spatial shape ``out_spatial``
+    (the argument ``out_shape``).
 
     ``theta`` of shape ``(r, r + 1)`` is a batch of one.  Returns ``theta`` (N', r, r + 1),
     the output spatial shape as a tuple and ``align_corners`` as a bool.
@@ -42,14 +44,31 @@ def warp_theta(theta, out_spatial, align_corners):
     theta = as_array("theta", theta)
     if theta.ndim == 2:
         theta = theta[None]
-    batch = theta.shape[0] if theta.ndim == 3 else 1
-    try:
-        spatial = tuple(int(s) for s in out_spatial)
-    except (TypeError, ValueError):
-        raise GridSampleError(f"out_shape={out_spatial!r} must be a sequence of "
-                              "non-negative integers (D1, ..., Dr)") from None
-    theta, spatial, align = parse_affine_args(theta, (batch, 1, *spatial), align_corners)
+    spatial = _parse_out_shape(out_spatial)
+    r = len(spatial)
+    if theta.ndim != 3 or theta.shape[1:] != (r, r + 1):
+        raise GridSampleError(
+            f"theta has shape {theta.shape}; for out_shape={spatial} ({r} spatial axes) it must "
+            f"be (N, {r}, {r + 1}) or ({r}, {r + 1})")
+    # affine_grid's own checks (theta's dtype) for the grid the warp stands for
+    theta, spatial, align = parse_affine_args(theta, (theta.shape[0], 1, *spatial),
+                                              align_corners)
     return theta, spatial, align
+
+
+def _parse_out_shape(out_shape) -> tuple:
+    """``out_shape`` as a tuple of 2 or 3 non-negative ints (its own errors, by its name)."""
+    allowed = "a sequence of 2 or 3 non-negative integers (D1, ..., Dr)"
+    if isinstance(out_shape, (str, bytes)) or not hasattr(out_shape, "__len__"):
+        raise GridSampleTypeError(f"out_shape={describe(out_shape)} must be {allowed}")
+    values = list(out_shape)
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+               for v in values):
+        raise GridSampleTypeError(f"out_shape={describe(out_shape)} holds non-integers; it "
+                                  f"must be {allowed}")
+    if len(values) not in (2, 3) or any(int(v) < 0 for v in values):
+        raise GridSampleError(f"out_shape={describe(out_shape)} must be {allowed}")
+    return tuple(int(v) for v in values)
 
 
 def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
@@ -107,6 +126,10 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
     if theta.shape[0] not in (1, x.shape[0]):
         raise GridSampleError(f"theta has batch size {theta.shape[0]} (shape {theta.shape}); "
                               f"it must equal x's batch size {x.shape[0]} or be 1 to broadcast")
+    # (the grid the warp stands for, whose stub below must be countable; plan_forward
+    # checks the output)
+    check_allocatable((theta.shape[0], *out_spatial, rank), theta.dtype.itemsize,
+                      f"out_shape={out_spatial} with theta {theta.shape} asks for a grid that")
     grid_stub = np.broadcast_to(np.zeros((), theta.dtype),
                                 (theta.shape[0], *out_spatial, rank))
     plan, x, _ = plan_forward(x, grid_stub, mode, padding_mode, align, channel_last,

@@ -244,6 +244,16 @@ def _parse_fill(fill_value, paddings, x: np.ndarray, channels: int):
     return fill
 
 
+def check_allocatable(shape: tuple, itemsize: int, what: str) -> None:
+    """An array of ``shape`` can exist: its bytes fit the address space.  (NumPy's own errors
+    for larger ones -- "array is too big", "Maximum allowed dimension exceeded" -- name no
+    argument; ``what`` says which argument asked for it.)"""
+    elements = math.prod(int(s) for s in shape)
+    if elements * itemsize > np.iinfo(np.intp).max:
+        raise GridSampleError(f"{what} would hold {elements} elements {tuple(shape)} of "
+                              f"{itemsize} bytes, more than this machine can address")
+
+
 def check_rank(name: str, shape: tuple, channel_last: bool) -> int:
     """The number of spatial axes of an input ``name`` of ``shape`` (at least one)."""
     if len(shape) < 3:
@@ -298,8 +308,9 @@ def check_shapes(x_shape: tuple, grid_shape: tuple, mode_code: int, channel_last
 
 
 def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last, *, fill_value=0,
-                 cubic_a=CUBIC_A, grid_units="normalized", displacement=False, prefilter=True):
-    """Validate the forward arguments.
+                 cubic_a=CUBIC_A, grid_units="normalized", displacement=False, prefilter=True,
+                 x_name="x"):
+    """Validate the forward arguments (``x_name``: what messages call ``x``).
 
     Returns
     -------
@@ -314,15 +325,17 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last, *, fi
     grid = as_array("grid", grid)
     _check_dtypes(x, grid, mode_code)
 
-    rank = check_rank("x", x.shape, chan_last)
+    rank = check_rank(x_name, x.shape, chan_last)
     paddings = parse_paddings(padding_mode, rank)
-    check_shapes(x.shape, grid.shape, mode_code, chan_last)
+    check_shapes(x.shape, grid.shape, mode_code, chan_last, x_name)
     batch = x.shape[0]
     if chan_last:
         channels, in_spatial = x.shape[-1], tuple(x.shape[1:-1])
     else:
         channels, in_spatial = x.shape[1], tuple(x.shape[2:])
     out_spatial = tuple(grid.shape[1:-1])
+    check_allocatable((batch, channels, *out_spatial), x.dtype.itemsize,
+                      f"{x_name} {x.shape} and grid {grid.shape} ask for an output that")
 
     # docs/semantics.md §6.2: coordinates in the grid's precision (float32 at least); weights
     # and sums by X's type (gridsample._dtypes has the table).

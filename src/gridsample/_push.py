@@ -20,7 +20,7 @@ import numpy as np
 from ._backward import GRAD_DTYPE_NAMES, run_backward
 from ._dtypes import dtype_name
 from ._errors import GridSampleError, GridSampleTypeError, describe
-from ._plan import as_array, plan_forward
+from ._plan import as_array, check_allocatable, plan_forward
 
 __all__ = ["grid_push", "grid_count", "parse_push_shape"]
 
@@ -109,13 +109,21 @@ def grid_push(values, grid, shape, mode="linear", padding_mode="zeros", align_co
             f"values has shape {v.shape} and grid {g.shape}; values must be (N, C, D1, ..., Dr) "
             f"and grid (N, D1, ..., Dr, r) with r >= 1")
     out_shape = parse_push_shape(shape, v.shape, v.ndim - 2, bool(channel_last))
-    # The input is never read, only its layout: zeros in the compute dtype,
-    # so the backward takes it as it is (its pages are never touched).
     wide = np.float64 in (v.dtype, g.dtype)
+    check_allocatable(out_shape, 8 if wide else 4,
+                      f"shape={describe(shape)} asks for a result that")
+    spatial = out_shape[1:-1] if channel_last else out_shape[2:]
+    if 0 in spatial and v.size:
+        raise GridSampleError(
+            f"shape={describe(shape)} has an empty spatial axis (the result {out_shape}), but "
+            f"values {v.shape} is not empty: there is nowhere to push to")
+    # The input is never read, only its layout: zeros in the compute dtype,
+    # so the backward takes it as it is (its pages are never touched).  Its N and C are
+    # values' (parse_push_shape): the checks of its shape against the grid name values.
     x = np.zeros(out_shape, np.float64 if wide else np.float32)
     plan, x, g = plan_forward(x, g, mode, padding_mode, align_corners, channel_last,
                               cubic_a=cubic_a, grid_units=grid_units, displacement=displacement,
-                              prefilter=prefilter)
+                              prefilter=prefilter, x_name="values")
     if v.shape != plan.out_shape:
         raise GridSampleError(
             f"values has shape {v.shape}; for grid {g.shape} it must be {plan.out_shape}")
