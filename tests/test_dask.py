@@ -412,6 +412,27 @@ def test_errors(rng):
         gdask.affine_warp(np.zeros((1, 1, 4, 4)), np.zeros((1, 3, 4)))
 
 
+def test_bad_chunks_and_unknown_sizes_are_gridsample_errors():
+    """Dask's own errors (a chunks tuple of the wrong length, NaN chunk sizes) come out as
+    GridSampleError naming the argument."""
+    x, grid = np.zeros((1, 3, 4, 5)), np.zeros((1, 4, 5, 2))
+    with pytest.raises(gridsample.GridSampleError, match=r"chunks=\(1, 3, 4, 5\) has 4"):
+        gdask.grid_sample(x, grid, chunks=(1, 3, 4, 5))
+    with pytest.raises(gridsample.GridSampleError, match="chunks="):
+        gdask.grid_sample(x, grid, chunks=((1, 1), (5,)))  # blocks that do not sum to 4
+    with pytest.raises(gridsample.GridSampleError, match="chunks=.*has 1"):
+        gdask.affine_warp(x, np.eye(2, 3), None, chunks=(2,))
+    xd = da.from_array(x, chunks=(1, 1, 2, 5))
+    unknown = xd[xd[:, 0, 0, 0] > -1]
+    with pytest.raises(gridsample.GridSampleError, match="x has unknown chunk sizes"):
+        gdask.grid_sample(unknown, grid)
+    with pytest.raises(gridsample.GridSampleError, match="x has unknown chunk sizes"):
+        gdask.affine_warp(unknown, np.eye(2, 3))
+    gd = da.from_array(grid, chunks=(1, 2, 5, 2))
+    with pytest.raises(gridsample.GridSampleError, match="grid has unknown chunk sizes"):
+        gdask.grid_sample(x, gd[gd[:, 0, 0, 0] > -1])
+
+
 def test_import_gridsample_does_not_import_dask():
     code = "import sys, gridsample; print('dask' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -37,7 +37,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from .._affine import _compute_dtype, base_coordinates
 from .._affine_warp import warp_theta
 from .._dtypes import is_string
-from .._errors import GridSampleError, GridSampleTypeError
+from .._errors import GridSampleError, GridSampleTypeError, describe
 from .._options import parse_align_corners, parse_flag, parse_mode
 from .._plan import plan_forward
 from .._taps import AXIS_MUL, AXIS_SCALE, AXIS_SUB, axis_constants
@@ -252,8 +252,10 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     mode_code, align, chan_last = _validate_common(x, mode, align_corners, channel_last)
     threads = _threads_arg(kernel_threads)
     xd = _as_dask(x)
+    _known_shape("x", xd)
     if isinstance(grid, da.Array):
         gd = grid
+        _known_shape("grid", gd)
         if chunks is not None:
             gd = gd.rechunk((gd.chunks[0], *_spatial_chunks(chunks, gd.shape[1:-1], gd.dtype),
                              -1))
@@ -340,12 +342,36 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
 
 
 def _spatial_chunks(chunks, spatial, dtype):
+    """``chunks`` (one entry per output spatial axis, or one for all) normalized by Dask for
+    the output's spatial shape; a bad one raises GridSampleError naming it."""
     spatial = tuple(int(s) for s in spatial)
+    given = chunks
     if chunks is None:
         chunks = "auto"
     if isinstance(chunks, (int, np.integer, str)):
         chunks = (chunks,) * len(spatial)
-    return da.core.normalize_chunks(tuple(chunks), shape=spatial, dtype=dtype)
+    allowed = (f"one entry per output spatial axis ({len(spatial)}: the grid's "
+               f"{spatial}), or one for all, as dask.array takes chunks")
+    try:
+        chunks = tuple(chunks)
+    except TypeError:
+        raise GridSampleTypeError(f"chunks={describe(given)} must be {allowed}") from None
+    if len(chunks) != len(spatial):
+        raise GridSampleError(f"chunks={describe(given)} has {len(chunks)} entries; it must "
+                              f"have {allowed}")
+    try:
+        return da.core.normalize_chunks(chunks, shape=spatial, dtype=dtype)
+    except (ValueError, TypeError) as exc:
+        raise GridSampleError(f"chunks={describe(given)} does not fit the output's spatial "
+                              f"shape {spatial}: {exc}") from None
+
+
+def _known_shape(name: str, a) -> None:
+    """A Dask array whose chunk sizes are known (not NaN: the output of boolean indexing,
+    say), which footprints and blocks need."""
+    if any(isinstance(s, float) and math.isnan(s) for s in a.shape):
+        raise GridSampleError(f"{name} has unknown chunk sizes (shape {a.shape}); call "
+                              f"{name}.compute_chunk_sizes() first")
 
 
 def _affine_corner_interval(theta, start, stop, out_spatial, align, k):
@@ -447,6 +473,7 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
     mode_code, align, chan_last = _validate_common(x, mode, align_corners, channel_last)
     threads = _threads_arg(kernel_threads)
     xd = _as_dask(x)
+    _known_shape("x", xd)
     layout_rank = xd.ndim - 2
     in_spatial_guess = tuple(xd.shape[1:-1]) if chan_last else tuple(xd.shape[2:])
     theta, out_spatial, align = warp_theta(
