@@ -32,6 +32,7 @@ GRID = np.zeros((1, 3, 3, 2))
      ["mixes 'zeros' and 'constant'"]),
     (dict(cubic_a=-0.5), GridSampleError, ["cubic_a=-0.5", "mode='cubic' only", "'linear'"]),
     (dict(mode="cubic", cubic_a=float("nan")), GridSampleError, ["cubic_a=nan", "finite"]),
+    (dict(mode="cubic", cubic_a=1e308), GridSampleError, ["cubic_a=1e+308", "at most 1000"]),
     (dict(mode="cubic", cubic_a="sharp"), GridSampleTypeError, ["cubic_a", "real number"]),
     (dict(grid_units="pixel"), GridSampleError, ["grid_units='pixel'", "'pixels'"]),
     (dict(grid_units=1), GridSampleTypeError, ["grid_units=1", "'normalized'"]),

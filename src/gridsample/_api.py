@@ -62,7 +62,8 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
         dtype as results are (a string for string ``x``).
     cubic_a : float, default -0.75
         Keys' coefficient of ``mode="cubic"`` (-0.75: PyTorch, OpenCV,
-        onnxruntime; -0.5: Pillow, TensorFlow, Keys' own choice).
+        onnxruntime; -0.5: Pillow, TensorFlow, Keys' own choice), at most 1000 in
+        magnitude.
     grid_units : {"normalized", "pixels"}, default "normalized"
         ``"pixels"``: ``grid[..., k]`` is an element coordinate along spatial
         axis ``r-1-k``, element ``i`` centred at ``i`` (no unnormalization;

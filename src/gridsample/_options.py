@@ -160,16 +160,24 @@ def parse_grid_units(grid_units: object) -> bool:
     return key == "pixels"
 
 
+#: The largest magnitude of Keys' coefficient accepted (:func:`parse_cubic_a`).
+MAX_CUBIC_A = 1000.0
+
+
 def parse_cubic_a(cubic_a: object, mode: int) -> float:
-    """Keys' coefficient: a finite real number; other than -0.75 only for ``mode="cubic"``."""
+    """Keys' coefficient: a real number of magnitude at most :data:`MAX_CUBIC_A`; other than
+    -0.75 only for ``mode="cubic"``."""
     if isinstance(cubic_a, (bool, np.bool_)) or not isinstance(cubic_a, numbers.Real):
         raise GridSampleTypeError(
             f"cubic_a={describe(cubic_a)} has type {type(cubic_a).__name__}; cubic_a must be "
             f"a real number (Keys' coefficient: -0.75 as PyTorch, -0.5 as Pillow)")
     a = float(cubic_a)
-    if not math.isfinite(a):  # math, not NumPy: torch.compile traces this parser
-        raise GridSampleError(f"cubic_a={cubic_a!r} must be finite (-0.75 as PyTorch, "
-                              f"-0.5 as Pillow)")
+    # math, not NumPy: torch.compile traces this parser.  Keys' weights reach ~8|a| and cancel
+    # to sum 1: beyond |a| = 1000 float32 sums keep no accurate digits, and far beyond they
+    # overflow (every output NaN).
+    if not (math.isfinite(a) and abs(a) <= MAX_CUBIC_A):
+        raise GridSampleError(f"cubic_a={cubic_a!r} must be finite, at most {MAX_CUBIC_A:g} in "
+                              f"magnitude (-0.75 as PyTorch, -0.5 as Pillow)")
     if a != -0.75 and mode != MODE_CUBIC:
         raise GridSampleError(
             f"cubic_a={cubic_a!r} applies to mode='cubic' only; mode is "
