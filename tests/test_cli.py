@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -546,6 +547,7 @@ def files(tmp_path):
     (src / "garbage.png").write_bytes(b"\x89PNG\r\n\x1a\n this is not a PNG")
     (src / "garbage.npy").write_bytes(b"not numpy")
     np.save(src / "theta34.npy", np.eye(3, 4))
+    (src / "empty.txt").write_text("\n")
     np.save(src / "proj.npy", np.array([[1, 0, 0], [0, 1, 0], [0.1, 0, 1]]))
     np.save(src / "flow3.npy", np.zeros((8, 10, 3), np.float32))
     np.save(src / "hw3.npy", random_array((8, 10, 3), np.float32))
@@ -578,6 +580,8 @@ ERRORS = [
     (["warp", "{in}/rgb.png", "{out}/o.png", "--matrix", "{in}/theta34.npy"], 1,
      "the matrix has shape (3, 4); a 2-D image needs 2x3 or 3x3"),
     (["warp", "{in}/rgb.png", "{out}/o.png", "--matrix", "{in}/proj.npy"], 1, "last row"),
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--matrix", "{in}/empty.txt"], 1,
+     "holds a float64 array of shape (0, 0)"),
     (["warp", "{in}/rgb.png", "{out}/o.png", "--flow", "{in}/flow3.npy"], 1, "the flow field"),
     (["warp", "{in}/rgb.png", "{out}/o.png", "--flow", "{in}/nothere.npy"], 1,
      "cannot read the flow field"),
@@ -596,7 +600,9 @@ ERRORS = [
     (["warp", "{in}/rgb.png", "{out}/o.png", "--translate", "inf", "0"], 2,
      "--translate inf 0: the value must be a finite number"),
     (["warp", "{in}/rgb.png", "{out}/o.png", "--shear-x", "90"], 2,
-     "--shear-x 90: a shear of ±90 degrees is infinite"),
+     "--shear-x 90: a shear of ±90 degrees"),
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--shear-x", "89.9999999999"], 2,
+     "--shear-x 89.9999999999: a shear of ±90 degrees (or so near it"),
     (["warp", "{in}/rgb.png", "{out}/o.png", "--shear-x", "45", "--shear-y", "45"], 2,
      "the affine transform is singular or degenerate"),
     (["warp", "{in}", "{out}/o.png"], 1, "cannot read {in}: it is a directory"),
@@ -633,6 +639,16 @@ def test_error_paths(files, capsys, argv, code, message):
     assert "Traceback" not in err
     assert_no_leftovers(out)
     assert sorted(p.name for p in src.iterdir()) == before
+
+
+def test_empty_matrix_file_warns_nothing(files, capsys):
+    """NumPy's loadtxt warns about an empty file (on stderr, before our message): not read."""
+    src, out = files
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["warp", str(src / "rgb.png"), str(out / "o.png"), "--matrix",
+                     str(src / "empty.txt")]) == 1
+    assert capsys.readouterr().err.startswith("gridsample: error: the matrix file")
 
 
 @pytest.mark.parametrize("argv, code, message", [

@@ -250,6 +250,8 @@ def _read_array(path, what: str) -> np.ndarray:
             text = fh.read().replace(",", " ")
         from io import StringIO
 
+        if not text.strip():  # (loadtxt would warn about it on stderr, then give 0 x 0)
+            return np.empty((0, 0))
         return np.loadtxt(StringIO(text), dtype=np.float64, ndmin=2)
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise CLIError(f"cannot read the {what} {path}: {exc}", FAILURE) from None

@@ -136,8 +136,10 @@ def _check_affine_value(name: str, value) -> None:
         raise CLIError(f"{option} {shown}: a scale of 0 collapses the image to a point; give a "
                        f"nonzero factor (negative flips)", USAGE)
     if name.startswith("shear") and abs(math.cos(math.radians(value))) < 1e-9:
-        raise CLIError(f"{option} {shown}: a shear of ±90 degrees is infinite; give an angle "
-                       f"strictly between -90 and 90", USAGE)
+        exact = shown if float(shown) == value else repr(value)  # (89.9999999999 is not 90)
+        raise CLIError(f"{option} {exact}: a shear of ±90 degrees (or so near it that its "
+                       f"slope passes 1e9) is infinite; give an angle strictly between -90 and "
+                       f"90, farther from them", USAGE)
 
 
 def _transform_kind(args) -> str:
