@@ -96,6 +96,37 @@ def test_gridsample_before_opset_16_is_an_error():
         gso.gridsample_version(15)
 
 
+@pytest.mark.parametrize("size, refused", [
+    (np.array([1, 1, 4, 5], np.int64), False),
+    (np.array([1, 1, 4.5, 5], np.float32), True),  # truncated to 4 before: a silent wrong grid
+    (np.array([[1, 1, 4, 5]], np.int64), True),
+])
+def test_affine_grid_takes_a_1d_integer_size(size, refused):
+    from onnx.reference import ReferenceEvaluator
+
+    node = helper.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=0)
+    size_type = TensorProto.INT64 if size.dtype == np.int64 else TensorProto.FLOAT
+    graph = helper.make_graph(
+        [node], "ag",
+        [helper.make_tensor_value_info("theta", TensorProto.FLOAT, [1, 2, 3]),
+         helper.make_tensor_value_info("size", size_type, list(size.shape))],
+        [helper.make_tensor_value_info("grid", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    model.ir_version = 10
+    theta = np.array([[[1, 0.2, 0], [0, 1, 0.1]]], np.float32)
+    run = ReferenceEvaluator(model, new_ops=list(gso.OPS)).run
+    if refused:  # (onnx.reference re-raises a TypeError of an operator as its own, from it)
+        with pytest.raises(TypeError) as info:
+            run(None, {"theta": theta, "size": size})
+        error = info.value if isinstance(info.value, gridsample.GridSampleTypeError) \
+            else info.value.__cause__
+        assert isinstance(error, gridsample.GridSampleTypeError)
+        assert "AffineGrid's size" in str(error)
+    else:
+        got = run(None, {"theta": theta, "size": size})[0]
+        np.testing.assert_array_equal(got, gridsample.affine_grid(theta, (1, 1, 4, 5)))
+
+
 def test_run_model_reads_paths_and_bytes(rng, tmp_path):
     x, grid = random_case(rng, (1, 2, 5, 5), (3, 3), x_dtype=np.float32, grid_dtype=np.float32)
     model = _grid_sample_model(x.shape, grid.shape, 22, mode="cubic")

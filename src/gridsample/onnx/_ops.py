@@ -16,11 +16,12 @@ the next runtime.
 
 from __future__ import annotations
 
+import numpy as np
 from onnx.reference.op_run import OpRun
 
 from .._affine import affine_grid
 from .._api import grid_sample
-from .._errors import GridSampleError
+from .._errors import GridSampleError, GridSampleTypeError
 from .._options import parse_onnx_padding
 from .._registry import MODES
 
@@ -100,7 +101,12 @@ class AffineGrid(OpRun):
                 f"opset {opset}"
             )
         align = align_corners if align_corners is not None else getattr(self, "align_corners", 0)
-        return (affine_grid(theta, [int(v) for v in size], int(align)),)
+        size = np.asarray(size)
+        if size.ndim != 1 or size.dtype.kind not in "iu":  # (a float is not truncated)
+            raise GridSampleTypeError(
+                f"AffineGrid's size has dtype {size.dtype} and shape {size.shape}; ONNX "
+                f"AffineGrid-20 takes a 1-D int64 tensor (N, C, H, W) or (N, C, D, H, W)")
+        return (affine_grid(theta, size.tolist(), int(align)),)
 
 
 #: The classes to pass as ``ReferenceEvaluator(..., new_ops=OPS)``.
