@@ -376,6 +376,13 @@ def test_installed_script_info():
         assert word in proc.stdout
 
 
+def test_python_m_gridsample_is_the_command():
+    proc = subprocess.run([sys.executable, "-m", "gridsample", "info"], capture_output=True,
+                          text=True, timeout=600)
+    check_ok(proc)
+    assert proc.stdout.startswith(f"gridsample {gridsample.__version__}")
+
+
 def test_demo_writes_contact_sheet(tmp_path):
     proc = run("demo", "--output", tmp_path / "sheet.png", "--size", 64)
     check_ok(proc)
