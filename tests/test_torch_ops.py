@@ -192,6 +192,33 @@ def test_torch_export(which):
     torch.testing.assert_close(program.module()(inp), model(inp), atol=0, rtol=0)
 
 
+@pytest.mark.parametrize("mode, options", [("bilinear", {}), ("bicubic", {"cubic_a": -0.5})])
+def test_dynamic_shapes_compile_and_export(mode, options):
+    """Symbolic sizes and floats through the wrappers' option parsing and the operators'
+    shape inference: one graph serves several batch and image sizes (the default cubic_a's
+    math.isfinite once broke the graph)."""
+    def sample(x, g):
+        return gt.grid_sample(x, g, mode, "border", False, **options)
+
+    compiled = torch.compile(sample, dynamic=True, fullgraph=True)
+    gen = torch.Generator().manual_seed(5)
+    for n, h in ((2, 5), (3, 7), (1, 9)):
+        x = torch.randn(n, 2, h, h + 1, generator=gen)
+        g = torch.rand(n, 4, 3, 2, generator=gen) * 2.4 - 1.2
+        torch.testing.assert_close(compiled(x, g), sample(x, g), atol=0, rtol=0)
+
+    class Sampler(torch.nn.Module):
+        def forward(self, x, g):
+            return sample(x, g)
+
+    batch, height = torch.export.Dim("batch", max=64), torch.export.Dim("height", max=512)
+    program = torch.export.export(
+        Sampler(), (torch.randn(2, 2, 5, 6), torch.rand(2, 4, 3, 2)),
+        dynamic_shapes={"x": {0: batch, 2: height}, "g": {0: batch}})
+    x, g = torch.randn(5, 2, 9, 6, generator=gen), torch.rand(5, 4, 3, 2, generator=gen)
+    torch.testing.assert_close(program.module()(x, g), sample(x, g), atol=0, rtol=0)
+
+
 # --- tensors: devices, layouts, no copies --------------------------------------------------
 
 def test_meta_tensors_infer_shapes():

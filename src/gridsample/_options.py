@@ -12,7 +12,6 @@ this boundary the kernels see integers only.
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import numpy as np
@@ -172,10 +171,11 @@ def parse_cubic_a(cubic_a: object, mode: int) -> float:
             f"cubic_a={describe(cubic_a)} has type {type(cubic_a).__name__}; cubic_a must be "
             f"a real number (Keys' coefficient: -0.75 as PyTorch, -0.5 as Pillow)")
     a = float(cubic_a)
-    # math, not NumPy: torch.compile traces this parser.  Keys' weights reach ~8|a| and cancel
-    # to sum 1: beyond |a| = 1000 float32 sums keep no accurate digits, and far beyond they
+    # One comparison, false for NaN and ±inf too (torch.compile traces this parser: with
+    # dynamic shapes math.isfinite breaks its graph).  Keys' weights reach ~8|a| and cancel to
+    # sum 1: beyond |a| = 1000 float32 sums keep no accurate digits, and far beyond they
     # overflow (every output NaN).
-    if not (math.isfinite(a) and abs(a) <= MAX_CUBIC_A):
+    if not abs(a) <= MAX_CUBIC_A:
         raise GridSampleError(f"cubic_a={cubic_a!r} must be finite, at most {MAX_CUBIC_A:g} in "
                               f"magnitude (-0.75 as PyTorch, -0.5 as Pillow)")
     if a != -0.75 and mode != MODE_CUBIC:
