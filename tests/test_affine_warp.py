@@ -211,7 +211,8 @@ def test_errors_name_the_argument(args, kwargs, words):
     assert words in str(info.value)
 
 
-@pytest.mark.parametrize("out_shape", [(5.7, 9), (True, 9), ("5", "9"), b"59", "59", 59])
+@pytest.mark.parametrize("out_shape", [(5.7, 9), (True, 9), ("5", "9"), b"59", "59", 59,
+                                       np.array(3)])
 def test_out_shape_takes_integers_only(out_shape):
     """As affine_grid's size: no silent int() of floats, bools, strings or bytes."""
     with pytest.raises(GridSampleTypeError, match="out_shape="):

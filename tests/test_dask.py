@@ -420,6 +420,10 @@ def test_bad_chunks_and_unknown_sizes_are_gridsample_errors():
         gdask.grid_sample(x, grid, chunks=(1, 3, 4, 5))
     with pytest.raises(gridsample.GridSampleError, match="chunks="):
         gdask.grid_sample(x, grid, chunks=((1, 1), (5,)))  # blocks that do not sum to 4
+    with pytest.raises(gridsample.GridSampleError, match="chunks=0"):
+        gdask.grid_sample(x, grid, chunks=0)
+    with pytest.raises(gridsample.GridSampleTypeError, match="chunks="):
+        gdask.grid_sample(x, grid, chunks={1: 3, 2: 2})  # Dask's dict form: refused
     with pytest.raises(gridsample.GridSampleError, match="chunks=.*has 1"):
         gdask.affine_warp(x, np.eye(2, 3), None, chunks=(2,))
     xd = da.from_array(x, chunks=(1, 1, 2, 5))

@@ -271,6 +271,65 @@ def test_push_shape_inference_refuses_what_the_call_refuses(values_shape, grid_s
     assert good.shape == (1, 2, 7, 8)
 
 
+@pytest.mark.parametrize("values_shape, grid_shape, shape", [
+    ((1, 2, 3, 3), (2, 3, 3, 2), (1, 2, 4, 5)),  # batch
+    ((1, 2, 3, 3), (1, 3, 3, 2), (1, 2, 0, 5)),  # an empty result under non-empty values
+    ((1, 2, 0, 5), (1, 3, 3, 2), (1, 2, 0, 5)),  # values that sampling cannot give
+])
+def test_push_shape_inference_says_what_the_call_says(values_shape, grid_shape, shape):
+    """One set of rules (_push.check_push_shapes) for the call and for shape inference."""
+    with pytest.raises(gridsample.GridSampleError) as cpu:
+        gt.grid_push(torch.ones(values_shape), torch.zeros(grid_shape), shape)
+    with pytest.raises(gridsample.GridSampleError) as meta:
+        gt.grid_push(torch.ones(values_shape, device="meta"),
+                     torch.zeros(grid_shape, device="meta"), shape)
+    assert str(meta.value).replace("[", "(").replace("]", ")") == str(cpu.value)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: gt.grid_push(torch.ones(1, 1, 2, 2, dtype=torch.int64, device="meta"),
+                         torch.zeros(1, 2, 2, 2, device="meta"), (4, 4)),
+    lambda: gt.affine_grid(torch.zeros(1, 2, 3, device="meta").to(torch.float8_e4m3fn),
+                           (1, 1, 4, 4), align_corners=False),
+], ids=["push-int-values", "affine-float8-theta"])
+def test_shape_inference_refuses_dtypes_the_call_refuses(call):
+    with pytest.raises(gridsample.GridSampleTypeError, match="allowed dtypes"):
+        call()
+
+
+def test_data_dependent_sizes_compile():
+    """Sizes known only at run time (nonzero, boolean masks) pass shape inference: its checks
+    become runtime assertions, not guards on them."""
+    m = torch.tensor([True, False, True, True])
+    x = torch.randn(4, 2, 5, 5, generator=torch.Generator().manual_seed(6))
+    cases = [
+        (lambda x, g: gt.grid_sample(x[torch.nonzero(m).squeeze(1)], g, align_corners=False),
+         torch.rand(1, 3, 3, 2)),  # a data-dependent batch against a broadcast grid
+        (lambda x, g: gt.grid_sample(x[:, :, torch.nonzero(m).squeeze(1)], g,
+                                     align_corners=False), torch.rand(1, 4, 5, 2)),
+        (lambda x, g: gt.grid_push(x[torch.nonzero(m).squeeze(1)], g, (6, 6)),
+         torch.rand(1, 5, 5, 2)),
+    ]
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        for f, g in cases:
+            got = torch.compile(f, fullgraph=True, backend="eager")(x, g)
+            torch.testing.assert_close(got, f(x, g), atol=0, rtol=0)
+
+
+def test_export_with_separate_batch_dims_checks_them_at_run_time():
+    class Sampler(torch.nn.Module):
+        def forward(self, x, g):
+            return gt.grid_sample(x, g, "bilinear", "zeros", False)
+
+    program = torch.export.export(
+        Sampler(), (torch.randn(2, 2, 5, 6), torch.rand(2, 4, 3, 2)),
+        dynamic_shapes={"x": {0: torch.export.Dim("b1")}, "g": {0: torch.export.Dim("b2")}})
+    x, g = torch.randn(3, 2, 5, 6), torch.rand(3, 4, 3, 2)
+    torch.testing.assert_close(program.module()(x, g), Sampler()(x, g), atol=0, rtol=0)
+    with pytest.raises(Exception, match="size"):  # grid batch 2 against 3: the assertion
+        program.module()(x, torch.rand(2, 4, 3, 2))
+
+
 @pytest.mark.parametrize("make", [lambda: torch.zeros(1, 1, 3, 3).to(torch.float8_e4m3fn),
                                   lambda: torch.zeros(1, 1, 3, 3).to_sparse()],
                          ids=["float8", "sparse"])

@@ -59,9 +59,12 @@ def warp_theta(theta, out_spatial, align_corners):
 def _parse_out_shape(out_shape) -> tuple:
     """``out_shape`` as a tuple of 2 or 3 non-negative ints (its own errors, by its name)."""
     allowed = "a sequence of 2 or 3 non-negative integers (D1, ..., Dr)"
-    if isinstance(out_shape, (str, bytes)) or not hasattr(out_shape, "__len__"):
-        raise GridSampleTypeError(f"out_shape={describe(out_shape)} must be {allowed}")
-    values = list(out_shape)
+    try:
+        if isinstance(out_shape, (str, bytes)):
+            raise TypeError
+        values = list(out_shape)  # (a 0-d array or a number: TypeError)
+    except TypeError:
+        raise GridSampleTypeError(f"out_shape={describe(out_shape)} must be {allowed}") from None
     if not all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
                for v in values):
         raise GridSampleTypeError(f"out_shape={describe(out_shape)} holds non-integers; it "

@@ -265,10 +265,24 @@ def check_rank(name: str, shape: tuple, channel_last: bool) -> int:
     return len(shape) - 2
 
 
+def _raise_unless(ok: bool, message) -> None:
+    if not ok:
+        raise GridSampleError(message())
+
+
+#: How :func:`check_shapes` combines and enforces conditions on plain integer sizes:
+#: ``(any_of, all_of, require)``; gridsample.torch passes symbolic ones for sizes that may
+#: be symbolic or data-dependent (a condition there must not be turned into a bool).
+PLAIN_LOGIC = (lambda *c: any(c), lambda *c: all(c), _raise_unless)
+
+
 def check_shapes(x_shape: tuple, grid_shape: tuple, mode_code: int, channel_last: bool,
-                 name: str = "x") -> None:
+                 name: str = "x", logic: tuple = PLAIN_LOGIC, empty_input: bool = True) -> None:
     """The forward's rules between the input's shape (``name``) and the grid's: also for
-    tensors without data (gridsample.torch's shape inference, whose sizes may be symbolic)."""
+    tensors without data (gridsample.torch's shape inference, with ``logic`` for its
+    symbolic sizes: :data:`PLAIN_LOGIC`).  ``empty_input=False`` leaves out the rule for an
+    empty input axis (grid_push has its own, on the result)."""
+    any_of, all_of, require = logic
     rank = check_rank(name, x_shape, channel_last)
     x_shape, grid_shape = tuple(x_shape), tuple(grid_shape)
     if len(grid_shape) != len(x_shape):
@@ -290,21 +304,20 @@ def check_shapes(x_shape: tuple, grid_shape: tuple, mode_code: int, channel_last
             f"bspline7 up to 5, nearest any)"
         )
     batch = x_shape[0]
-    if grid_shape[0] != batch and grid_shape[0] != 1:
-        raise GridSampleError(
-            f"grid has batch size {grid_shape[0]} (shape {grid_shape}); it must equal "
-            f"{name}'s batch size {batch} or be 1 to broadcast"
-        )
+    require(any_of(grid_shape[0] == batch, grid_shape[0] == 1), lambda: (
+        f"grid has batch size {grid_shape[0]} (shape {grid_shape}); it must equal "
+        f"{name}'s batch size {batch} or be 1 to broadcast"))
     if channel_last:
         channels, in_spatial = x_shape[-1], x_shape[1:-1]
     else:
         channels, in_spatial = x_shape[1], x_shape[2:]
     out_spatial = grid_shape[1:-1]
-    if any(s == 0 for s in in_spatial) and batch * channels * math.prod(out_spatial) != 0:
-        raise GridSampleError(
-            f"{name} has shape {x_shape} with an empty spatial axis, but the output "
-            f"{(batch, channels, *out_spatial)} is not empty: there is nothing to sample from"
-        )
+    if not empty_input:
+        return
+    require(any_of(all_of(*(s != 0 for s in in_spatial)),
+                   batch * channels * math.prod(out_spatial) == 0), lambda: (
+        f"{name} has shape {x_shape} with an empty spatial axis, but the output "
+        f"{(batch, channels, *out_spatial)} is not empty: there is nothing to sample from"))
 
 
 def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last, *, fill_value=0,

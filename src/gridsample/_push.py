@@ -13,6 +13,7 @@ sampling points).
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -20,9 +21,10 @@ import numpy as np
 from ._backward import GRAD_DTYPE_NAMES, run_backward
 from ._dtypes import dtype_name
 from ._errors import GridSampleError, GridSampleTypeError, describe
-from ._plan import as_array, check_allocatable, plan_forward
+from ._options import parse_flag, parse_mode
+from ._plan import PLAIN_LOGIC, as_array, check_allocatable, check_shapes, plan_forward
 
-__all__ = ["grid_push", "grid_count", "parse_push_shape"]
+__all__ = ["grid_push", "grid_count", "parse_push_shape", "check_push_shapes"]
 
 
 def parse_push_shape(shape, values_shape, rank: int, channel_last: bool) -> tuple:
@@ -55,6 +57,28 @@ def parse_push_shape(shape, values_shape, rank: int, channel_last: bool) -> tupl
     if channel_last:
         return (batch, *spatial, channels)
     return (batch, channels, *spatial)
+
+
+def check_push_shapes(values_shape, grid_shape, out_shape, mode_code: int, channel_last: bool,
+                      shown: str, logic: tuple = PLAIN_LOGIC) -> None:
+    """grid_push's rules between ``values``, ``grid`` and the result's shape ``out_shape``
+    (:func:`parse_push_shape`; ``shown``: how messages show the ``shape`` argument): the
+    result against the grid as grid_sample's input (its N and C are values', so messages
+    name values), and values against what sampling the result gives.  Also for tensors
+    without data (gridsample.torch's shape inference; ``logic``: :func:`check_shapes`')."""
+    any_of, all_of, require = logic
+    spatial = out_shape[1:-1] if channel_last else out_shape[2:]
+    require(any_of(all_of(*(s != 0 for s in spatial)), math.prod(values_shape) == 0), lambda: (
+        f"{shown} has an empty spatial axis (the result {tuple(out_shape)}), but values "
+        f"{tuple(values_shape)} is not empty: there is nowhere to push to"))
+    check_shapes(out_shape, grid_shape, mode_code, channel_last, "values", logic,
+                 empty_input=False)
+    n, c = (out_shape[0], out_shape[-1]) if channel_last else (out_shape[0], out_shape[1])
+    sampled = tuple(grid_shape[1:-1])
+    wanted = (n, *sampled, c) if channel_last else (n, c, *sampled)
+    require(all_of(*(a == b for a, b in zip(values_shape, wanted))), lambda: (
+        f"values has shape {tuple(values_shape)}; for grid {tuple(grid_shape)} it must be "
+        f"{wanted}"))
 
 
 def grid_push(values, grid, shape, mode="linear", padding_mode="zeros", align_corners=False, *,
@@ -108,25 +132,19 @@ def grid_push(values, grid, shape, mode="linear", padding_mode="zeros", align_co
         raise GridSampleError(
             f"values has shape {v.shape} and grid {g.shape}; values must be (N, C, D1, ..., Dr) "
             f"and grid (N, D1, ..., Dr, r) with r >= 1")
-    out_shape = parse_push_shape(shape, v.shape, v.ndim - 2, bool(channel_last))
+    channel_last = parse_flag("channel_last", channel_last)
+    out_shape = parse_push_shape(shape, v.shape, v.ndim - 2, channel_last)
     wide = np.float64 in (v.dtype, g.dtype)
     check_allocatable(out_shape, 8 if wide else 4,
                       f"shape={describe(shape)} asks for a result that")
-    spatial = out_shape[1:-1] if channel_last else out_shape[2:]
-    if 0 in spatial and v.size:
-        raise GridSampleError(
-            f"shape={describe(shape)} has an empty spatial axis (the result {out_shape}), but "
-            f"values {v.shape} is not empty: there is nowhere to push to")
+    check_push_shapes(v.shape, g.shape, out_shape, parse_mode(mode), channel_last,
+                      f"shape={describe(shape)}")
     # The input is never read, only its layout: zeros in the compute dtype,
-    # so the backward takes it as it is (its pages are never touched).  Its N and C are
-    # values' (parse_push_shape): the checks of its shape against the grid name values.
+    # so the backward takes it as it is (its pages are never touched).
     x = np.zeros(out_shape, np.float64 if wide else np.float32)
     plan, x, g = plan_forward(x, g, mode, padding_mode, align_corners, channel_last,
                               cubic_a=cubic_a, grid_units=grid_units, displacement=displacement,
                               prefilter=prefilter, x_name="values")
-    if v.shape != plan.out_shape:
-        raise GridSampleError(
-            f"values has shape {v.shape}; for grid {g.shape} it must be {plan.out_shape}")
     return run_backward(plan, v, x, g, True, False)[0].astype(v.dtype, copy=False)
 
 

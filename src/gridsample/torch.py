@@ -46,6 +46,8 @@ import numpy as np
 import torch
 import torch.autograd.forward_ad as _forward_ad
 from torch import _C
+from torch.fx.experimental.symbolic_shapes import sym_and as _sym_and
+from torch.fx.experimental.symbolic_shapes import sym_or as _sym_or
 
 from ._affine import (
     THETA_DTYPE_NAMES,
@@ -57,7 +59,7 @@ from ._affine import (
 )
 from ._affine import affine_grid as _affine_grid_numpy
 from ._api import grid_sample as _grid_sample_numpy
-from ._backward import grid_sample_backward
+from ._backward import GRAD_DTYPE_NAMES, grid_sample_backward
 from ._dtypes import GRID_DTYPE_NAMES, X_DTYPE_NAMES
 from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._options import (
@@ -69,8 +71,8 @@ from ._options import (
     parse_paddings,
 )
 from ._plan import check_rank, check_shapes
+from ._push import check_push_shapes, parse_push_shape
 from ._push import grid_push as _grid_push_numpy
-from ._push import parse_push_shape
 from ._second_order import grid_sample_double_backward
 
 __all__ = ["grid_sample", "grid_push", "grid_count", "affine_grid"]
@@ -119,7 +121,7 @@ def _to_numpy(name: str, t) -> np.ndarray:
     except (TypeError, RuntimeError) as exc:  # float8, sparse, quantized, ...: no NumPy view
         raise GridSampleTypeError(
             f"{name} has dtype {t.dtype} and layout {t.layout}; gridsample.torch reads strided "
-            f"tensors of these dtypes: {', '.join(X_DTYPE_NAMES)} ({exc})") from None
+            f"tensors of NumPy's dtypes and bfloat16 ({exc})") from None
 
 
 def _dtype_name(t) -> str:
@@ -133,6 +135,21 @@ def _check_dtypes(name: str, t, allowed: tuple) -> None:
     if _dtype_name(t) not in allowed:
         raise GridSampleTypeError(f"{name} has dtype {t.dtype}; allowed dtypes: "
                                   f"{', '.join(allowed)}")
+
+
+def _require(ok, message) -> None:
+    """``check_shapes``' enforcement for sizes that may be symbolic: a plain bool raises at
+    once; a symbolic condition -- possibly on sizes known only at run time (``nonzero``,
+    boolean masks) -- becomes a runtime assertion instead of a guard on it."""
+    if isinstance(ok, bool):
+        if not ok:
+            raise GridSampleError(message())
+    else:
+        torch._check(ok, message)
+
+
+#: ``_plan.check_shapes``' logic for shape inference: conditions stay symbolic.
+_SYMBOLIC = (_sym_or, _sym_and, _require)
 
 
 def _spatial_rank(name: str, t, channel_last) -> int:
@@ -278,7 +295,7 @@ def _(input, grid, mode, padding_mode, align_corners, channel_last, paddings=(),
     # gridsample.grid_sample's checks of shapes and dtypes, without data
     _check_dtypes("input", input, X_DTYPE_NAMES)
     _check_dtypes("grid", grid, GRID_DTYPE_NAMES)
-    check_shapes(input.shape, grid.shape, mode, channel_last, "input")
+    check_shapes(input.shape, grid.shape, mode, channel_last, "input", _SYMBOLIC)
     out_spatial = tuple(grid.shape[1:-1])
     if channel_last:
         shape = (input.shape[0], *out_spatial, input.shape[-1])
@@ -454,15 +471,10 @@ def _(values, grid, shape, mode, padding_mode, align_corners, channel_last, padd
       cubic_a=-0.75, pixels=False, displacement=False, prefilter=True):
     # gridsample.grid_push's checks, without data: the pushed array (``shape``) against the
     # grid as grid_sample's input, and values against what sampling it would give
-    _check_dtypes("values", values, X_DTYPE_NAMES)
+    _check_dtypes("values", values, GRAD_DTYPE_NAMES)
     _check_dtypes("grid", grid, GRID_DTYPE_NAMES)
-    check_shapes(tuple(shape), grid.shape, mode, channel_last, "shape")
-    spatial = tuple(grid.shape[1:-1])
-    n, c = (shape[0], shape[-1]) if channel_last else (shape[0], shape[1])
-    wanted = (n, *spatial, c) if channel_last else (n, c, *spatial)
-    if tuple(values.shape) != wanted:
-        raise GridSampleError(f"values has shape {tuple(values.shape)}; for grid "
-                              f"{tuple(grid.shape)} it must be {wanted}")
+    check_push_shapes(tuple(values.shape), tuple(grid.shape), tuple(shape), mode, channel_last,
+                      f"shape={list(shape)}", _SYMBOLIC)
     return values.new_empty(tuple(shape))
 
 
@@ -745,9 +757,7 @@ def _check_affine_shapes(theta, size) -> None:
     length, for tensors without data (meta and fake tensors: shape inference)."""
     check_size_length(size, str(list(size)))
     check_theta_shape(theta.shape, size)
-    if not theta.is_floating_point():
-        raise GridSampleTypeError(f"theta has dtype {theta.dtype}; allowed dtypes: "
-                                  f"{', '.join(THETA_DTYPE_NAMES)}")
+    _check_dtypes("theta", theta, THETA_DTYPE_NAMES)
     items, wanted = theta.shape[0], size[0]
     if isinstance(items, int) and isinstance(wanted, int):
         if items != wanted:

@@ -353,6 +353,8 @@ def _spatial_chunks(chunks, spatial, dtype):
     allowed = (f"one entry per output spatial axis ({len(spatial)}: the grid's "
                f"{spatial}), or one for all, as dask.array takes chunks")
     try:
+        if isinstance(chunks, dict):  # (Dask's {axis: ...} form: which axes would be unclear)
+            raise TypeError
         chunks = tuple(chunks)
     except TypeError:
         raise GridSampleTypeError(f"chunks={describe(given)} must be {allowed}") from None
@@ -361,7 +363,7 @@ def _spatial_chunks(chunks, spatial, dtype):
                               f"have {allowed}")
     try:
         return da.core.normalize_chunks(chunks, shape=spatial, dtype=dtype)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, ArithmeticError) as exc:  # (0: a division by zero)
         raise GridSampleError(f"chunks={describe(given)} does not fit the output's spatial "
                               f"shape {spatial}: {exc}") from None
 
