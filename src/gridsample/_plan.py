@@ -244,12 +244,16 @@ def _parse_fill(fill_value, paddings, x: np.ndarray, channels: int):
     return fill
 
 
+#: The most bytes one array may span here (NumPy's limit: its sizes are ``intp``).
+_ADDRESSABLE = int(np.iinfo(np.intp).max)
+
+
 def check_allocatable(shape: tuple, itemsize: int, what: str) -> None:
     """An array of ``shape`` can exist: its bytes fit the address space.  (NumPy's own errors
     for larger ones -- "array is too big", "Maximum allowed dimension exceeded" -- name no
     argument; ``what`` says which argument asked for it.)"""
-    elements = math.prod(int(s) for s in shape)
-    if elements * itemsize > np.iinfo(np.intp).max:
+    elements = math.prod(map(int, shape))  # (Python ints: NumPy's would wrap around)
+    if elements * itemsize > _ADDRESSABLE:
         raise GridSampleError(f"{what} would hold {elements} elements {tuple(shape)} of "
                               f"{itemsize} bytes, more than this machine can address")
 
@@ -314,7 +318,7 @@ def check_shapes(x_shape: tuple, grid_shape: tuple, mode_code: int, channel_last
     out_spatial = grid_shape[1:-1]
     if not empty_input:
         return
-    require(any_of(all_of(*(s != 0 for s in in_spatial)),
+    require(any_of(all_of(*[s != 0 for s in in_spatial]),
                    batch * channels * math.prod(out_spatial) == 0), lambda: (
         f"{name} has shape {x_shape} with an empty spatial axis, but the output "
         f"{(batch, channels, *out_spatial)} is not empty: there is nothing to sample from"))
@@ -322,8 +326,9 @@ def check_shapes(x_shape: tuple, grid_shape: tuple, mode_code: int, channel_last
 
 def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last, *, fill_value=0,
                  cubic_a=CUBIC_A, grid_units="normalized", displacement=False, prefilter=True,
-                 x_name="x"):
-    """Validate the forward arguments (``x_name``: what messages call ``x``).
+                 x_name="x", shapes_checked=False):
+    """Validate the forward arguments (``x_name``: what messages call ``x``;
+    ``shapes_checked``: the caller ran :func:`check_shapes` on them already).
 
     Returns
     -------
@@ -340,7 +345,8 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last, *, fi
 
     rank = check_rank(x_name, x.shape, chan_last)
     paddings = parse_paddings(padding_mode, rank)
-    check_shapes(x.shape, grid.shape, mode_code, chan_last, x_name)
+    if not shapes_checked:
+        check_shapes(x.shape, grid.shape, mode_code, chan_last, x_name)
     batch = x.shape[0]
     if chan_last:
         channels, in_spatial = x.shape[-1], tuple(x.shape[1:-1])

@@ -68,7 +68,7 @@ def check_push_shapes(values_shape, grid_shape, out_shape, mode_code: int, chann
     without data (gridsample.torch's shape inference; ``logic``: :func:`check_shapes`')."""
     any_of, all_of, require = logic
     spatial = out_shape[1:-1] if channel_last else out_shape[2:]
-    require(any_of(all_of(*(s != 0 for s in spatial)), math.prod(values_shape) == 0), lambda: (
+    require(any_of(all_of(*[s != 0 for s in spatial]), math.prod(values_shape) == 0), lambda: (
         f"{shown} has an empty spatial axis (the result {tuple(out_shape)}), but values "
         f"{tuple(values_shape)} is not empty: there is nowhere to push to"))
     check_shapes(out_shape, grid_shape, mode_code, channel_last, "values", logic,
@@ -76,7 +76,7 @@ def check_push_shapes(values_shape, grid_shape, out_shape, mode_code: int, chann
     n, c = (out_shape[0], out_shape[-1]) if channel_last else (out_shape[0], out_shape[1])
     sampled = tuple(grid_shape[1:-1])
     wanted = (n, *sampled, c) if channel_last else (n, c, *sampled)
-    require(all_of(*(a == b for a, b in zip(values_shape, wanted))), lambda: (
+    require(all_of(*[a == b for a, b in zip(values_shape, wanted)]), lambda: (
         f"values has shape {tuple(values_shape)}; for grid {tuple(grid_shape)} it must be "
         f"{wanted}"))
 
@@ -135,16 +135,15 @@ def grid_push(values, grid, shape, mode="linear", padding_mode="zeros", align_co
     channel_last = parse_flag("channel_last", channel_last)
     out_shape = parse_push_shape(shape, v.shape, v.ndim - 2, channel_last)
     wide = np.float64 in (v.dtype, g.dtype)
-    check_allocatable(out_shape, 8 if wide else 4,
-                      f"shape={describe(shape)} asks for a result that")
-    check_push_shapes(v.shape, g.shape, out_shape, parse_mode(mode), channel_last,
-                      f"shape={describe(shape)}")
+    shown = f"shape={describe(shape)}"
+    check_allocatable(out_shape, 8 if wide else 4, f"{shown} asks for a result that")
+    check_push_shapes(v.shape, g.shape, out_shape, parse_mode(mode), channel_last, shown)
     # The input is never read, only its layout: zeros in the compute dtype,
     # so the backward takes it as it is (its pages are never touched).
     x = np.zeros(out_shape, np.float64 if wide else np.float32)
     plan, x, g = plan_forward(x, g, mode, padding_mode, align_corners, channel_last,
                               cubic_a=cubic_a, grid_units=grid_units, displacement=displacement,
-                              prefilter=prefilter, x_name="values")
+                              prefilter=prefilter, x_name="values", shapes_checked=True)
     return run_backward(plan, v, x, g, True, False)[0].astype(v.dtype, copy=False)
 
 
