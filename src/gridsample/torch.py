@@ -759,11 +759,7 @@ def _check_affine_shapes(theta, size) -> None:
     check_theta_shape(theta.shape, size)
     _check_dtypes("theta", theta, THETA_DTYPE_NAMES)
     items, wanted = theta.shape[0], size[0]
-    if isinstance(items, int) and isinstance(wanted, int):
-        if items != wanted:
-            raise GridSampleError(batch_mismatch(items, wanted))
-    else:  # symbolic sizes (torch.compile, torch.export): checked when they are known
-        torch._check(items == wanted, lambda: batch_mismatch(items, wanted))
+    _require(items == wanted, lambda: batch_mismatch(items, wanted))
 
 
 def _theta_gradient(grad_grid, size, align_corners, theta_dtype) -> torch.Tensor:
