@@ -24,13 +24,11 @@ block by block, so no float32 copy of the whole grid is ever made.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._jit import function, read_only, skeleton
-from ._options import parse_align_corners
+from ._options import is_integer, parse_align_corners
 from ._plan import as_array, check_allocatable
 from ._threads import run_shared, threads_for
 
@@ -85,8 +83,7 @@ def _parse_size(size) -> tuple:
             f"size={describe(size)} is not a sequence; it must be {SIZE_RULE}") \
             from None
     check_size_length(values, describe(size))
-    if not all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
-               for v in values):
+    if not all(map(is_integer, values)):
         raise GridSampleTypeError(f"size={describe(size)} holds non-integers; it must be "
                                   f"{SIZE_RULE}")
     if any(int(v) < 0 for v in values):

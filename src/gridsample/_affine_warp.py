@@ -12,7 +12,6 @@ The whole grid (``r`` coordinates per output point: as large as a float32 output
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
@@ -21,7 +20,7 @@ from ._dtypes import is_half
 from ._engine import Chunks, run_forward
 from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._jit import read_only
-from ._options import parse_flag
+from ._options import is_integer, parse_flag
 from ._plan import as_array, check_allocatable, plan_forward
 from ._splines import cast_result, coefficient_plan
 from ._threads import num_threads
@@ -65,8 +64,7 @@ def _parse_out_shape(out_shape) -> tuple:
         values = list(out_shape)  # (a 0-d array or a number: TypeError)
     except TypeError:
         raise GridSampleTypeError(f"out_shape={describe(out_shape)} must be {allowed}") from None
-    if not all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
-               for v in values):
+    if not all(map(is_integer, values)):
         raise GridSampleTypeError(f"out_shape={describe(out_shape)} holds non-integers; it "
                                   f"must be {allowed}")
     if len(values) not in (2, 3) or any(int(v) < 0 for v in values):

@@ -159,6 +159,11 @@ def parse_grid_units(grid_units: object) -> bool:
     return key == "pixels"
 
 
+def is_integer(value) -> bool:
+    """An integer that is not a bool (``True == 1``, but a flag is not a size)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
 #: The largest magnitude of Keys' coefficient accepted (:func:`parse_cubic_a`).
 MAX_CUBIC_A = 1000.0
 

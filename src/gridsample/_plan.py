@@ -311,13 +311,13 @@ def check_shapes(x_shape: tuple, grid_shape: tuple, mode_code: int, channel_last
     require(any_of(grid_shape[0] == batch, grid_shape[0] == 1), lambda: (
         f"grid has batch size {grid_shape[0]} (shape {grid_shape}); it must equal "
         f"{name}'s batch size {batch} or be 1 to broadcast"))
+    if not empty_input:
+        return
     if channel_last:
         channels, in_spatial = x_shape[-1], x_shape[1:-1]
     else:
         channels, in_spatial = x_shape[1], x_shape[2:]
     out_spatial = grid_shape[1:-1]
-    if not empty_input:
-        return
     require(any_of(all_of(*[s != 0 for s in in_spatial]),
                    batch * channels * math.prod(out_spatial) == 0), lambda: (
         f"{name} has shape {x_shape} with an empty spatial axis, but the output "

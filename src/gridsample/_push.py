@@ -14,14 +14,13 @@ sampling points).
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
 from ._backward import GRAD_DTYPE_NAMES, run_backward
 from ._dtypes import dtype_name
 from ._errors import GridSampleError, GridSampleTypeError, describe
-from ._options import parse_flag, parse_mode
+from ._options import is_integer, parse_flag, parse_mode
 from ._plan import PLAIN_LOGIC, as_array, check_allocatable, check_shapes, plan_forward
 
 __all__ = ["grid_push", "grid_count", "parse_push_shape", "check_push_shapes"]
@@ -34,8 +33,7 @@ def parse_push_shape(shape, values_shape, rank: int, channel_last: bool) -> tupl
             f"shape={describe(shape)} must be a sequence of ints: the pushed array's shape "
             f"(N, C, d1, ..., dr), or its spatial shape (d1, ..., dr)")
     dims = list(shape)
-    if not all(isinstance(d, numbers.Integral) and not isinstance(d, (bool, np.bool_))
-               and int(d) >= 0 for d in dims):
+    if not all(is_integer(d) and int(d) >= 0 for d in dims):
         raise GridSampleError(f"shape={describe(shape)} must hold non-negative ints")
     dims = [int(d) for d in dims]
     batch = values_shape[0]
