@@ -81,6 +81,27 @@ def test_one_pass_gives_the_planned_sweeps_bits(rng, monkeypatch, pad, align, dt
         np.testing.assert_array_equal(one, gridsample.grid_sample(x, grid, mode, **kwargs))
 
 
+@pytest.mark.parametrize("pad", ["zeros", "border", "constant"])
+@pytest.mark.parametrize("align", ALIGNS)
+def test_linear_groups_inside_and_beside_edges(rng, monkeypatch, pad, align):
+    """Whole groups of points whose taps all lie inside X (the nasty grids above put a
+    non-finite or far point in nearly every group), beside groups that hold a point at an
+    edge, outside, NaN or infinite: the planned sweep's bits."""
+    x = rng.standard_normal((2, 1, 23, 37)).astype(np.float32)
+    grid = rng.uniform(-0.9, 0.9, (2, 16, 40, 2)).astype(np.float32)
+    flat = grid.reshape(2, -1, 2)
+    flat[:, 40:200:23] = nasty_grid(rng, (2, 7, 1, 2), np.float32).reshape(2, 7, 2)
+    flat[:, 300] = (1.0, -1.0)  # corners: one row's or column's taps outside
+    flat[:, 301] = (-1.0, 1.0)
+    fill = dict(fill_value=2.5) if pad == "constant" else {}
+    ran = _spy(monkeypatch)
+    one = sample(monkeypatch, "on", x, grid, padding_mode=pad, align_corners=align, **fill)
+    planned = sample(monkeypatch, "off", x, grid, padding_mode=pad, align_corners=align,
+                     **fill)
+    assert ran == [True, False]
+    assert_same_bits(one, planned)
+
+
 @pytest.mark.parametrize("mode,channels", [("linear", 1), ("nearest", 1), ("nearest", 3)])
 def test_broadcast_grid_strided_input_and_channel_last(rng, monkeypatch, mode, channels):
     x = rng.standard_normal((3, channels, 20, 24)).astype(np.float32)
