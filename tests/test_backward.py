@@ -672,11 +672,20 @@ def test_bad_grad_output(go, channel_last, exc, words):
         assert word in str(info.value)
 
 
-@pytest.mark.parametrize("mask", ["yes", (1, 2, 3), (True,), (True, 2), None, True])
+@pytest.mark.parametrize("mask", ["yes", (1, 2, 3), (True,), (True, 2), None, True, (1.0, 0.0),
+                                  (1 + 0j, 0), np.array([[True, False], [True, False]]),
+                                  np.array([[1], [0]]), [np.array([1, 1]), True]])
 def test_bad_output_mask(mask):
     with pytest.raises(GridSampleError, match="output_mask") as info:
         gridsample.grid_sample_backward(GOUT, X, GRID, output_mask=mask)
     assert "pair of bools" in str(info.value)
+
+
+@pytest.mark.parametrize("mask", [(True, False), (1, 0), np.array([1, 0]),
+                                  np.array([True, False]), [np.int64(1), np.bool_(False)]])
+def test_output_mask_of_bools_or_zeros_and_ones(mask):
+    gx, gg = gridsample.grid_sample_backward(GOUT, X, GRID, output_mask=mask)
+    assert gx is not None and gg is None
 
 
 def test_bad_options_are_the_forwards_errors():

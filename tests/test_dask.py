@@ -6,6 +6,7 @@ import itertools
 import subprocess
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -435,6 +436,51 @@ def test_bad_chunks_and_unknown_sizes_are_gridsample_errors():
     gd = da.from_array(grid, chunks=(1, 2, 5, 2))
     with pytest.raises(gridsample.GridSampleError, match="grid has unknown chunk sizes"):
         gdask.grid_sample(x, gd[gd[:, 0, 0, 0] > -1])
+
+
+def test_list_input_and_empty_chunks_as_in_memory(rng):
+    """x as a nested list (array_like, as the in-memory API takes it); empty chunks of x's
+    batch or channels, and an empty output chunk of affine_warp: the in-memory result."""
+    x = rng.standard_normal((2, 1, 3, 4))
+    grid, theta = rough_grid(rng, (1, 2, 3, 2)), _theta(2)[:1]
+    np.testing.assert_array_equal(gdask.grid_sample(x.tolist(), grid).compute(),
+                                  gridsample.grid_sample(x, grid))
+    np.testing.assert_array_equal(gdask.affine_warp(x.tolist(), theta).compute(),
+                                  gridsample.affine_warp(x, theta))
+    for chunks in ((1, (1, 0), 3, 4), ((2, 0), 1, 3, 4), (1, 1, (0, 3), (4, 0))):
+        xd = da.from_array(x, chunks=chunks)
+        np.testing.assert_array_equal(gdask.grid_sample(xd, grid).compute(),
+                                      gridsample.grid_sample(x, grid))
+        np.testing.assert_array_equal(gdask.affine_warp(xd, theta).compute(),
+                                      gridsample.affine_warp(x, theta))
+    np.testing.assert_array_equal(gdask.affine_warp(x, theta, chunks=((3, 0), (4,))).compute(),
+                                  gridsample.affine_warp(x, theta))
+
+
+def test_affine_warp_errors_and_non_finite_theta_as_in_memory():
+    """affine_warp's messages name x and theta as the in-memory call's do, and a non-finite
+    theta warns no more than it does in memory."""
+    for x, theta in [(np.zeros((1, 1, 4)), np.zeros((1, 1, 2))),
+                     (np.zeros((1, 1, 3, 4)), np.zeros((3, 2, 3)))]:
+        with pytest.raises(gridsample.GridSampleError) as lazy:
+            gdask.affine_warp(x, theta)
+        with pytest.raises(gridsample.GridSampleError) as eager:
+            gridsample.affine_warp(x, theta)
+        assert str(lazy.value) == str(eager.value)
+    x, theta = np.ones((1, 1, 4, 4)), np.array([[[np.inf, 0, 0], [0, 1, 0]]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = gdask.affine_warp(x, theta, chunks=2).compute()
+    np.testing.assert_array_equal(got, gridsample.affine_warp(x, theta))
+
+
+def test_bad_array_likes_and_bool_chunks():
+    with pytest.raises(gridsample.GridSampleTypeError, match=r"x=\[\[1, 2\], \[3\]\] cannot"):
+        gdask.grid_sample([[1, 2], [3]], np.zeros((1, 1, 1, 2)))
+    with pytest.raises(gridsample.GridSampleTypeError, match="grid=.*cannot"):
+        gdask.grid_sample(np.zeros((1, 1, 2, 2)), [[1, 2], [3]])
+    with pytest.raises(gridsample.GridSampleTypeError, match="chunks=True"):
+        gdask.grid_sample(np.zeros((1, 1, 2, 2)), np.zeros((1, 3, 3, 2)), chunks=True)
 
 
 def test_import_gridsample_does_not_import_dask():

@@ -75,6 +75,22 @@ def test_opset_20_rejects_opset_16_names(rng):
         gso.run_model(model, {"X": x, "G": grid})
 
 
+@pytest.mark.parametrize("attrs, name", [
+    (dict(mode=""), "mode"), (dict(mode=0), "mode"), (dict(mode="Linear"), "mode"),
+    (dict(padding_mode=""), "padding_mode"), (dict(padding_mode=1), "padding_mode"),
+    (dict(padding_mode="BORDER"), "padding_mode"), (dict(padding_mode=" border"), "padding_mode"),
+    (dict(align_corners=0.5), "align_corners"), (dict(align_corners="1"), "align_corners"),
+    (dict(align_corners="abc"), "align_corners"), (dict(align_corners=2), "align_corners"),
+])
+def test_attributes_are_read_exactly(rng, attrs, name):
+    """As ONNX Runtime reads them: names exactly (no case or space folding, no codes, no
+    empty string taken for the default), align_corners the integer 0 or 1."""
+    x, grid = random_case(rng, (1, 1, 3, 3), (2, 2), x_dtype=np.float32, grid_dtype=np.float32)
+    model = _grid_sample_model(x.shape, grid.shape, 20, **attrs)
+    with pytest.raises(gridsample.GridSampleError, match=f"GridSample node '': {name}="):
+        gso.run_model(model, {"X": x, "G": grid})
+
+
 def test_opset_16_is_4d_only(rng):
     x, grid = random_case(rng, (1, 1, 3, 3, 3), (2, 2, 2), x_dtype=np.float32,
                           grid_dtype=np.float32)
@@ -125,6 +141,21 @@ def test_affine_grid_takes_a_1d_integer_size(size, refused):
     else:
         got = run(None, {"theta": theta, "size": size})[0]
         np.testing.assert_array_equal(got, gridsample.affine_grid(theta, (1, 1, 4, 5)))
+
+
+@pytest.mark.parametrize("align", [0.5, "1", 2])
+def test_affine_grid_align_corners_is_0_or_1(align):
+    node = helper.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=align)
+    graph = helper.make_graph(
+        [node], "ag",
+        [helper.make_tensor_value_info("theta", TensorProto.FLOAT, [1, 2, 3]),
+         helper.make_tensor_value_info("size", TensorProto.INT64, [4])],
+        [helper.make_tensor_value_info("grid", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    model.ir_version = 10
+    theta = np.array([[[1, 0.2, 0], [0, 1, 0.1]]], np.float32)
+    with pytest.raises(gridsample.GridSampleError, match="AffineGrid node '': align_corners="):
+        gso.run_model(model, {"theta": theta, "size": np.array([1, 1, 4, 5], np.int64)})
 
 
 def test_run_model_reads_paths_and_bytes(rng, tmp_path):

@@ -33,6 +33,28 @@ __all__ = ["affine_warp", "warp_theta"]
 _BAND_POINTS = 1 << 17
 
 
+def warp_arguments(x_shape, theta, out_shape, align_corners, channel_last):
+    """Validate an affine warp of an ``x`` of shape ``x_shape`` (in memory or a Dask
+    array's): 2 or 3 spatial axes, ``theta`` and ``out_shape`` (default: ``x``'s spatial
+    shape) of that rank, ``theta``'s batch ``x``'s or 1.  Returns :func:`warp_theta`'s
+    ``theta``, output spatial shape and ``align_corners``."""
+    x_shape = tuple(x_shape)
+    rank = len(x_shape) - 2
+    if rank not in (2, 3):
+        raise GridSampleError(f"x has shape {x_shape}; affine_warp takes 2 or 3 spatial axes "
+                              "(N, C, H, W) or (N, C, D, H, W) (or channel-last)")
+    in_spatial = x_shape[1:-1] if parse_flag("channel_last", channel_last) else x_shape[2:]
+    theta, out_spatial, align = warp_theta(
+        theta, in_spatial if out_shape is None else out_shape, align_corners)
+    if len(out_spatial) != rank:
+        raise GridSampleError(f"theta has shape {theta.shape} ({len(out_spatial)} spatial "
+                              f"axes) but x has shape {x_shape} ({rank}); they must agree")
+    if theta.shape[0] not in (1, x_shape[0]):
+        raise GridSampleError(f"theta has batch size {theta.shape[0]} (shape {theta.shape}); "
+                              f"it must equal x's batch size {x_shape[0]} or be 1 to broadcast")
+    return theta, out_spatial, align
+
+
 def warp_theta(theta, out_spatial, align_corners):
     """Validate an affine warp's ``theta`` for the output spatial shape ``out_spatial``
     (the argument ``out_shape``).
@@ -114,19 +136,9 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
     array([3., 2., 1., 0.], dtype=float32)
     """
     x = as_array("x", x)
-    rank = x.ndim - 2
-    if rank not in (2, 3):
-        raise GridSampleError(f"x has shape {x.shape}; affine_warp takes 2 or 3 spatial axes "
-                              "(N, C, H, W) or (N, C, D, H, W) (or channel-last)")
-    in_spatial = x.shape[1:-1] if parse_flag("channel_last", channel_last) else x.shape[2:]
-    theta, out_spatial, align = warp_theta(
-        theta, in_spatial if out_shape is None else out_shape, align_corners)
-    if len(out_spatial) != rank:
-        raise GridSampleError(f"theta has shape {theta.shape} ({len(out_spatial)} spatial "
-                              f"axes) but x has shape {x.shape} ({rank}); they must agree")
-    if theta.shape[0] not in (1, x.shape[0]):
-        raise GridSampleError(f"theta has batch size {theta.shape[0]} (shape {theta.shape}); "
-                              f"it must equal x's batch size {x.shape[0]} or be 1 to broadcast")
+    theta, out_spatial, align = warp_arguments(x.shape, theta, out_shape, align_corners,
+                                               channel_last)
+    rank = len(out_spatial)
     # (the grid the warp stands for, whose stub below must be countable; plan_forward
     # checks the output)
     check_allocatable((theta.shape[0], *out_spatial, rank), theta.dtype.itemsize,

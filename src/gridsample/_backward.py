@@ -47,7 +47,7 @@ from ._grad_vector_entries import (
     INPUT_GRAD_INTERLEAVED_ENTRIES,
 )
 from ._jit import read_only
-from ._options import MODE_NEAREST
+from ._options import MODE_NEAREST, is_integer
 from ._plan import ForwardPlan, as_array, common_padding, plan_forward
 from ._prepared import PreparedCache, signature
 from ._registry import taps_per_point
@@ -87,8 +87,9 @@ def parse_output_mask(output_mask, wants=("grad_x", "grad_grid")) -> tuple:
     if isinstance(output_mask, (str, bytes)) or not isinstance(output_mask, (Sequence, np.ndarray)):
         raise GridSampleTypeError(f"output_mask={text} must be {allowed}")
     mask = list(output_mask)
-    if len(mask) != len(wants) or not all(isinstance(m, (bool, np.bool_)) or m in (0, 1)
-                                          for m in mask):
+    # bools, or the integers 0 and 1 (ATen's masks arrive as either); not 1.0 or an array
+    if len(mask) != len(wants) or not all(isinstance(m, (bool, np.bool_))
+                                          or (is_integer(m) and m in (0, 1)) for m in mask):
         raise GridSampleError(f"output_mask={text} must be {allowed}")
     return tuple(bool(m) for m in mask)
 

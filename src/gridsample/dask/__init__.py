@@ -35,11 +35,11 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "(dask[array] and distributed)") from exc
 
 from .._affine import _compute_dtype, base_coordinates
-from .._affine_warp import warp_theta
+from .._affine_warp import warp_arguments
 from .._dtypes import is_string
 from .._errors import GridSampleError, GridSampleTypeError, describe
 from .._options import parse_align_corners, parse_flag, parse_mode
-from .._plan import plan_forward
+from .._plan import as_array, plan_forward
 from .._taps import AXIS_MUL, AXIS_SCALE, AXIS_SUB, axis_constants
 from ._block import (
     AffineSpec,
@@ -66,13 +66,16 @@ def _dummy(shape, dtype):
     return np.broadcast_to(np.zeros((), dtype), shape)
 
 
-def _as_dask(a, chunks="auto"):
-    """``a`` as a Dask array; an array-like that is not NumPy (zarr, h5py) is not read."""
+def _as_dask(a, name, chunks="auto"):
+    """``a`` (the argument ``name``) as a Dask array; an array-like that is not NumPy
+    (zarr, h5py) is not read."""
     if isinstance(a, da.Array):
         return a
     if isinstance(a, np.ndarray) or not all(hasattr(a, n) for n in ("shape", "dtype",
                                                                       "__getitem__")):
-        return da.from_array(np.asarray(a), chunks=chunks)
+        a = as_array(name, a)
+        _check_numeric(a.dtype)  # (before Dask, which cannot chunk object arrays)
+        return da.from_array(a, chunks=chunks)
     own = getattr(a, "chunks", None)
     if isinstance(own, tuple) and len(own) == len(a.shape) and \
             all(isinstance(c, (int, np.integer)) for c in own):
@@ -86,9 +89,10 @@ def _region_source(x, xd):
 
     A source is an array-like that a tuple of slices reads a box of: what
     ``da.from_zarr`` / ``da.from_array(..., inline_array=False)`` wrap (kept
-    in the graph under ``"original-" + name``), or ``x`` itself when it is not
-    a Dask array.  A Dask array made by any other computation has no source:
-    its values exist only as the chunks its graph computes.
+    in the graph under ``"original-" + name``; Dask copies a NumPy array into
+    chunks instead), or ``x`` itself when it is not a Dask array.  A Dask
+    array made by any other computation has no source: its values exist only
+    as the chunks its graph computes.
     """
     key = "original-" + xd.name
     layers = xd.dask.layers
@@ -115,6 +119,8 @@ def _pieces(x, ranges):
     """
     per_axis = []
     for chunks, (start, stop) in zip(x.chunks, ranges):
+        if stop <= start:  # an empty block (an empty chunk of x's batch or channels)
+            return [], ()
         b = _bounds(chunks)
         first = int(np.searchsorted(b, start, side="right")) - 1
         last = int(np.searchsorted(b, stop, side="left")) - 1
@@ -140,11 +146,15 @@ def _validate_common(x, mode, align_corners, channel_last):
     mode_code = parse_mode(mode)
     align = parse_align_corners(align_corners)
     chan_last = parse_flag("channel_last", channel_last)
-    if is_string(np.dtype(x.dtype)):
-        raise GridSampleTypeError(
-            f"x has dtype {x.dtype}; gridsample.dask samples numeric and bool arrays only "
-            f"(string arrays: use gridsample.grid_sample on NumPy arrays)")
+    _check_numeric(x.dtype)
     return mode_code, align, chan_last
+
+
+def _check_numeric(dtype) -> None:
+    if is_string(np.dtype(dtype)):
+        raise GridSampleTypeError(
+            f"x has dtype {dtype}; gridsample.dask samples numeric and bool arrays only "
+            f"(string arrays: use gridsample.grid_sample on NumPy arrays)")
 
 
 def _sample_options(plan, threads):
@@ -230,9 +240,11 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     where ``x`` lives:
 
     * ``x`` has a *source* -- a zarr / HDF5 / NumPy array, or a Dask array
-      made directly from one by ``da.from_zarr`` or ``da.from_array(...,
-      inline_array=False)``: each task computes its own footprint from its
-      grid block and reads exactly that box from the source.  Building the
+      made directly from a zarr or HDF5 array by ``da.from_zarr`` or
+      ``da.from_array(..., inline_array=False)`` (Dask splits a NumPy array
+      into chunks of its graph: pass the NumPy array itself): each task
+      computes its own footprint from its grid block and reads exactly that
+      box from the source.  Building the
       graph computes and reads nothing; the grid is computed once, by the
       tasks.  The source is read concurrently without ``from_array``'s
       ``lock``: for a store that is not thread-safe, use processes or
@@ -249,9 +261,9 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     * A NumPy grid: footprints come from its values when the graph is built
       (no Dask computation).
     """
-    mode_code, align, chan_last = _validate_common(x, mode, align_corners, channel_last)
+    xd = _as_dask(x, "x")
+    mode_code, align, chan_last = _validate_common(xd, mode, align_corners, channel_last)
     threads = _threads_arg(kernel_threads)
-    xd = _as_dask(x)
     _known_shape("x", xd)
     if isinstance(grid, da.Array):
         gd = grid
@@ -260,7 +272,7 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
             gd = gd.rechunk((gd.chunks[0], *_spatial_chunks(chunks, gd.shape[1:-1], gd.dtype),
                              -1))
     else:
-        g = np.asarray(grid)
+        g = as_array("grid", grid)
         spatial = _spatial_chunks(chunks if chunks is not None else "auto", g.shape[1:-1],
                                   g.dtype) if g.ndim >= 2 else ()
         gd = da.from_array(g, chunks=(1, *spatial, -1) if g.ndim >= 2 else -1)
@@ -356,6 +368,8 @@ def _spatial_chunks(chunks, spatial, dtype):
         if isinstance(chunks, dict):  # (Dask's {axis: ...} form: which axes would be unclear)
             raise TypeError
         chunks = tuple(chunks)
+        if any(isinstance(c, (bool, np.bool_)) for c in chunks):  # (Dask reads True as 1)
+            raise TypeError
     except TypeError:
         raise GridSampleTypeError(f"chunks={describe(given)} must be {allowed}") from None
     if len(chunks) != len(spatial):
@@ -394,12 +408,15 @@ def _affine_corner_interval(theta, start, stop, out_spatial, align, k):
         base_ends.append((b[start[axis]], b[stop[axis] - 1]))
     lo, hi = math.inf, -math.inf
     eps = float(np.finfo(ct).eps) * (r + 2) + float(np.finfo(theta.dtype).eps)
-    for corner in itertools.product(*base_ends):
-        terms = t[:, k, :r] * np.array(corner)  # (n, r)
-        g = t[:, k, r] + terms.sum(axis=1)
-        mag = np.abs(t[:, k, r]) + np.abs(terms).sum(axis=1)
-        lo = min(lo, float(np.min(g - eps * mag)))
-        hi = max(hi, float(np.max(g + eps * mag)))
+    # A non-finite theta makes non-finite bounds (the caller reads the whole axis then),
+    # not a warning.
+    with np.errstate(invalid="ignore", over="ignore"):
+        for corner in itertools.product(*base_ends):
+            terms = t[:, k, :r] * np.array(corner)  # (n, r)
+            g = t[:, k, r] + terms.sum(axis=1)
+            mag = np.abs(t[:, k, r]) + np.abs(terms).sum(axis=1)
+            lo = min(lo, float(np.min(g - eps * mag)))
+            hi = max(hi, float(np.max(g + eps * mag)))
     return lo, hi
 
 
@@ -472,19 +489,12 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
     for rounding; each task builds its own grid with ``affine_grid``'s kernel
     and checks that its exact footprint lies inside the planned one.
     """
-    mode_code, align, chan_last = _validate_common(x, mode, align_corners, channel_last)
+    xd = _as_dask(x, "x")
+    mode_code, align, chan_last = _validate_common(xd, mode, align_corners, channel_last)
     threads = _threads_arg(kernel_threads)
-    xd = _as_dask(x)
     _known_shape("x", xd)
-    layout_rank = xd.ndim - 2
-    in_spatial_guess = tuple(xd.shape[1:-1]) if chan_last else tuple(xd.shape[2:])
-    theta, out_spatial, align = warp_theta(
-        theta, out_shape if out_shape is not None else in_spatial_guess, align)
+    theta, out_spatial, align = warp_arguments(xd.shape, theta, out_shape, align, chan_last)
     r = len(out_spatial)
-    if layout_rank != r:
-        raise GridSampleError(
-            f"x has shape {xd.shape} ({layout_rank} spatial axes) but theta has shape "
-            f"{theta.shape} ({r} spatial axes); they must agree")
     grid_shape = (theta.shape[0], *out_spatial, r)
     plan, _, _ = plan_forward(_dummy(xd.shape, xd.dtype), _dummy(grid_shape, theta.dtype),
                               mode_code, padding_mode, align, chan_last, fill_value=fill_value,
@@ -517,9 +527,9 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
         for isp in itertools.product(*(range(len(c)) for c in spatial_chunks)):
             start = tuple(int(sb[a][i]) for a, i in enumerate(isp))
             stop = tuple(int(sb[a][i + 1]) for a, i in enumerate(isp))
-            window = widen(
+            window = None if any(a >= b for a, b in zip(start, stop)) else widen(
                 _affine_window(theta_b, start, stop, out_spatial, in_spatial, mode_code,
-                               pad_code, align, ct, offsets), in_spatial)
+                               pad_code, align, ct, offsets), in_spatial)  # (None: no reads)
             aspec = AffineSpec(theta_c[items], theta.dtype, out_spatial, start, stop, align)
             for ic in range(len(channel_chunks)):
                 ranges, shape = input_box(layout, window, (int(bb[ib]), int(bb[ib + 1])),

@@ -11,7 +11,14 @@ domain: 16-19 run GridSample-16 (4-D X only; modes ``bilinear``, ``nearest``,
 ``cubic``), 22 and later GridSample-22 (adds bfloat16).  The names of the
 other versions are rejected, as the specification asks: a converter that
 writes ``bilinear`` into an opset-20 model is told so here rather than by
-the next runtime.
+the next runtime.  Attributes are read as ONNX Runtime reads them: ``mode`` and
+``padding_mode`` exactly (no case folding, no integer codes, no empty string),
+``align_corners`` the integer 0 or 1.
+
+``onnx.reference`` re-raises any ``TypeError`` an operator raises as its own
+``TypeError`` ("Issues with types ..."); gridsample's
+:class:`~gridsample.GridSampleTypeError` (a wrong dtype of ``X``, ``grid`` or
+``theta``) is then that error's ``__cause__``.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from onnx.reference.op_run import OpRun
 from .._affine import affine_grid
 from .._api import grid_sample
 from .._errors import GridSampleError, GridSampleTypeError
-from .._options import parse_onnx_padding
+from .._options import is_integer
 from .._registry import MODES
 
 __all__ = ["GridSample", "AffineGrid", "OPS", "gridsample_version"]
@@ -53,8 +60,39 @@ def gridsample_version(opset: int) -> int:
     )
 
 
-def _text(value):
-    return value.decode() if isinstance(value, bytes) else value
+#: GridSample's padding names (every version).
+_PADDINGS = ("zeros", "border", "reflection")
+
+
+def _node(op: OpRun) -> str:
+    return f"{op.onnx_node.op_type} node {op.onnx_node.name!r}"
+
+
+def _attribute(op: OpRun, name: str, value):
+    """The attribute ``name`` as the node gives it (``value``: an overriding one from
+    ``_run``'s arguments), and whether it was given (else its default applies)."""
+    if value is not None:
+        return value, True
+    given = any(a.name == name for a in op.onnx_node.attribute)
+    return getattr(op, name, None), given
+
+
+def _choice(op: OpRun, name: str, value, allowed: tuple, what: str) -> str:
+    """A string attribute, exactly one of ``allowed`` (as ONNX Runtime takes them: no case
+    or space folding, no integer codes)."""
+    text = value.decode() if isinstance(value, bytes) else value
+    if not isinstance(text, str) or text not in allowed:
+        raise GridSampleError(f"{_node(op)}: {name}={value!r} is not {what}; allowed: "
+                              f"{', '.join(map(repr, allowed))}")
+    return text
+
+
+def _flag(op: OpRun, value) -> int:
+    """``align_corners``: the integer 0 or 1."""
+    if not (is_integer(value) and value in (0, 1)):
+        raise GridSampleError(f"{_node(op)}: align_corners={value!r} is not allowed; it is "
+                              f"an integer attribute, 0 or 1")
+    return int(value)
 
 
 class GridSample(OpRun):
@@ -64,16 +102,14 @@ class GridSample(OpRun):
 
     def _run(self, X, grid, mode=None, padding_mode=None, align_corners=None):
         version = gridsample_version(_default_opset(self))
-        given = {a.name for a in self.onnx_node.attribute}
-        mode = _text(mode if mode is not None else getattr(self, "mode", None)) or "linear"
-        padding_mode = _text(padding_mode if padding_mode is not None
-                             else getattr(self, "padding_mode", None)) or "zeros"
-        align = align_corners if align_corners is not None else getattr(self, "align_corners", 0)
-        if "mode" in given and mode not in _MODES[version]:
-            raise GridSampleError(
-                f"GridSample node {self.onnx_node.name!r}: mode={mode!r} is not a GridSample-"
-                f"{version} mode; allowed: {', '.join(map(repr, _MODES[version]))}"
-            )
+        value, given = _attribute(self, "mode", mode)
+        mode = (_choice(self, "mode", value, _MODES[version], f"a GridSample-{version} mode")
+                if given else "linear")
+        value, given = _attribute(self, "padding_mode", padding_mode)
+        padding = (_choice(self, "padding_mode", value, _PADDINGS, "a GridSample padding")
+                   if given else "zeros")
+        value, given = _attribute(self, "align_corners", align_corners)
+        align = _flag(self, value) if given else 0
         if version == 16 and X.ndim != 4:
             raise GridSampleError(
                 f"GridSample node {self.onnx_node.name!r}: X has shape {X.shape}; GridSample-16 "
@@ -84,8 +120,7 @@ class GridSample(OpRun):
                 f"GridSample node {self.onnx_node.name!r}: bfloat16 inputs need opset 22 or "
                 f"later (this model runs GridSample-{version})"
             )
-        padding = parse_onnx_padding(padding_mode, f"ONNX GridSample-{version}")
-        return (grid_sample(X, grid, mode, padding, int(align)),)
+        return (grid_sample(X, grid, mode, padding, align),)
 
 
 class AffineGrid(OpRun):
@@ -100,13 +135,14 @@ class AffineGrid(OpRun):
                 f"opset={opset}: AffineGrid exists from opset 20 on; the model imports "
                 f"opset {opset}"
             )
-        align = align_corners if align_corners is not None else getattr(self, "align_corners", 0)
+        value, given = _attribute(self, "align_corners", align_corners)
+        align = _flag(self, value) if given else 0
         size = np.asarray(size)
         if size.ndim != 1 or size.dtype.kind not in "iu":  # (a float is not truncated)
             raise GridSampleTypeError(
                 f"AffineGrid's size has dtype {size.dtype} and shape {size.shape}; ONNX "
                 f"AffineGrid-20 takes a 1-D int64 tensor (N, C, H, W) or (N, C, D, H, W)")
-        return (affine_grid(theta, size.tolist(), int(align)),)
+        return (affine_grid(theta, size.tolist(), align),)
 
 
 #: The classes to pass as ``ReferenceEvaluator(..., new_ops=OPS)``.
