@@ -559,6 +559,8 @@ def files(tmp_path):
     np.save(src / "flow3.npy", np.zeros((8, 10, 3), np.float32))
     np.save(src / "hw3.npy", random_array((8, 10, 3), np.float32))
     Image.fromarray(random_array((8, 10), np.uint16)).save(src / "deep.png")
+    (src / "empty.npy").write_bytes(b"")
+    (src / "huge.txt").write_text("1e300 0 0\n0 1e300 0\n")
     return src, out
 
 
@@ -630,6 +632,23 @@ ERRORS = [
     # A GridSampleError from the operator: strings cannot be interpolated.
     (["warp", "{in}/strings.npy", "{out}/o.npy"], 1, "strings cannot be interpolated"),
     (["demo", "--output", "{out}/sheet.jpg"], 2, "the demo writes a PNG"),
+    # An empty or non-.npy file, sizes beyond any array, a matrix beyond any grid, an
+    # operator's refusal among several inputs (before anything is written).
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--flow", "{in}/empty.npy"], 1,
+     "cannot read the flow field {in}/empty.npy: the file is empty or cut short"),
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--matrix", "{in}/empty.npy"], 1,
+     "cannot read the matrix file {in}/empty.npy: the file is empty or cut short"),
+    (["warp", "{in}/garbage.npy", "{out}/o.npy"], 1, "it is not a .npy/.npz array file"),
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--size", "99999999999999999999x1"], 2,
+     "is not a size"),
+    (["demo", "--size", "99999999999999999999", "-q", "--output", "{out}/d.png"], 2,
+     "is too large"),
+    (["warp", "{in}/vol.npy", "{out}/o.npy", "--key", "a"], 2,
+     "--key applies to .npz inputs; {in}/vol.npy is a .npy file"),
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--matrix", "{in}/huge.txt"], 1,
+     "the transform maps the output beyond what a grid holds"),
+    (["warp", "{in}/rgb.png", "{in}/strings.npy", "{out}/"], 1,
+     "strings cannot be interpolated"),
 ]
 
 
@@ -646,6 +665,37 @@ def test_error_paths(files, capsys, argv, code, message):
     assert "Traceback" not in err
     assert_no_leftovers(out)
     assert sorted(p.name for p in src.iterdir()) == before
+
+
+def test_far_translation_and_far_flow_are_taken(files, capsys):
+    """A translation collapses nothing however far it goes (the output reads only outside,
+    zeros), and a flow beyond float32's range is a point infinitely far out, without an
+    overflow warning."""
+    src, out = files
+    np.save(src / "far_flow.npy", np.full((8, 10, 2), 1e300))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["warp", str(src / "rgb.png"), str(out / "t.png"), "--translate", "1000000",
+                     "0", "-q"]) == 0
+        assert main(["warp", str(src / "hw3.npy"), str(out / "f.npy"), "--spatial-dims", "2",
+                     "--flow", str(src / "far_flow.npy"), "-q"]) == 0
+    assert not np.asarray(Image.open(out / "t.png")).any()
+    assert not np.load(out / "f.npy").any()
+
+
+def test_singular_nifti_affine_is_refused(tmp_path, capsys):
+    nib = pytest.importorskip("nibabel")
+    header = nib.Nifti1Image(np.zeros((4, 5, 6), np.float32), np.eye(4)).header
+    for row in ("srow_x", "srow_y", "srow_z"):  # a zero sform, written into the header
+        header[row] = [0, 0, 0, 0]
+    header["sform_code"] = 1
+    nib.save(nib.Nifti1Image(np.zeros((4, 5, 6), np.float32), None, header),
+             tmp_path / "zero.nii.gz")
+    assert main(["warp", str(tmp_path / "zero.nii.gz"), str(tmp_path / "o.nii.gz"),
+                 "--rotate", "5"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("gridsample: error: the transform in world coordinates is not finite")
+    assert not (tmp_path / "o.nii.gz").exists()
 
 
 def test_empty_matrix_file_warns_nothing(files, capsys):

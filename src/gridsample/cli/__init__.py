@@ -83,13 +83,17 @@ class _Parser(argparse.ArgumentParser):
         raise CLIError(f"{message} (see '{self.prog} --help')", USAGE)
 
 
+#: The largest output size along an axis (an int64 index's range: larger cannot be made).
+_MAX_SIZE = 2 ** 62
+
+
 def _size(text: str) -> tuple:
     parts = text.lower().replace(",", "x").split("x")
     try:
         values = tuple(int(p) for p in parts)
     except ValueError:
         values = ()
-    if len(values) not in (2, 3) or min(values) < 1:
+    if len(values) not in (2, 3) or min(values) < 1 or max(values) > _MAX_SIZE:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a size; give WIDTHxHEIGHT (images) or WIDTHxHEIGHTxDEPTH "
             f"(volumes) in pixels, e.g. 640x480")
@@ -178,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--output", "-o", default="gridsample-demo.png", metavar="PNG",
                    help="the contact sheet (default gridsample-demo.png)")
     d.add_argument("--size", type=int, default=256, metavar="N",
-                   help="chart and panel size in pixels, >= 32 (default 256)")
+                   help="chart and panel size in pixels, 32 to 2048 (default 256)")
     d.add_argument("--align-corners", action="store_true", help="use align_corners=True")
     d.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     d.set_defaults(handler=_run_demo)

@@ -45,6 +45,8 @@ ROTATE_DEG, ZOOM, SWIRL_DEG, SWIRL_SIGMA = 20.0, 0.7, 90.0, 0.3
 #: Normalized input position (x, y) the crops are centred on: the chart's left
 #: edge beside the text.
 CROP_AT = (-0.85, 0.2)
+#: The largest ``--size``: a sheet of 12 cells, each a panel and its crop, ~0.3 GB of RGB at 2048.
+MAX_SIZE = 2048
 CAPTION, MARGIN, GAP, CROP_ZOOM = 16, 8, 4, 4
 
 # A 5x7 pixel font for the letters of the chart's text.
@@ -290,6 +292,9 @@ def run_demo(args) -> int:
     size = args.size
     if size < 32:
         raise CLIError(f"--size {size} is too small; the chart needs at least 32 pixels", USAGE)
+    if size > MAX_SIZE:
+        raise CLIError(f"--size {size} is too large; the demo's sheet takes at most "
+                       f"{MAX_SIZE} pixels a panel", USAGE)
     out = Path(args.output)
     if out.suffix.lower() != ".png":
         raise CLIError(f"the demo writes a PNG; {out} does not end in .png", USAGE)

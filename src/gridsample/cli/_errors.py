@@ -63,3 +63,13 @@ def require(module: str, what: str):
         package = _PACKAGE.get(top, top)
         raise CLIError(f"{package} is needed for {what} but is not installed; "
                        f'install it with: pip install "gridsample[{extra}]"') from None
+
+
+def numpy_complaint(exc: Exception) -> str:
+    """What ``np.load`` said about a file, without its advice to unpickle (a file that is not
+    a .npy array reads as pickled data to it, and unpickling is unsafe and never needed
+    here)."""
+    text = str(exc) or type(exc).__name__
+    if "allow_pickle" in text:
+        return "it is not a .npy/.npz array file (or it holds Python objects)"
+    return "the file is empty or cut short" if isinstance(exc, EOFError) else text

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _png16
-from ._errors import FAILURE, USAGE, CLIError, require
+from ._errors import FAILURE, USAGE, CLIError, numpy_complaint, require
 
 __all__ = ["Raster", "FORMATS", "format_of", "read_raster", "check_readable", "check_writable",
            "write_raster", "atomic_path", "expand_inputs", "full_suffix", "size_text"]
@@ -172,6 +172,8 @@ def read_raster(path, spatial_dims=None, key=None) -> Raster:
             if value is not None:
                 raise CLIError(f"{option} applies to .npy and .npz inputs; {path} is "
                                f"{_FORMAT_NAMES[fmt]}", USAGE)
+    if fmt == "npy" and key is not None:  # (a .npy file holds one unnamed array)
+        raise CLIError(f"--key applies to .npz inputs; {path} is a .npy file", USAGE)
     reader = {"png": _read_pillow, "jpeg": _read_pillow, "tiff": _read_tiff, "npy": _read_numpy,
               "npz": _read_numpy, "nifti": _read_nifti}[fmt]
     try:
@@ -181,7 +183,8 @@ def read_raster(path, spatial_dims=None, key=None) -> Raster:
     except MemoryError:
         raise CLIError(f"cannot read {path}: out of memory", FAILURE) from None
     except Exception as exc:  # any library's complaint about the file's content
-        raise CLIError(f"cannot read {path} as {_FORMAT_NAMES[fmt]}: {exc}", FAILURE) from None
+        raise CLIError(f"cannot read {path} as {_FORMAT_NAMES[fmt]}: {numpy_complaint(exc)}",
+                       FAILURE) from None
     raster.array = _native(raster.array)
     return raster
 

@@ -89,7 +89,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._affine import base_coordinates  # affine_grid's own identity coordinates
-from ._errors import FAILURE, USAGE, CLIError
+from ._errors import FAILURE, USAGE, CLIError, numpy_complaint
 
 __all__ = [
     "AffineSpec", "pixel_step", "base_coordinates", "forward_matrix", "theta_from_forward",
@@ -188,7 +188,8 @@ def theta_from_forward(a: np.ndarray, out_spatial: tuple, align_corners: bool) -
     s_inv = np.diag([1.0 / v for v in steps] + [1.0])
     # Each option is finite and nonzero (checked where parsed), but together they may
     # still collapse the image: shears whose tangents multiply to 1, say.
-    if not np.isfinite(a).all() or np.linalg.cond(a) > 1e12:
+    # The linear part's condition: a translation, however far, collapses nothing.
+    if not np.isfinite(a).all() or np.linalg.cond(a[:r, :r]) > 1e12:
         raise CLIError("the affine transform is singular or degenerate (together, the options "
                        "collapse the image onto a line or a point)", USAGE)
     a_inv = np.linalg.inv(a)
@@ -253,8 +254,9 @@ def _read_array(path, what: str) -> np.ndarray:
         if not text.strip():  # (loadtxt would warn about it on stderr, then give 0 x 0)
             return np.empty((0, 0))
         return np.loadtxt(StringIO(text), dtype=np.float64, ndmin=2)
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise CLIError(f"cannot read the {what} {path}: {exc}", FAILURE) from None
+    except (OSError, ValueError, EOFError, UnicodeDecodeError) as exc:
+        raise CLIError(f"cannot read the {what} {path}: {numpy_complaint(exc)}",
+                       FAILURE) from None
 
 
 def load_matrix(path) -> np.ndarray:
@@ -287,8 +289,9 @@ def load_flow(path) -> np.ndarray:
         raise CLIError(f"the flow field {path} must be a .npy file", FAILURE)
     try:
         f = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise CLIError(f"cannot read the flow field {path}: {exc}", FAILURE) from None
+    except (OSError, ValueError, EOFError) as exc:
+        raise CLIError(f"cannot read the flow field {path}: {numpy_complaint(exc)}",
+                       FAILURE) from None
     if f.ndim in (4, 5) and f.shape[0] == 1 and f.shape[-1] == f.ndim - 2:
         f = f[0]
     if f.ndim not in (3, 4) or f.shape[-1] != f.ndim - 1 or f.dtype.kind not in "iuf":
@@ -296,6 +299,12 @@ def load_flow(path) -> np.ndarray:
                        f"be (H, W, 2) or (D, H, W, 3) numbers, component 0 along x (width)",
                        FAILURE)
     return f
+
+
+#: The largest entry of an affine ``theta`` taken (normalized units): far beyond any image
+#: (a point 1e30 half-widths out), and far from float32's range, so that its grid, cast
+#: to float32, stays finite.
+_THETA_MAX = 1e30
 
 
 class AffineSource:
@@ -308,6 +317,10 @@ class AffineSource:
 
     def __init__(self, theta: np.ndarray, out_spatial: tuple, align_corners: bool):
         self.theta = np.asarray(theta, np.float64)
+        if not np.isfinite(self.theta).all() or np.abs(self.theta).max() > _THETA_MAX:
+            raise CLIError(f"the transform maps the output beyond what a grid holds "
+                           f"(theta {self.theta.tolist()}; entries up to {_THETA_MAX:g} in "
+                           f"normalized units)", FAILURE)
         self.out_spatial = tuple(out_spatial)
         self.bases = [base_coordinates(n, align_corners) for n in self.out_spatial[::-1]]
 
@@ -357,23 +370,29 @@ class FlowSource:
         f = np.asarray(self.field[start:stop], np.float64)
         r = f.shape[-1]
         g = np.empty((1,) + f.shape, dtype)
-        for k in range(r):
-            fk = f[..., k]
-            if self.units == "pixels":
-                size = self.in_sizes[k]
-                if self.kind == "absolute":
-                    if self.align:
-                        fk = 2.0 * fk / (size - 1) - 1.0 if size > 1 else np.zeros_like(fk)
-                    else:
-                        fk = (2.0 * fk + 1.0) / size - 1.0
-                else:
-                    fk = fk * pixel_step(size, self.align)
-            if self.kind == "relative":
-                shape = [1] * r
-                shape[r - 1 - k] = -1  # grid component k runs along array axis r-1-k
-                base = self.bases[k]
-                if r - 1 - k == 0:
-                    base = base[start:stop]
-                fk = base.reshape(shape) + fk
-            g[0, ..., k] = fk
+        # A value beyond the grid dtype's range is a point infinitely far out (±inf), as
+        # grid_sample reads it: no overflow warning.
+        with np.errstate(over="ignore"):
+            for k in range(r):
+                g[0, ..., k] = self._component(f[..., k], k, r, start, stop)
         return g
+
+    def _component(self, fk, k: int, r: int, start: int, stop: int) -> np.ndarray:
+        """Grid component ``k`` of the field's component ``fk`` (rows ``[start, stop)``)."""
+        if self.units == "pixels":
+            size = self.in_sizes[k]
+            if self.kind == "absolute":
+                if self.align:
+                    fk = 2.0 * fk / (size - 1) - 1.0 if size > 1 else np.zeros_like(fk)
+                else:
+                    fk = (2.0 * fk + 1.0) / size - 1.0
+            else:
+                fk = fk * pixel_step(size, self.align)
+        if self.kind == "relative":
+            shape = [1] * r
+            shape[r - 1 - k] = -1  # grid component k runs along array axis r-1-k
+            base = self.bases[k]
+            if r - 1 - k == 0:
+                base = base[start:stop]
+            fk = base.reshape(shape) + fk
+        return fk

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._plan import plan_forward
 from .._splines import prefiltered_sampler
 from ._errors import FAILURE, USAGE, CLIError
 from ._io import (
@@ -312,6 +313,19 @@ def _source(args, kind, raster: Raster, loaded, world):
     return AffineSource(theta, out_spatial, align)
 
 
+def _check_sampling(args, raster: Raster, source, padding, fill) -> None:
+    """What the operator refuses for this input (its dtype under the mode, an empty input
+    with a non-empty output, the fill), found on zero-stride stand-ins of the input and
+    the grid before any output is written."""
+    x = raster.array
+    r = raster.spatial_dims
+    channels = x.shape[r] if x.ndim > r else 1
+    stand_in = np.broadcast_to(np.zeros((), x.dtype), (1, *x.shape[:r], channels))
+    grid = np.broadcast_to(np.zeros((), grid_dtype_for(x.dtype)), (1, *source.out_spatial, r))
+    plan_forward(stand_in, grid, args.mode, padding, args.align_corners, True,
+                 fill_value=fill)
+
+
 def _sampling(args, raster: Raster) -> tuple:
     """``(padding, fill_value)`` for ``grid_sample`` from ``--padding`` and ``--fill-value``."""
     pads = list(args.padding)
@@ -349,8 +363,8 @@ def run_warp(args) -> int:
         # read twice; a single input is checked just before its write).
         for inp, dst in zip(inputs, outputs):
             raster = read_raster(inp, args.spatial_dims, args.key)
-            _source(args, kind, raster, loaded, _world_grid(args, kind, raster))
-            _sampling(args, raster)
+            source = _source(args, kind, raster, loaded, _world_grid(args, kind, raster))
+            _check_sampling(args, raster, source, *_sampling(args, raster))
             check_writable(dst, raster.array.dtype, raster.spatial_dims, raster.channels)
             del raster
     with progress_bar(len(inputs), "warp", "file", progress_mode) as files_bar:

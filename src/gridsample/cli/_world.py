@@ -127,8 +127,12 @@ def world_pixel_matrix(spec: AffineSpec, a_in: np.ndarray, in_spatial: tuple,
     centre_voxel = [(n - 1) / 2 for n in in_spatial]
     centre = (a_in @ np.array([*centre_voxel, 1.0]))[:3]
     t = world_transform(spec, centre)
-    m = np.linalg.inv(_P) @ np.linalg.inv(a_in) @ np.linalg.inv(t) @ np.asarray(
-        a_out, np.float64) @ _P
+    try:
+        with np.errstate(all="ignore"):  # (a NaN or huge affine: the check below says so)
+            m = np.linalg.inv(_P) @ np.linalg.inv(a_in) @ np.linalg.inv(t) @ np.asarray(
+                a_out, np.float64) @ _P
+    except np.linalg.LinAlgError:
+        m = np.full((4, 4), np.nan)  # a singular affine (a zero sform, say)
     if not np.isfinite(m).all():
         raise CLIError("the transform in world coordinates is not finite (check the input's "
                        "affine)", FAILURE)
