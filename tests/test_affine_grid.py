@@ -118,6 +118,10 @@ def test_array_size_and_list_theta():
     (np.zeros((1, 2, 3)), (1, 1, 4.0, 4), r"non-integers", GridSampleTypeError),
     (np.zeros((1, 2, 3), np.int32), (1, 1, 4, 4), r"theta has dtype int32", GridSampleTypeError),
     (np.zeros((2, 3)), (1, 1, 4, 4), r"theta has shape \(2, 3\)", GridSampleError),
+    (np.zeros((1, 2, 3)), None, r"size=None is not a sequence", GridSampleTypeError),
+    (np.zeros((1, 2, 3)), 4, r"size=4 is not a sequence", GridSampleTypeError),
+    (np.zeros((1, 2, 3)), "1145", r"size='1145' is not a sequence", GridSampleTypeError),
+    (np.zeros((1, 2, 3)), np.int64(4), r"is not a sequence", GridSampleTypeError),
 ])
 def test_bad_arguments_are_named(theta, size, match, exc):
     with pytest.raises(exc, match=match):

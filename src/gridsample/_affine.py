@@ -76,6 +76,8 @@ SIZE_RULE = "(N, C, H, W) for 2-D or (N, C, D, H, W) for 3-D, non-negative integ
 
 def _parse_size(size) -> tuple:
     try:
+        if size is None or isinstance(size, (str, bytes)) or np.ndim(size) == 0:
+            raise TypeError  # (a number or a string is not a shape, whatever its digits)
         values = list(np.asarray(size).reshape(-1)) if not isinstance(size, (list, tuple)) \
             else list(size)
     except Exception:

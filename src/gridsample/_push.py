@@ -112,7 +112,8 @@ def grid_push(values, grid, shape, mode="linear", padding_mode="zeros", align_co
     Notes
     -----
     ``sum(grid_push(v, g, s) * x) == sum(v * grid_sample(x, g))`` for every
-    ``x`` of shape ``s``, to round-off.  A NaN position pushes nothing.
+    ``x`` of shape ``s``, to round-off (with float64 ``values`` and a float32 grid, to
+    float32's rounding of the positions: docs/semantics.md §7.4).  A NaN position pushes nothing.
 
     Examples
     --------
