@@ -649,6 +649,8 @@ ERRORS = [
      "the transform maps the output beyond what a grid holds"),
     (["warp", "{in}/rgb.png", "{in}/strings.npy", "{out}/"], 1,
      "strings cannot be interpolated"),
+    (["warp", "{in}/rgb.png", "{in}/deep.png", "{out}/", "--ext", "bmp"], 2,
+     "--ext 'bmp' is not a file type gridsample writes"),
 ]
 
 
@@ -681,6 +683,22 @@ def test_far_translation_and_far_flow_are_taken(files, capsys):
                      "--flow", str(src / "far_flow.npy"), "-q"]) == 0
     assert not np.asarray(Image.open(out / "t.png")).any()
     assert not np.load(out / "f.npy").any()
+
+
+@pytest.mark.parametrize("stated", [float("inf"), float("nan"), 0.0, -2.0, 1e308])
+def test_pixel_sizes_no_one_measured_state_nothing(tmp_path, capsys, stated):
+    """An OME-TIFF's PhysicalSizeX that is not a length (inf, NaN, 0, negative, absurd):
+    the warp runs as for a file that states no sizes, without warnings."""
+    a = smooth_image((12, 16), np.uint16)
+    tifffile.imwrite(tmp_path / "plain.ome.tif", a, metadata={"axes": "YX"})
+    tifffile.imwrite(tmp_path / "odd.ome.tif", a,
+                     metadata={"axes": "YX", "PhysicalSizeX": stated, "PhysicalSizeY": stated})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in ("plain", "odd"):
+            assert main(["warp", str(tmp_path / f"{name}.ome.tif"),
+                         str(tmp_path / f"{name}.npy"), "--rotate", "10", "-q"]) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "odd.npy"), np.load(tmp_path / "plain.npy"))
 
 
 def test_singular_nifti_affine_is_refused(tmp_path, capsys):

@@ -110,8 +110,11 @@ def test_combinations_cover_the_choices():
 @pytest.mark.parametrize("argv,message", [
     (["compile", "--rank", "0"], "ranks are 1 to 16"),
     (["compile", "--rank", "2", "17"], "ranks are 1 to 16"),
-    (["compile", "--dtype", "float33"], "dtype='float33' is not a NumPy dtype name"),
+    (["compile", "--dtype", "float33"], "--dtype float33: dtype='float33' is not a NumPy"),
+    (["compile", "--grid-dtype", "float33"], "--grid-dtype float33: dtype='float33'"),
     (["compile", "--grid-dtype", "int8"], "--grid-dtype int8: grids are"),
+    (["compile", "--dtype", "datetime64"], "--dtype datetime64: x has dtype datetime64"),
+    (["compile", "--dtype", "str"], "--dtype str: mode='linear' is not defined for x of string"),
 ])
 def test_bad_options_name_the_argument(capsys, argv, message):
     assert main(argv) == 2

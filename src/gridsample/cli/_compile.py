@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import time
 
+import numpy as np
+
 from .._errors import GridSampleError
 from .._options import MODE_NAMES, PADDING_NAMES
 from .._registry import DEFAULT_PADDINGS
@@ -56,6 +58,21 @@ def add_compile_parser(sub) -> None:
     c.set_defaults(handler=run_compile)
 
 
+def _check_x_dtype(name: str, modes) -> None:
+    """``--dtype name``: an element type gridsample samples (``grid_sample``'s own rule,
+    asked of a zero-stride stand-in), in every mode asked for (strings: nearest only)."""
+    from .._plan import plan_forward
+    from .._precompile import resolve_dtype
+
+    x = np.broadcast_to(np.zeros((), resolve_dtype(name)), (1, 1, 2, 2))
+    grid = np.broadcast_to(np.zeros((), np.float32), (1, 1, 1, 2))
+    for mode in modes:
+        try:
+            plan_forward(x, grid, mode, "zeros", False, False)
+        except GridSampleError as exc:  # (a TypeError for dtypes it never takes)
+            raise CLIError(f"--dtype {name}: {exc}", USAGE) from None
+
+
 def run_compile(args) -> int:
     """Compile every combination the options name, with a progress bar."""
     from .. import _jit
@@ -67,11 +84,14 @@ def run_compile(args) -> int:
     if any(r < 1 or r > _MAX_RANK for r in args.rank):
         raise CLIError(f"--rank {' '.join(map(str, args.rank))}: ranks are 1 to {_MAX_RANK} "
                        "(every rank above 3 runs the same N-D kernels)", USAGE)
-    try:
-        for name in args.dtype + args.grid_dtype:
-            resolve_dtype(name)
-    except GridSampleError as exc:
-        raise CLIError(str(exc), USAGE) from None
+    for option, names in (("--dtype", args.dtype), ("--grid-dtype", args.grid_dtype)):
+        for name in names:
+            try:
+                resolve_dtype(name)
+            except GridSampleError as exc:
+                raise CLIError(f"{option} {name}: {exc}", USAGE) from None
+    for name in args.dtype:
+        _check_x_dtype(name, args.mode)
     bad = [g for g in args.grid_dtype if resolve_dtype(g).kind != "f"]
     if bad:
         raise CLIError(f"--grid-dtype {bad[0]}: grids are float16, bfloat16, float32 or "

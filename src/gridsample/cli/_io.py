@@ -231,9 +231,23 @@ def _ome_sizes(xml: str) -> dict:
     for axis in "XYZ":
         value = pixels.get(f"PhysicalSize{axis}") if pixels is not None else None
         unit = _MICROMETRES.get(pixels.get(f"PhysicalSize{axis}Unit", "µm")) if value else None
-        if value is not None and unit is not None and float(value) > 0:
-            sizes[axis.lower()] = float(value) * unit
+        try:
+            size = _stated(float(value) * unit) if unit is not None else None
+        except (TypeError, ValueError):  # (not a number: states nothing)
+            size = None
+        if size is not None:
+            sizes[axis.lower()] = size
     return sizes
+
+
+#: Pixel sizes taken from a file's metadata, in micrometres (outside: not a size anyone
+#: measured -- NaN, inf, 0, negative or absurd -- so the file states nothing).
+_SIZE_RANGE = (1e-9, 1e12)
+
+
+def _stated(size: float):
+    """``size`` (µm) if a file could mean it (:data:`_SIZE_RANGE`), else None."""
+    return size if _SIZE_RANGE[0] <= size <= _SIZE_RANGE[1] else None
 
 
 def tiff_pixel_sizes(tif) -> tuple:
@@ -258,8 +272,14 @@ def tiff_pixel_sizes(tif) -> tuple:
         return None, None, None
     sz = None
     if tif.is_imagej and tif.imagej_metadata and tif.imagej_metadata.get("spacing"):
-        sz = float(tif.imagej_metadata["spacing"]) * unit
-    return unit / xres, unit / yres, sz
+        try:
+            sz = _stated(float(tif.imagej_metadata["spacing"]) * unit)
+        except (TypeError, ValueError):
+            sz = None
+    sx, sy = _stated(unit / xres), _stated(unit / yres)
+    if sx is None or sy is None:
+        return None, None, None
+    return sx, sy, sz
 
 
 def _read_tiff(path, fmt, spatial_dims, key):

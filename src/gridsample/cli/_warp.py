@@ -20,6 +20,7 @@ from .._plan import plan_forward
 from .._splines import prefiltered_sampler
 from ._errors import FAILURE, USAGE, CLIError
 from ._io import (
+    FORMATS,
     Raster,
     check_readable,
     check_writable,
@@ -175,8 +176,10 @@ def _plan_outputs(inputs, output: str, ext, force: bool) -> list:
     out = Path(output)
     folder = out.is_dir() or output.endswith(("/", os.sep))
     if ext is not None:
-        ext = ext if ext.startswith(".") else "." + ext
-        format_of("x" + ext)
+        given, ext = ext, ext if ext.startswith(".") else "." + ext
+        if full_suffix("x" + ext) not in FORMATS:
+            raise CLIError(f"--ext {given!r} is not a file type gridsample writes; supported: "
+                           f"{' '.join(FORMATS)}", USAGE)
     if folder and out.exists() and not out.is_dir():
         raise CLIError(f"cannot write into {output}: it is a file, not a directory", FAILURE)
     if len(inputs) > 1 and not folder:

@@ -106,8 +106,8 @@ class GridSample(OpRun):
         mode = (_choice(self, "mode", value, _MODES[version], f"a GridSample-{version} mode")
                 if given else "linear")
         value, given = _attribute(self, "padding_mode", padding_mode)
-        padding = (_choice(self, "padding_mode", value, _PADDINGS, "a GridSample padding")
-                   if given else "zeros")
+        padding = (_choice(self, "padding_mode", value, _PADDINGS,
+                           f"defined by ONNX GridSample-{version}") if given else "zeros")
         value, given = _attribute(self, "align_corners", align_corners)
         align = _flag(self, value) if given else 0
         if version == 16 and X.ndim != 4:
