@@ -716,6 +716,32 @@ def test_singular_nifti_affine_is_refused(tmp_path, capsys):
     assert not (tmp_path / "o.nii.gz").exists()
 
 
+def test_singular_like_reference_is_refused_before_the_warp(tmp_path, capsys):
+    nib = pytest.importorskip("nibabel")
+    for name, sform in (("ok", np.eye(4)), ("zero", np.zeros((4, 4)))):
+        header = nib.Nifti1Image(np.zeros((4, 5, 6), np.float32), np.eye(4)).header
+        for k, row in zip(("srow_x", "srow_y", "srow_z"), sform[:3]):
+            header[k] = row
+        header["sform_code"] = 1
+        nib.save(nib.Nifti1Image(np.ones((4, 5, 6), np.float32), None, header),
+                 tmp_path / f"{name}.nii.gz")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["warp", str(tmp_path / "ok.nii.gz"), str(tmp_path / "o.nii.gz"), "--like",
+                     str(tmp_path / "zero.nii.gz")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("gridsample: error: the --like reference") and "singular" in err
+    assert not (tmp_path / "o.nii.gz").exists()
+
+
+def test_empty_tiff_is_written_without_a_warning(tmp_path):
+    np.save(tmp_path / "empty.npy", np.zeros((0, 5), np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["warp", str(tmp_path / "empty.npy"), str(tmp_path / "o.tif"), "-q"]) == 0
+    assert tifffile.imread(tmp_path / "o.tif").size == 0
+
+
 def test_empty_matrix_file_warns_nothing(files, capsys):
     """NumPy's loadtxt warns about an empty file (on stderr, before our message): not read."""
     src, out = files

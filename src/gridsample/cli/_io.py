@@ -35,6 +35,7 @@ import contextlib
 import glob
 import os
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -485,7 +486,9 @@ def _write_tiff(tmp, raster, fmt):
         # x and y as resolution tags in pixels per centimetre (what every reader takes);
         # a volume's z spacing has no standard tag and is not written.
         kw.update(resolution=(1e4 / sizes[0], 1e4 / sizes[1]), resolutionunit="CENTIMETER")
-    tifffile.imwrite(tmp, a, **kw)
+    with warnings.catch_warnings():  # (tifffile warns that an empty image is empty)
+        warnings.simplefilter("ignore", UserWarning)
+        tifffile.imwrite(tmp, a, **kw)
 
 
 def _write_numpy(tmp, raster, fmt):

@@ -35,6 +35,7 @@ voxel sizes change: ``A_out = A_in @ Z``, ``Z`` the per-axis stretch that
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -146,10 +147,16 @@ def reference_grid(path) -> tuple:
 
     nib = require("nibabel", "NIfTI files")
     try:
-        img = nib.load(str(path))
+        with warnings.catch_warnings():  # (an odd header's warnings: the checks below speak)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            img = nib.load(str(path))
+            affine = np.asarray(img.affine, np.float64)
     except Exception as exc:  # any complaint of nibabel's about the file
         raise CLIError(f"cannot read the --like reference {path}: {exc}", FAILURE) from None
     if len(img.shape) < 3:
         raise CLIError(f"the --like reference {path} has shape {img.shape}; it must be a "
                        f"volume", FAILURE)
-    return tuple(int(n) for n in img.shape[:3]), np.asarray(img.affine, np.float64)
+    if not (np.isfinite(affine).all() and np.linalg.cond(affine[:3, :3]) < 1e12):
+        raise CLIError(f"the --like reference {path} has an affine that is not finite or is "
+                       f"singular: {affine[:3].tolist()}", FAILURE)
+    return tuple(int(n) for n in img.shape[:3]), affine
