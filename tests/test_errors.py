@@ -94,6 +94,11 @@ _THETA = np.eye(2, 3, dtype=np.float32)[None]
     (lambda: gridsample.grid_sample(np.broadcast_to(np.float32(0), (1, 2**40, 4, 4)),
                                     np.zeros((1, 2**12, 2**12, 2), np.float32)),
      ["x (1, 1099511627776, 4, 4)", "output", "address"]),
+    # grid_count has no values: its messages speak of the count it makes
+    (lambda: gridsample.grid_count(_G, (1, 2, 4, 5)),
+     ["shape=(1, 2, 4, 5) has N=1, C=2 but the count (the grid's batch, one channel)"]),
+    (lambda: gridsample.grid_count(_G, (0, 5)),
+     ["shape=(0, 5) has an empty spatial axis", "the count (the grid's batch"]),
     # grid_push names its own arguments: values and shape (it has no x)
     (lambda: gridsample.grid_push(_V, np.zeros((2, 2, 2, 2), np.float32), (4, 4)),
      ["grid has batch size 2", "values"]),

@@ -26,8 +26,10 @@ from ._plan import PLAIN_LOGIC, as_array, check_allocatable, check_shapes, plan_
 __all__ = ["grid_push", "grid_count", "parse_push_shape", "check_push_shapes"]
 
 
-def parse_push_shape(shape, values_shape, rank: int, channel_last: bool) -> tuple:
-    """The pushed array's shape in its layout, from ``shape`` (full or spatial only)."""
+def parse_push_shape(shape, values_shape, rank: int, channel_last: bool,
+                     values_name: str = "values") -> tuple:
+    """The pushed array's shape in its layout, from ``shape`` (full or spatial only);
+    ``values_name``: how messages name the values pushed."""
     if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__"):
         raise GridSampleTypeError(
             f"shape={describe(shape)} must be a sequence of ints: the pushed array's shape "
@@ -46,8 +48,8 @@ def parse_push_shape(shape, values_shape, rank: int, channel_last: bool) -> tupl
         spatial = dims[1:-1] if channel_last else dims[2:]
         if (n, c) != (batch, channels):
             raise GridSampleError(
-                f"shape={tuple(dims)} has N={n}, C={c} but values has N={batch}, C={channels} "
-                f"(layout {layout})")
+                f"shape={tuple(dims)} has N={n}, C={c} but {values_name} has N={batch}, "
+                f"C={channels} (layout {layout})")
     else:
         raise GridSampleError(
             f"shape={tuple(dims)} has {len(dims)} entries; for a grid of {rank} components it "
@@ -58,7 +60,8 @@ def parse_push_shape(shape, values_shape, rank: int, channel_last: bool) -> tupl
 
 
 def check_push_shapes(values_shape, grid_shape, out_shape, mode_code: int, channel_last: bool,
-                      shown: str, logic: tuple = PLAIN_LOGIC) -> None:
+                      shown: str, logic: tuple = PLAIN_LOGIC, values_name: str = "values"
+                      ) -> None:
     """grid_push's rules between ``values``, ``grid`` and the result's shape ``out_shape``
     (:func:`parse_push_shape`; ``shown``: how messages show the ``shape`` argument): the
     result against the grid as grid_sample's input (its N and C are values', so messages
@@ -67,7 +70,7 @@ def check_push_shapes(values_shape, grid_shape, out_shape, mode_code: int, chann
     any_of, all_of, require = logic
     spatial = out_shape[1:-1] if channel_last else out_shape[2:]
     require(any_of(all_of(*[s != 0 for s in spatial]), math.prod(values_shape) == 0), lambda: (
-        f"{shown} has an empty spatial axis (the result {tuple(out_shape)}), but values "
+        f"{shown} has an empty spatial axis (the result {tuple(out_shape)}), but {values_name} "
         f"{tuple(values_shape)} is not empty: there is nowhere to push to"))
     check_shapes(out_shape, grid_shape, mode_code, channel_last, "values", logic,
                  empty_input=False)
@@ -122,6 +125,14 @@ def grid_push(values, grid, shape, mode="linear", padding_mode="zeros", align_co
     >>> gridsample.grid_push(np.ones((1, 1, 1, 1)), grid, (1, 4), align_corners=True)
     array([[[[0.  , 0.125, 0.875, 0.  ]]]])
     """
+    return _push(values, grid, shape, mode, padding_mode, align_corners, channel_last, cubic_a,
+                 grid_units, displacement, prefilter, "values")
+
+
+def _push(values, grid, shape, mode, padding_mode, align_corners, channel_last, cubic_a,
+          grid_units, displacement, prefilter, values_name):
+    """:func:`grid_push`, its messages naming the values pushed ``values_name`` where they
+    speak of their shape (:func:`grid_count` pushes ones it made itself)."""
     v = as_array("values", values)
     if dtype_name(v.dtype) not in GRAD_DTYPE_NAMES:
         raise GridSampleTypeError(
@@ -132,11 +143,12 @@ def grid_push(values, grid, shape, mode="linear", padding_mode="zeros", align_co
             f"values has shape {v.shape} and grid {g.shape}; values must be (N, C, D1, ..., Dr) "
             f"and grid (N, D1, ..., Dr, r) with r >= 1")
     channel_last = parse_flag("channel_last", channel_last)
-    out_shape = parse_push_shape(shape, v.shape, v.ndim - 2, channel_last)
+    out_shape = parse_push_shape(shape, v.shape, v.ndim - 2, channel_last, values_name)
     wide = np.float64 in (v.dtype, g.dtype)
     shown = f"shape={describe(shape)}"
     check_allocatable(out_shape, 8 if wide else 4, f"{shown} asks for a result that")
-    check_push_shapes(v.shape, g.shape, out_shape, parse_mode(mode), channel_last, shown)
+    check_push_shapes(v.shape, g.shape, out_shape, parse_mode(mode), channel_last, shown,
+                      values_name=values_name)
     # The input is never read, only its layout: zeros in the compute dtype,
     # so the backward takes it as it is (its pages are never touched).
     x = np.zeros(out_shape, np.float64 if wide else np.float32)
@@ -172,6 +184,5 @@ def grid_count(grid, shape, mode="linear", padding_mode="zeros", align_corners=F
     ones_shape = (g.shape[0], *g.shape[1:-1], 1) if channel_last else (g.shape[0], 1,
                                                                         *g.shape[1:-1])
     ones = np.broadcast_to(np.ones((), dtype), ones_shape)
-    return grid_push(ones, g, shape, mode, padding_mode, align_corners, channel_last=channel_last,
-                     cubic_a=cubic_a, grid_units=grid_units, displacement=displacement,
-                     prefilter=prefilter)
+    return _push(ones, g, shape, mode, padding_mode, align_corners, channel_last, cubic_a,
+                 grid_units, displacement, prefilter, "the count (the grid's batch, one channel)")
