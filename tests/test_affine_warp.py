@@ -192,6 +192,15 @@ def test_empty_output():
     x = np.ones((2, 1, 4, 4), np.float32)
     got = gridsample.affine_warp(x, np.eye(2, 3), (0, 5))
     assert got.shape == (2, 1, 0, 5)
+    # no item (a batch of 0 matrices, or of 0 inputs with one matrix), no channel
+    for x, theta in [(np.zeros((0, 1, 3, 3), np.float32), np.zeros((0, 2, 3), np.float32)),
+                     (np.zeros((0, 2, 3, 3), np.float32), np.eye(2, 3)),
+                     (np.zeros((2, 0, 3, 3), np.float32), np.eye(2, 3))]:
+        got = gridsample.affine_warp(x, theta)
+        assert got.shape == x.shape
+        assert got.shape == gridsample.grid_sample(
+            x, gridsample.affine_grid(theta if theta.ndim == 3 else theta[None],
+                                      (theta.shape[0] if theta.ndim == 3 else 1, 1, 3, 3))).shape
 
 
 @pytest.mark.parametrize("args,kwargs,words", [

@@ -91,6 +91,19 @@ def test_attributes_are_read_exactly(rng, attrs, name):
         gso.run_model(model, {"X": x, "G": grid})
 
 
+@pytest.mark.parametrize("opset", [16, 20, 22])
+@pytest.mark.parametrize("attrs", [{}, dict(align_corners=1), dict(padding_mode="border")])
+def test_attributes_left_out_take_their_defaults(rng, opset, attrs):
+    """A node without ``mode`` (or without any attribute) runs bilinear / linear at every
+    opset: onnx.reference hands ``_run`` the newest schema's defaults, GridSample-16's too."""
+    x, grid = random_case(rng, (1, 2, 4, 5), (3, 3), x_dtype=np.float32, grid_dtype=np.float32)
+    model = _grid_sample_model(x.shape, grid.shape, opset, **attrs)
+    got = gso.run_model(model, {"X": x, "G": grid})[0]
+    want = gridsample.grid_sample(x, grid, "linear", attrs.get("padding_mode", "zeros"),
+                                  bool(attrs.get("align_corners", 0)))
+    np.testing.assert_array_equal(got, want)
+
+
 def test_opset_16_is_4d_only(rng):
     x, grid = random_case(rng, (1, 1, 3, 3, 3), (2, 2, 2), x_dtype=np.float32,
                           grid_dtype=np.float32)

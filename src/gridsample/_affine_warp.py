@@ -147,6 +147,8 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
                                 (theta.shape[0], *out_spatial, rank))
     plan, x, _ = plan_forward(x, grid_stub, mode, padding_mode, align, channel_last,
                               fill_value=fill_value, cubic_a=cubic_a, prefilter=prefilter)
+    if plan.is_empty:  # (no item, channel or output point: nothing to band)
+        return np.empty(plan.out_shape, plan.out_dtype)
     theta_c = np.ascontiguousarray(theta, dtype=_compute_dtype(theta.dtype))
 
     # Bands of whole rows of the outermost output axis: each a contiguous range of points,

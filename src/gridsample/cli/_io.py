@@ -243,7 +243,7 @@ def _ome_sizes(xml: str) -> dict:
 
 #: Pixel sizes taken from a file's metadata, in micrometres (outside: not a size anyone
 #: measured -- NaN, inf, 0, negative or absurd -- so the file states nothing).
-_SIZE_RANGE = (1e-9, 1e12)
+_SIZE_RANGE = (1e-6, 1e9)  # 1 pm to 1 km
 
 
 def _stated(size: float):

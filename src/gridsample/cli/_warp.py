@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._plan import plan_forward
+from .._plan import check_allocatable, plan_forward
 from .._splines import prefiltered_sampler
 from ._errors import FAILURE, USAGE, CLIError
 from ._io import (
@@ -234,6 +234,11 @@ def _out_spatial(args, raster: Raster) -> tuple:
         want = "WxH" if raster.spatial_dims == 2 else "WxHxD"
         raise CLIError(f"--size {'x'.join(map(str, size))} has {len(size)} values; this input "
                        f"is a {raster.describe()}, give {want}", FAILURE)
+    # The output and the longest axis's coordinates (float64) must be arrays that can exist
+    # (NumPy's "array is too big" names nothing).
+    what = f"--size {'x'.join(map(str, size))} asks for an output that"
+    check_allocatable((*size, raster.channels or 1), raster.array.dtype.itemsize, what)
+    check_allocatable((max(size),), 8, what)
     return size[::-1]  # x, y[, z] -> array order
 
 

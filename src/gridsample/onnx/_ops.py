@@ -69,12 +69,11 @@ def _node(op: OpRun) -> str:
 
 
 def _attribute(op: OpRun, name: str, value):
-    """The attribute ``name`` as the node gives it (``value``: an overriding one from
-    ``_run``'s arguments), and whether it was given (else its default applies)."""
-    if value is not None:
-        return value, True
+    """The attribute ``name`` (``value``: what ``_run`` received, or None) and whether the
+    node gives it; else the node's version's default applies (``onnx.reference`` passes the
+    newest schema's default, ``mode="linear"``, to a GridSample-16 node too)."""
     given = any(a.name == name for a in op.onnx_node.attribute)
-    return getattr(op, name, None), given
+    return (value if value is not None else getattr(op, name, None)), given
 
 
 def _choice(op: OpRun, name: str, value, allowed: tuple, what: str) -> str:
