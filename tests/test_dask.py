@@ -481,6 +481,9 @@ def test_bad_array_likes_and_bool_chunks():
         gdask.grid_sample(np.zeros((1, 1, 2, 2)), [[1, 2], [3]])
     with pytest.raises(gridsample.GridSampleTypeError, match="chunks=True"):
         gdask.grid_sample(np.zeros((1, 1, 2, 2)), np.zeros((1, 3, 3, 2)), chunks=True)
+    with pytest.raises(gridsample.GridSampleTypeError, match="chunks="):
+        gdask.grid_sample(np.zeros((1, 1, 2, 2)), np.zeros((1, 3, 3, 2)),
+                          chunks=((True, True, True), 3))
 
 
 def test_import_gridsample_does_not_import_dask():

@@ -368,7 +368,8 @@ def _spatial_chunks(chunks, spatial, dtype):
         if isinstance(chunks, dict):  # (Dask's {axis: ...} form: which axes would be unclear)
             raise TypeError
         chunks = tuple(chunks)
-        if any(isinstance(c, (bool, np.bool_)) for c in chunks):  # (Dask reads True as 1)
+        entries = [v for c in chunks for v in (c if isinstance(c, (tuple, list)) else (c,))]
+        if any(isinstance(v, (bool, np.bool_)) for v in entries):  # (Dask reads True as 1)
             raise TypeError
     except TypeError:
         raise GridSampleTypeError(f"chunks={describe(given)} must be {allowed}") from None
