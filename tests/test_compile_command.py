@@ -115,6 +115,7 @@ def test_combinations_cover_the_choices():
     (["compile", "--grid-dtype", "int8"], "--grid-dtype int8: grids are"),
     (["compile", "--dtype", "datetime64"], "--dtype datetime64: x has dtype datetime64"),
     (["compile", "--dtype", "str"], "--dtype str: mode='linear' is not defined for x of string"),
+    (["compile", "--dtype", "object", "--mode", "nearest"], "--dtype object: give the element"),
 ])
 def test_bad_options_name_the_argument(capsys, argv, message):
     assert main(argv) == 2

@@ -64,7 +64,11 @@ def _check_x_dtype(name: str, modes) -> None:
     from .._plan import plan_forward
     from .._precompile import resolve_dtype
 
-    x = np.broadcast_to(np.zeros((), resolve_dtype(name)), (1, 1, 2, 2))
+    dtype = resolve_dtype(name)
+    if dtype.kind == "O":  # (what an object array holds decides how it is sampled)
+        raise CLIError(f"--dtype {name}: give the element type the arrays hold (str for "
+                       f"strings, or a numeric type); object arrays are converted first", USAGE)
+    x = np.broadcast_to(np.zeros((), dtype), (1, 1, 2, 2))
     grid = np.broadcast_to(np.zeros((), np.float32), (1, 1, 1, 2))
     for mode in modes:
         try:
