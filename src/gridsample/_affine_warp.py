@@ -21,7 +21,7 @@ from ._engine import Chunks, run_forward
 from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._jit import read_only
 from ._options import is_integer, parse_flag
-from ._plan import as_array, check_allocatable, plan_forward
+from ._plan import as_array, check_allocatable, plan_forward, stand_in
 from ._splines import cast_result, coefficient_plan
 from ._threads import num_threads
 
@@ -143,8 +143,7 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
     # checks the output)
     check_allocatable((theta.shape[0], *out_spatial, rank), theta.dtype.itemsize,
                       f"out_shape={out_spatial} with theta {theta.shape} asks for a grid that")
-    grid_stub = np.broadcast_to(np.zeros((), theta.dtype),
-                                (theta.shape[0], *out_spatial, rank))
+    grid_stub = stand_in((theta.shape[0], *out_spatial, rank), theta.dtype)
     plan, x, _ = plan_forward(x, grid_stub, mode, padding_mode, align, channel_last,
                               fill_value=fill_value, cubic_a=cubic_a, prefilter=prefilter)
     if plan.is_empty:  # (no item, channel or output point: nothing to band)

@@ -244,6 +244,12 @@ def _parse_fill(fill_value, paddings, x: np.ndarray, channels: int):
     return fill
 
 
+def stand_in(shape: tuple, dtype) -> np.ndarray:
+    """A zero-stride array of ``shape`` and ``dtype`` (no memory), for validating a call on
+    arrays it does not have: a Dask array's, a grid that is never made, a file's."""
+    return np.broadcast_to(np.zeros((), dtype), tuple(shape))
+
+
 #: The most bytes one array may span here (NumPy's limit: its sizes are ``intp``).
 _ADDRESSABLE = int(np.iinfo(np.intp).max)
 

@@ -61,15 +61,14 @@ def add_compile_parser(sub) -> None:
 def _check_x_dtype(name: str, modes) -> None:
     """``--dtype name``: an element type gridsample samples (``grid_sample``'s own rule,
     asked of a zero-stride stand-in), in every mode asked for (strings: nearest only)."""
-    from .._plan import plan_forward
+    from .._plan import plan_forward, stand_in
     from .._precompile import resolve_dtype
 
     dtype = resolve_dtype(name)
     if dtype.kind == "O":  # (what an object array holds decides how it is sampled)
         raise CLIError(f"--dtype {name}: give the element type the arrays hold (str for "
                        f"strings, or a numeric type); object arrays are converted first", USAGE)
-    x = np.broadcast_to(np.zeros((), dtype), (1, 1, 2, 2))
-    grid = np.broadcast_to(np.zeros((), np.float32), (1, 1, 1, 2))
+    x, grid = stand_in((1, 1, 2, 2), dtype), stand_in((1, 1, 1, 2), np.float32)
     for mode in modes:
         try:
             plan_forward(x, grid, mode, "zeros", False, False)

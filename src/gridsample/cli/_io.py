@@ -232,10 +232,7 @@ def _ome_sizes(xml: str) -> dict:
     for axis in "XYZ":
         value = pixels.get(f"PhysicalSize{axis}") if pixels is not None else None
         unit = _MICROMETRES.get(pixels.get(f"PhysicalSize{axis}Unit", "µm")) if value else None
-        try:
-            size = _stated(float(value) * unit) if unit is not None else None
-        except (TypeError, ValueError):  # (not a number: states nothing)
-            size = None
+        size = _stated(value, unit) if unit is not None else None
         if size is not None:
             sizes[axis.lower()] = size
     return sizes
@@ -246,8 +243,13 @@ def _ome_sizes(xml: str) -> dict:
 _SIZE_RANGE = (1e-6, 1e9)  # 1 pm to 1 km
 
 
-def _stated(size: float):
-    """``size`` (µm) if a file could mean it (:data:`_SIZE_RANGE`), else None."""
+def _stated(value, unit: float = 1.0):
+    """``value`` times ``unit`` (µm) if a file could mean it (:data:`_SIZE_RANGE`), else None
+    (also for a value that is not a number)."""
+    try:
+        size = float(value) * unit
+    except (TypeError, ValueError):
+        return None
     return size if _SIZE_RANGE[0] <= size <= _SIZE_RANGE[1] else None
 
 
@@ -273,10 +275,7 @@ def tiff_pixel_sizes(tif) -> tuple:
         return None, None, None
     sz = None
     if tif.is_imagej and tif.imagej_metadata and tif.imagej_metadata.get("spacing"):
-        try:
-            sz = _stated(float(tif.imagej_metadata["spacing"]) * unit)
-        except (TypeError, ValueError):
-            sz = None
+        sz = _stated(tif.imagej_metadata["spacing"], unit)
     sx, sy = _stated(unit / xres), _stated(unit / yres)
     if sx is None or sy is None:
         return None, None, None

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._plan import check_allocatable, plan_forward
+from .._plan import check_allocatable, plan_forward, stand_in
 from .._splines import prefiltered_sampler
 from ._errors import FAILURE, USAGE, CLIError
 from ._io import (
@@ -325,13 +325,10 @@ def _check_sampling(args, raster: Raster, source, padding, fill) -> None:
     """What the operator refuses for this input (its dtype under the mode, an empty input
     with a non-empty output, the fill), found on zero-stride stand-ins of the input and
     the grid before any output is written."""
-    x = raster.array
-    r = raster.spatial_dims
-    channels = x.shape[r] if x.ndim > r else 1
-    stand_in = np.broadcast_to(np.zeros((), x.dtype), (1, *x.shape[:r], channels))
-    grid = np.broadcast_to(np.zeros((), grid_dtype_for(x.dtype)), (1, *source.out_spatial, r))
-    plan_forward(stand_in, grid, args.mode, padding, args.align_corners, True,
-                 fill_value=fill)
+    x, r = raster.array, raster.spatial_dims
+    plan_forward(stand_in((1, *raster.spatial, raster.channels or 1), x.dtype),
+                 stand_in((1, *source.out_spatial, r), grid_dtype_for(x.dtype)), args.mode,
+                 padding, args.align_corners, True, fill_value=fill)
 
 
 def _sampling(args, raster: Raster) -> tuple:

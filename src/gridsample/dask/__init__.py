@@ -39,7 +39,7 @@ from .._affine_warp import warp_arguments
 from .._dtypes import is_string
 from .._errors import GridSampleError, GridSampleTypeError, describe
 from .._options import parse_align_corners, parse_flag, parse_mode
-from .._plan import as_array, plan_forward
+from .._plan import as_array, plan_forward, stand_in
 from .._taps import AXIS_MUL, AXIS_SCALE, AXIS_SUB, axis_constants
 from ._block import (
     AffineSpec,
@@ -59,11 +59,6 @@ from ._footprint import interval_window
 from ._spline import chunked_coefficients
 
 __all__ = ["grid_sample", "affine_warp"]
-
-
-def _dummy(shape, dtype):
-    """A zero-stride stand-in of ``shape`` for validation (no memory)."""
-    return np.broadcast_to(np.zeros((), dtype), shape)
 
 
 def _as_dask(a, name, chunks="auto"):
@@ -276,7 +271,7 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
         spatial = _spatial_chunks(chunks if chunks is not None else "auto", g.shape[1:-1],
                                   g.dtype) if g.ndim >= 2 else ()
         gd = da.from_array(g, chunks=(1, *spatial, -1) if g.ndim >= 2 else -1)
-    plan, _, _ = plan_forward(_dummy(xd.shape, xd.dtype), _dummy(gd.shape, gd.dtype),
+    plan, _, _ = plan_forward(stand_in(xd.shape, xd.dtype), stand_in(gd.shape, gd.dtype),
                               mode_code, padding_mode, align, chan_last, fill_value=fill_value,
                               cubic_a=cubic_a, grid_units=grid_units, displacement=displacement,
                               prefilter=prefilter)
@@ -497,7 +492,7 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
     theta, out_spatial, align = warp_arguments(xd.shape, theta, out_shape, align, chan_last)
     r = len(out_spatial)
     grid_shape = (theta.shape[0], *out_spatial, r)
-    plan, _, _ = plan_forward(_dummy(xd.shape, xd.dtype), _dummy(grid_shape, theta.dtype),
+    plan, _, _ = plan_forward(stand_in(xd.shape, xd.dtype), stand_in(grid_shape, theta.dtype),
                               mode_code, padding_mode, align, chan_last, fill_value=fill_value,
                               cubic_a=cubic_a, prefilter=prefilter)
     pad_code = plan.axis_paddings
