@@ -705,14 +705,19 @@ def test_pixel_sizes_no_one_measured_state_nothing(tmp_path, capsys, stated):
     np.testing.assert_array_equal(np.load(tmp_path / "odd.npy"), np.load(tmp_path / "plain.npy"))
 
 
-def test_singular_nifti_affine_is_refused(tmp_path, capsys):
+def _nifti_with_sform(path, sform, fill=0.0):
+    """A 4x5x6 NIfTI volume whose header states ``sform`` (written into the header's rows:
+    nibabel will not build an image of a singular affine)."""
     nib = pytest.importorskip("nibabel")
     header = nib.Nifti1Image(np.zeros((4, 5, 6), np.float32), np.eye(4)).header
-    for row in ("srow_x", "srow_y", "srow_z"):  # a zero sform, written into the header
-        header[row] = [0, 0, 0, 0]
+    for k, row in zip(("srow_x", "srow_y", "srow_z"), sform[:3]):
+        header[k] = row
     header["sform_code"] = 1
-    nib.save(nib.Nifti1Image(np.zeros((4, 5, 6), np.float32), None, header),
-             tmp_path / "zero.nii.gz")
+    nib.save(nib.Nifti1Image(np.full((4, 5, 6), fill, np.float32), None, header), path)
+
+
+def test_singular_nifti_affine_is_refused(tmp_path, capsys):
+    _nifti_with_sform(tmp_path / "zero.nii.gz", np.zeros((4, 4)))
     assert main(["warp", str(tmp_path / "zero.nii.gz"), str(tmp_path / "o.nii.gz"),
                  "--rotate", "5"]) == 1
     err = capsys.readouterr().err
@@ -721,14 +726,8 @@ def test_singular_nifti_affine_is_refused(tmp_path, capsys):
 
 
 def test_singular_like_reference_is_refused_before_the_warp(tmp_path, capsys):
-    nib = pytest.importorskip("nibabel")
     for name, sform in (("ok", np.eye(4)), ("zero", np.zeros((4, 4)))):
-        header = nib.Nifti1Image(np.zeros((4, 5, 6), np.float32), np.eye(4)).header
-        for k, row in zip(("srow_x", "srow_y", "srow_z"), sform[:3]):
-            header[k] = row
-        header["sform_code"] = 1
-        nib.save(nib.Nifti1Image(np.ones((4, 5, 6), np.float32), None, header),
-                 tmp_path / f"{name}.nii.gz")
+        _nifti_with_sform(tmp_path / f"{name}.nii.gz", sform, fill=1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert main(["warp", str(tmp_path / "ok.nii.gz"), str(tmp_path / "o.nii.gz"), "--like",
