@@ -436,6 +436,58 @@ def test_grad_x_is_the_adjoint(rng, rank, mode):
         assert abs(lhs - rhs) <= 1e-13 * scale, (padding, align, channel_last, lhs, rhs)
 
 
+@pytest.mark.parametrize("rank,grid_dtype,family", [
+    (2, np.float32, "general"), (3, np.float32, "general"), (2, np.float32, "vector"),
+    (3, np.float32, "vector"), (2, np.float16, "general"),  # float16 is read as float32
+])
+@pytest.mark.parametrize("mode", MODES)
+def test_grad_x_of_float64_x_on_a_narrower_grid_is_the_adjoint(rng, rank, mode, grid_dtype,
+                                                               family):
+    """float64 x with a float32 (or float16) grid: the forward forms positions in float32
+    (docs/semantics.md §6.2) and sums in float64.  The backward and the push form the
+    positions the same way, so dL/dx is the forward's exact adjoint to float64's rounding
+    (computed from float64 positions it was off by float32's rounding of them times x's
+    slope: ~1e-6 relative on these axes of a few hundred)."""
+    from gridsample._engine import use_kernels
+
+    spatial, out = ((37, 300), (20, 30)) if rank == 2 else ((9, 11, 130), (5, 6, 7))
+    x = rng.standard_normal((2, 2, *spatial))
+    grid = rng.uniform(-1.1, 1.1, (2, *out, rank)).astype(grid_dtype)
+    go = rng.standard_normal((2, 2, *out))
+    for padding, align in itertools.product(PADDINGS, ALIGNS):
+        with use_kernels(family):
+            y = gridsample.grid_sample(x, grid, mode, padding, align)
+            gx, _ = gridsample.grid_sample_backward(go, x, grid, mode, padding, align,
+                                                    output_mask=(True, False))
+            pushed = gridsample.grid_push(go, grid, x.shape, mode, padding, align)
+        lhs, rhs = np.vdot(go, y), np.vdot(gx, x)
+        scale = np.vdot(np.abs(go), np.abs(y)) + np.vdot(np.abs(gx), np.abs(x))
+        assert abs(lhs - rhs) <= 1e-13 * scale, (padding, align, lhs, rhs)
+        np.testing.assert_array_equal(pushed, gx)
+
+
+def test_nearest_tie_in_float32_goes_where_the_forward_went():
+    """A float32 grid value whose float32 position is exactly 150.5 (a tie, rounded to the
+    even 150) while in float64 it lies above 150.5 (151): the backward of float64 x
+    scatters to the tap the forward read, as does the push."""
+    size, f32 = 300, np.float32
+    g0 = f32((2 * 150.5 + 1) / size - 1)
+    candidates = g0 + np.arange(-300, 300, dtype=f32) * np.spacing(g0)
+    ties = [g for g in candidates
+            if ((g + f32(1)) * f32(size) - f32(1)) * f32(0.5) == f32(150.5)
+            and ((float(g) + 1) * size - 1) * 0.5 > 150.5]
+    assert ties, "no float32 value ties in float32 alone"
+    grid = np.array([ties[0], 0.0], f32).reshape(1, 1, 1, 2)
+    x = np.zeros((1, 1, 1, size))
+    x[0, 0, 0, 150] = 1.0
+    assert gridsample.grid_sample(x, grid, "nearest", "zeros", False)[0, 0, 0, 0] == 1.0
+    gx, _ = gridsample.grid_sample_backward(np.ones((1, 1, 1, 1)), x, grid, "nearest",
+                                            "zeros", False)
+    np.testing.assert_array_equal(np.flatnonzero(gx), [150])
+    pushed = gridsample.grid_push(np.ones((1, 1, 1, 1)), grid, x.shape, "nearest")
+    np.testing.assert_array_equal(pushed, gx)
+
+
 # --------------------------------------------------------------------------
 # Determinism, output_mask, dtypes, shapes, errors
 

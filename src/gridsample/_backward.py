@@ -9,9 +9,10 @@ adds what the backward needs; the kernels are in
 Precision: gradients are computed in float64 when x or the grid is
 float64, else in float32 (float16 and bfloat16 inputs are widened to
 float32 first, and the gradients rounded back to their types at the end).
-Mixed float32/float64 therefore computes in float64 -- at most one ulp of
-float32 apart from a pure float32 computation, and it keeps one compiled
-signature per precision.
+Positions are the forward's: unnormalized, padded and split into taps in
+the grid's precision (float32 at least, ``plan.coord_dtype``), so that with
+float64 ``x`` and a float32 grid the input gradient is the exact adjoint of
+the forward that rounded them to float32 (docs/semantics.md §7.4).
 """
 
 from __future__ import annotations
@@ -223,7 +224,8 @@ class PreparedGradients:
         self.gs_n, self.gs_c, (self.gs_p,) = split_channels(
             flat_strides(g3.shape, g3.strides, g3.itemsize), plan.channel_last)
         sizes = self.sizes = np.array(plan.in_spatial[::-1], np.int64)
-        self.axc, self.kc = kernel_constants(plan, dt, dt)
+        # Positions in the forward's coordinate dtype, weights, slopes and sums in dt.
+        self.axc, self.kc = kernel_constants(plan, plan.coord_dtype, dt)
         self.dk = np.array(slope_constants(tuple(self.kc)), dt)
         # Per tap a backward reads X (and its slopes) and adds into dL/dx: ~3x a forward's
         # work.
@@ -245,8 +247,11 @@ class PreparedGradients:
         # Channel-last channels read as contiguous runs (the interleaved entries) need
         # stride 1 in x (and so in dL/dx, laid out like x) and in dL/dy.
         runs = self.xs_c == 1 and self.gs_c == 1
-        vector = (_grid_grad_entry(plan, sizes, strides, runs) if self.grid_in_kernel
-                  else None)
+        # The branch-free grid-gradient planners form weights and slopes in the coordinate
+        # dtype: positions narrower than the sums (float64 x, float32 grid) take the general
+        # kernels, which form them in dt from the exact fraction, as the forward does.
+        vector = (_grid_grad_entry(plan, sizes, strides, runs)
+                  if self.grid_in_kernel and plan.coord_dtype == dt else None)
         if vector is not None and _grid_grad_in_one_pass(plan, dt, self.gs_p, self.axc):
             vector = GRID_GRAD_ONE_PASS_ENTRIES[(r, plan.kernel_mode, plan.kernel_padding)]
         scatter = _input_grad_entry(plan, sizes, strides, runs) if want_x else None
@@ -309,8 +314,9 @@ class PreparedGradients:
         K, G, Q, threads = self.K, self.G, self.Q, self.threads
         xflat, gflat = flat_read(xw), flat_read(g3)
         grid3 = grid.reshape(self.grid_shape)
-        grid3 = read_only(coordinates(plan, grid3, 0, dt) if plan.displacement
-                          else np.ascontiguousarray(grid3, dt))
+        cdt = plan.coord_dtype
+        grid3 = read_only(coordinates(plan, grid3, 0, cdt) if plan.displacement
+                          else np.ascontiguousarray(grid3, cdt))
         # The vector grid-gradient entries write every row (each task its blocks' rows whole).
         ggrid = (np.empty if self.vector is not None else np.zeros)(self.ggrid_shape, dt)
         grad_x = None

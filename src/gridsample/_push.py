@@ -104,8 +104,9 @@ def grid_push(values, grid, shape, mode="linear", padding_mode="zeros", align_co
 
     Returns
     -------
-    ndarray of ``shape``, dtype of ``values`` (computed in float64 when
-    ``values`` or ``grid`` is float64, else float32)
+    ndarray of ``shape``, dtype of ``values`` (summed in float64 when
+    ``values`` or ``grid`` is float64, else float32; positions in the grid's precision,
+    float32 at least, as :func:`grid_sample` forms them)
 
     Raises
     ------
@@ -115,8 +116,8 @@ def grid_push(values, grid, shape, mode="linear", padding_mode="zeros", align_co
     Notes
     -----
     ``sum(grid_push(v, g, s) * x) == sum(v * grid_sample(x, g))`` for every
-    ``x`` of shape ``s``, to round-off (with float64 ``values`` and a float32 grid, to
-    float32's rounding of the positions: docs/semantics.md §7.4).  A NaN position pushes nothing.
+    ``x`` of shape ``s``, to round-off (docs/semantics.md §7.4).  A NaN position pushes
+    nothing.
 
     Examples
     --------

@@ -78,15 +78,15 @@ def _direction_terms(plan, gout, x, grid, q, want_gout, want_x, want_grid):
 
     Returns ``dM/dG`` as ``(N, P, C)``, ``dM/dX`` as ``(N, M, C)`` (``M``
     input elements per channel) and ``dM/dg`` as ``(N, P, r)``, each None
-    where not wanted.  Coordinates are in float64 when ``x`` or ``grid`` is
-    float64, else float32 (the backward's rule); a NaN point gets NaN in
+    where not wanted.  Coordinates are in the grid's precision, float32 at least (the
+    forward's and the backward's rule, ``plan.coord_dtype``); a NaN point gets NaN in
     ``dM/dG`` and ``dM/dg`` and adds nothing to ``dM/dX``.
     """
     n, r, c = plan.batch, plan.rank, plan.channels
     p = plan.out_points
     in_spatial = plan.in_spatial
     m = int(np.prod(in_spatial))
-    coord_dtype = np.float64 if np.float64 in (x.dtype, grid.dtype) else np.float32
+    coord_dtype = plan.coord_dtype
     # Channel-last work arrays: a gather is then a row per point.
     xc = x if plan.channel_last else np.moveaxis(x, 1, -1)
     gc = gout if plan.channel_last else np.moveaxis(gout, 1, -1)

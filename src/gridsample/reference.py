@@ -32,7 +32,7 @@ import itertools
 import numpy as np
 
 from ._axis_numpy import axis_grad_taps, axis_taps, bspline, identity_grid, unnormalize
-from ._dtypes import cast_values
+from ._dtypes import cast_values, coord_dtype
 from ._options import (
     MODE_NEAREST,
     PAD_ZEROS,
@@ -171,8 +171,8 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     x = np.asarray(x)
     grid = np.asarray(grid)
     # docs/semantics.md §6.2: coordinates in the grid's precision, float32 at least.
-    coord_dtype = np.float64 if grid.dtype == np.float64 else np.float32
-    grid = grid.astype(coord_dtype)
+    cdt = coord_dtype(grid.dtype)
+    grid = grid.astype(cdt)
     if channel_last:
         x = np.moveaxis(x, -1, 1)
     n, c = x.shape[:2]
@@ -183,7 +183,7 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     grid = np.broadcast_to(grid, (n,) + grid.shape[1:])
     out_spatial = grid.shape[1:-1]
     if displacement:
-        grid = grid + identity_grid(out_spatial, align_corners, pixels, coord_dtype)
+        grid = grid + identity_grid(out_spatial, align_corners, pixels, cdt)
     strings = x.dtype.kind in "USO"
     if strings and mode != MODE_NEAREST:
         raise ValueError("strings are sampled with mode='nearest' only")
@@ -273,8 +273,8 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
                          displacement=False, prefilter=True):
     """Reference backward; same signature and results as :func:`gridsample.grid_sample_backward`.
 
-    Coordinates in float64 when ``x`` or ``grid`` is float64, else float32
-    (the backward's precision rule); weights, slopes and sums in float64,
+    Coordinates in the grid's precision, float32 at least, as in the forward
+    (docs/semantics.md §6.2, §7.4); weights, slopes and sums in float64,
     then cast once to ``x``'s and ``grid``'s dtypes.  ``dL/dx`` is scattered
     with ``np.add.at``; a grid of batch 1 gets the sum over the batch.
 
@@ -296,7 +296,7 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
     x = np.asarray(x)
     grid = np.asarray(grid)
     gout = np.asarray(grad_output)
-    coord_dtype = np.float64 if np.float64 in (x.dtype, grid.dtype) else np.float32
+    cdt = coord_dtype(grid.dtype)
     if not channel_last:  # work channel-last: a gather is then (N, *out_spatial, C)
         x = np.moveaxis(x, 1, -1)
         gout = np.moveaxis(gout, 1, -1)
@@ -316,10 +316,10 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
         for k, pad in enumerate(pads):
             offsets[r - 1 - k] = pad
     fill = np.zeros(c) if fill is None else fill.astype(np.float64)
-    coords = np.broadcast_to(grid.astype(coord_dtype), (n,) + grid.shape[1:])
+    coords = np.broadcast_to(grid.astype(cdt), (n,) + grid.shape[1:])
     out_spatial = coords.shape[1:-1]
     if displacement:
-        coords = coords + identity_grid(out_spatial, align_corners, pixels, coord_dtype)
+        coords = coords + identity_grid(out_spatial, align_corners, pixels, cdt)
     xw = x.astype(np.float64)
     gw = gout.astype(np.float64)
     g_fill = np.sum(gw * fill, axis=-1)  # sum_c G[c] fill[c]: what an outside tap adds
