@@ -539,7 +539,8 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
     gradient of 0.  Deterministic: each gradient element is summed by one
     thread in a fixed order, so the result is bit-identical at any thread
     count.  Gradients are computed in float64 when ``x`` or ``grid`` is
-    float64, in float32 otherwise.
+    float64, in float32 otherwise; positions in the grid's precision (float32 at
+    least), as the forward forms them (docs/semantics.md §7.4).
 
     Examples
     --------
