@@ -199,16 +199,17 @@ _BEYOND_POINTS = [16777218.0, 3e7, -3e7, 1.5e9]
 @pytest.mark.parametrize("degree", [2, 4])
 @pytest.mark.parametrize("padding", ["wrap", "mirror", "border"])
 def test_even_degrees_where_x_plus_half_rounds(degree, padding):
-    """Against SciPy with the same coordinates in float64 (where x + 1/2 is exact): the
-    weights of a float32 fraction differ by float32 rounding only (~1e-8 here); the anchor
-    taken from a rounded x + 1/2 gave values off by up to 0.3 (weights outside [0, 1])."""
+    """Against SciPy with the same coordinates in float64 (where x + 1/2 is exact): float64
+    x takes the fraction of its float32 position exactly, so the values agree to float64's
+    rounding (adding the half in float32 lost ~1e-8); the anchor taken from a rounded
+    x + 1/2 gave values off by up to 0.3 (weights outside [0, 1])."""
     x = np.random.default_rng(degree).standard_normal(7)
     pts = np.array(_ROUNDING_POINTS, np.float32)
     got = gs.grid_sample(x[None, None], pts.reshape(1, -1, 1), f"bspline{degree}", padding,
                          grid_units="pixels", prefilter=False)[0, 0]
     want = scipy_ndimage.map_coordinates(x, pts.astype(np.float64)[None], order=degree,
                                          mode=SCIPY_MODES[padding], prefilter=False)
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-13)
 
 
 @pytest.mark.parametrize("degree", [2, 3, 4, 5, 6, 7])
@@ -220,7 +221,36 @@ def test_far_float32_points_match_the_twin(degree, padding):
     args = (f"bspline{degree}", padding)
     got = gs.grid_sample(x[None, None], pts, *args, grid_units="pixels", prefilter=False)
     want = ref.grid_sample(x[None, None], pts, *args, grid_units="pixels", prefilter=False)
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("degree", [2, 4])
+def test_even_degrees_of_float64_x_on_a_float32_grid_match_the_twin(degree):
+    """float64 x on a float32 grid: the fraction of the float32 position is taken exactly
+    and the half added in float64, in the forward, both gradients and the second order as
+    in the twin (adding it in float32 put them ~2e-8 apart, and the second order one
+    float32 ulp from the grid gradient it differentiates)."""
+    rng = np.random.default_rng(degree)
+    x = rng.standard_normal((1, 2, 9, 8))
+    grid = rng.uniform(-0.5, 8.5, (1, 5, 6, 2)).astype(np.float32)
+    go = rng.standard_normal((1, 2, 5, 6))
+    kw = dict(grid_units="pixels", prefilter=False)
+    args = (f"bspline{degree}", "mirror")
+    np.testing.assert_allclose(gs.grid_sample(x, grid, *args, **kw),
+                               ref.grid_sample(x, grid, *args, **kw), rtol=0, atol=1e-13)
+    gx, gg = gs.grid_sample_backward(go, x, grid, *args, **kw)
+    rx, rg = ref.grid_sample_backward(go, x, grid, *args, **kw)
+    np.testing.assert_allclose(gx, rx, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(gg, rg, rtol=1e-6)  # rounded to the grid's float32
+    # M = <Q, grad_grid>: dM/dG is the grid gradient's map applied to Q (linear in G), so
+    # it equals the grid gradient of G = 1 ... at one point, Q picking its first axis.
+    g1 = grid[:, :1, :1]
+    one = np.ones((1, 1, 1, 1))
+    q = np.array([1.0, 0.0]).reshape(1, 1, 1, 2)
+    xs = x[:, :1]
+    want = ref.grid_sample_backward(one, xs, g1, *args, **kw)[1]  # float32, as the call's
+    got = gs.grid_sample_double_backward(None, q, one, xs, g1, *args, **kw)[0]
+    assert np.float32(got.item()) == want[0, 0, 0, 0]
 
 
 @pytest.mark.xdist_group("vector-cubic-2d")  # beside cubic's vector tests: compiled once

@@ -455,15 +455,16 @@ def spline_taps(g, n, pad, ax, one, size, stride, off, wts, dws, base, keep, slo
     h = n // 2
     if n % 2:
         f = np.floor(x)
-        u = x - f
+        uw = one * (x - f)
     else:
         # f = floor(x + 1/2) exactly (_axis_numpy.round_half_up: x + 1/2 may round across
-        # an integer, x - floor(x) does not), then u = x + 1/2 - f in [0, 1).
+        # an integer, x - floor(x) does not), then u = x + 1/2 - f in [0, 1): x - f is
+        # exact in the coordinate dtype, the half is added in the weight dtype (in float32
+        # coordinates it would round away low bits of a float64 weight's fraction).
         half = cone / (cone + cone)
         f = np.floor(x)
         f = f + cone if x - f >= half else f
-        u = (x - f) + half
-    uw = one * u
+        uw = one * (x - f) + one * half
     # Cox-de Boor, degree 1 … n, in wts[base … base + n]; the slopes need degree n - 1.
     wts[base] = one
     dd = wzero
