@@ -565,6 +565,61 @@ def test_a_single_item_shares_both_vector_passes_at_any_thread_count(rng, monkey
         np.testing.assert_array_equal(gg, results[0][1])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,out,channel_last,grid_batch", [
+    ((4, 1, 24, 20), (25, 18), False, None),    # a batch: a task an item
+    ((1, 1, 150, 140), (130, 128), False, 1),   # one item: two chunks of points (Q = 2)
+    ((3, 1, 22, 20), (19, 23), True, 1),        # channel-last, a broadcast grid
+])
+def test_both_gradients_from_one_plan(rng, monkeypatch, dtype, shape, out, channel_last,
+                                      grid_batch):
+    """2-D cubic of one channel plans each block once for both gradients
+    (gridsample._grad_vector.run_both_grad_blocks; spied on): the bits of the two vector
+    passes and of the general kernels, at one and two threads, every padding, NaN, ±inf,
+    huge and far points included."""
+    from gridsample import _backward
+    from gridsample._engine import use_kernels
+
+    x, grid = random_case(rng, shape, out, x_dtype=dtype, grid_dtype=dtype,
+                          grid_batch=grid_batch)
+    grid.reshape(-1)[:len(SPECIALS)] = SPECIALS  # both components of the first points
+    grid.reshape(-1)[-len(SPECIALS):] = SPECIALS[::-1]
+    if channel_last:
+        x = np.ascontiguousarray(np.moveaxis(x, 1, -1))
+    go = grad_output_like(rng, x, grid, channel_last=channel_last)
+    ran = []
+
+    def spy(entry):
+        def run(*args):
+            ran.append(entry)
+            return entry(*args)
+        return run
+
+    spied = {key: spy(entry) for key, entry in _backward.BOTH_GRADS_ENTRIES.items()}
+    counts = (1, 2) if numba.config.NUMBA_NUM_THREADS >= 2 else (1,)
+    before = numba.get_num_threads()
+    try:
+        for padding in ("zeros", "border", "reflection", "wrap", "mirror"):
+            kw = dict(channel_last=channel_last)
+            with use_kernels("general"):
+                want = gridsample.grid_sample_backward(go, x, grid, "cubic", padding, **kw)
+            for threads in counts:
+                numba.set_num_threads(threads)
+                monkeypatch.setattr(_backward, "BOTH_GRADS_ENTRIES", spied)
+                with use_kernels("vector"):
+                    got = gridsample.grid_sample_backward(go, x, grid, "cubic", padding, **kw)
+                assert ran, (padding, threads)
+                del ran[:]
+                monkeypatch.setattr(_backward, "BOTH_GRADS_ENTRIES", {})
+                with use_kernels("vector"):
+                    passes = gridsample.grid_sample_backward(go, x, grid, "cubic", padding, **kw)
+                for a, b, c in zip(got, passes, want):
+                    np.testing.assert_array_equal(a, b, err_msg=padding)
+                    np.testing.assert_array_equal(a, c, err_msg=padding)
+    finally:
+        numba.set_num_threads(before)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("shape,out,channel_last,mode", [
     ((1, 3, 30, 40), (25, 35), False, "linear"),       # one item: a job per channel (2 threads)

@@ -243,6 +243,12 @@ _GRAD_SWEEP_ARGS = "xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, z
 GRAD_ONE_PASS = {("linear", 2): ("zeros", "border")}
 _GRAD_ENTRY_ARGS = ("share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid, gflat, "
                     "gs_n, gs_c, gs_p, ggrid, C, block")
+#: Kernels whose grid-gradient plan holds the forward planner's offset and weight rows, so
+#: that one plan per block serves both gradients of a channel
+#: (``_grad_vector.run_both_grad_blocks``; tables ``BOTH_GRADS_ENTRIES``).
+GRAD_BOTH_KERNELS = (("cubic", 2),)
+_BOTH_ENTRY_ARGS = ("share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, "
+                    "grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block")
 
 
 #: The input-gradient scatter of each vector (mode, rank): the fused plans list full tap
@@ -295,14 +301,15 @@ def render_grad() -> str:
     ]
     ones = [f"run_grad_{m}_{r}d_one" for m, r in GRAD_ONE_PASS]
     out += [f"    {name}," for name in sorted(templates + ones + ["run_grid_grad_blocks",
-                                                                "run_scatter_blocks"])]
+                                                                "run_scatter_blocks",
+                                                                "run_both_grad_blocks"])]
     out += [")", "from ._jit import function",
             *_import_block("._registry", {f"MODE_{m.name.upper()}" for m, _ in kernels + scatters}
                            | {f"PAD_{p.name.upper()}" for p in paddings}),
             *_import_block("._vector", {f"plan_{m.name}_{r}d" for m, r in scatters})]
     out += ["", '__all__ = ["GRID_GRAD_ENTRIES", "GRID_GRAD_ONE_PASS_ENTRIES", '
             '"GRID_GRAD_INTERLEAVED_ENTRIES",', '           "INPUT_GRAD_ENTRIES", '
-            '"INPUT_GRAD_INTERLEAVED_ENTRIES"]', ""]
+            '"INPUT_GRAD_INTERLEAVED_ENTRIES", "BOTH_GRADS_ENTRIES"]', ""]
     table, one_pass, il_table = [], [], []
     for m, r in kernels:
         stem = f"{m.name}_{r}d"
@@ -349,6 +356,20 @@ def render_grad() -> str:
                             f"plan_{stem}_{v}, scatter_{stem}{layout}_native)")
                 table_rows += [f"    ({r}, MODE_{m.name.upper()}, PAD_{p.name.upper()}): "
                                f"{name}," for p in served]
+    both = []
+    for m, r in kernels:
+        if (m.name, r) not in GRAD_BOTH_KERNELS:
+            continue
+        stem = f"{m.name}_{r}d"
+        out.append(f"\n# both gradients of a channel, {stem}")
+        for v, _, served in variants:
+            name = f"both_grads_{stem}_{v}"
+            out += _def(name, _BOTH_ENTRY_ARGS,
+                        f"run_both_grad_blocks({_BOTH_ENTRY_ARGS}, {PLAN_ROWS[(m.name, r)]}, "
+                        f"{r}, plan_grad_{stem}_{v}, sweep_grad_{stem}_native, "
+                        f"scatter_{stem}_native)")
+            both += [f"    ({r}, MODE_{m.name.upper()}, PAD_{p.name.upper()}): {name},"
+                     for p in served]
     out += ["", "#: Grid-gradient entry of each (rank, mode code, padding code).",
             "GRID_GRAD_ENTRIES = {"]
     out += table
@@ -365,6 +386,9 @@ def render_grad() -> str:
     out += ["}", "", "#: The same for channel-last memory of many contiguous channels, a point "
             "at a time.", "INPUT_GRAD_INTERLEAVED_ENTRIES = {"]
     out += il_inputs
+    out += ["}", "", "#: Entry of both gradients of one channel from one plan per block, of each",
+            "#: (rank, mode code, padding code).", "BOTH_GRADS_ENTRIES = {"]
+    out += both
     out += ["}", ""]
     return "\n".join(out)
 

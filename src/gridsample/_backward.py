@@ -41,6 +41,7 @@ from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._grad_taps import slope_constants
 from ._grad_vector import ONE_PASS_GRAD_CHANNELS
 from ._grad_vector_entries import (
+    BOTH_GRADS_ENTRIES,
     GRID_GRAD_ENTRIES,
     GRID_GRAD_INTERLEAVED_ENTRIES,
     GRID_GRAD_ONE_PASS_ENTRIES,
@@ -76,6 +77,9 @@ _SHARED_JOBS_CHANNELS = 3
 _MIN_CHUNK_POINTS = 1 << 14
 _MIN_BLOCK_POINTS = 1 << 10
 _MAX_EXTRA_BUFFER_BYTES = 256 << 20
+# An item of X up to this size takes both gradients of a single channel from one plan
+# (PreparedGradients._both_entry).
+_BOTH_GRADS_MAX_ITEM_BYTES = 2 << 20
 # The prepared runs of recent calls (gridsample._prepared).
 _prepared = PreparedCache()
 
@@ -260,6 +264,7 @@ class PreparedGradients:
         if self.fused:
             vector = scatter = None
         self.vector, self.scatter = vector, scatter
+        self.both = self._both_entry(xw, threads)
         self.wconst = np.array([0.0, 1.0, np.nan], dt)
         # A single item of one channel, or of a few channel-first ones: its input gradient
         # has few tasks (Q chunks of one channel; a channel group each), which leave a
@@ -267,7 +272,8 @@ class PreparedGradients:
         # become one list of jobs the threads take in turn, a channel a job.  (With more
         # tasks, jobs taken from Python pass the GIL between threads at each: the 64x1x28²
         # batch 1.9x.)
-        self.shared_jobs = (vector is not None and scatter is not None and threads > 1
+        self.shared_jobs = (self.both is None and vector is not None and scatter is not None
+                            and threads > 1
                             and plan.batch == 1
                             and (plan.channels == 1 or (not plan.channel_last and plan.channels
                                                         <= _SHARED_JOBS_CHANNELS)))
@@ -283,6 +289,26 @@ class PreparedGradients:
         self.grid_block = block_size(points, plan.batch, K, threads)
         self.grid_tasks = plan.batch * -(-points // self.grid_block)
         self.scatter_block = block_size(-(-points // self.Q), plan.batch, K, threads)
+
+    def _both_entry(self, xw, threads: int):
+        """The entry of both gradients of a single channel from one plan per block
+        (:data:`BOTH_GRADS_ENTRIES`, 2-D cubic: the plan is a third of such a warp's time),
+        or None (the two vector passes run).  Only where both passes would be vector ones
+        (so positions and sums share a dtype), an item of X small enough to share the
+        caches with its gradient (random warps of a large X read both at random: measured
+        on Zen 4, one thread, against the two passes: 0.88-0.90 up to 512², 0.94-0.99 at
+        1024², 1.13 at 2048²) and tasks (items times point chunks) that even out over the
+        threads; the same bits as the two passes either way."""
+        plan = self.plan
+        if not (self.want_x and plan.channels == 1 and self.vector is not None
+                and self.scatter is not None):
+            return None
+        entry = BOTH_GRADS_ENTRIES.get((plan.rank, plan.kernel_mode, plan.kernel_padding))
+        tasks = plan.batch * self.Q
+        even = threads == 1 or tasks % threads == 0 or tasks >= 4 * threads
+        if entry is None or xw.nbytes // plan.batch > _BOTH_GRADS_MAX_ITEM_BYTES or not even:
+            return None
+        return entry
 
     @classmethod
     def prepare(cls, plan: ForwardPlan, gout, x, grid, want_x: bool, want_grid: bool):
@@ -338,7 +364,10 @@ class PreparedGradients:
         # The input gradient's tasks first (the largest jobs), then the grid gradient's
         # blocks in runs (self.shared_jobs).
         both = self.shared_jobs
-        if both:
+        if self.both is not None:
+            run_claimed(self.both, plan.batch * Q, self._both_args(xflat, gxbuf, grid3, gflat,
+                                                                   ggrid), threads)
+        elif both:
             scatter_args = self._scatter_args(gxbuf, grid3, gflat)
             jobs = [(self.scatter, (0, claims_of_range(t, t + 1), *scatter_args))
                     for t in range(plan.batch * G * Q)]
@@ -356,7 +385,7 @@ class PreparedGradients:
             chunks = max(1, min(-(-4 * threads // plan.batch),
                                 plan.out_points // _MIN_BLOCK_POINTS))
             launch(1, chunks, np.zeros(1, dt), ggrid, False, True)
-        if want_x and not both:
+        if want_x and not both and self.both is None:
             if self.scatter is not None:
                 run_claimed(self.scatter, plan.batch * G * Q,
                             self._scatter_args(gxbuf, grid3, gflat), threads)
@@ -386,6 +415,13 @@ class PreparedGradients:
         return (xflat, self.xs_n, self.xs_c, self.sizes, self.strides, self.axc, self.kc,
                 self.dk, grid3, gflat, self.gs_n, self.gs_c, self.gs_p, ggrid,
                 self.plan.channels, self.grid_block)
+
+    def _both_args(self, xflat, gxbuf, grid3, gflat, ggrid):
+        """The entry of both gradients' arguments after ``share, claims``: its ``N x Q``
+        tasks plan blocks of points once for both."""
+        return (gxbuf, self.Q, xflat, self.xs_n, self.xs_c, self.sizes, self.strides, self.axc,
+                self.kc, self.dk, grid3, gflat, self.gs_n, self.gs_c, self.gs_p, self.x_size,
+                ggrid, self.plan.channels, self.grid_block)
 
     def _scatter_args(self, gxbuf, grid3, gflat):
         """The input-gradient entry's arguments after ``share, claims``: its ``N x G x Q``

@@ -81,7 +81,7 @@ __all__ = ["plan_grad_linear_2d", "sweep_grad_linear_2d", "run_grad_linear_2d_on
            "ONE_PASS_GRAD_CHANNELS", "plan_grad_linear_3d",
            "sweep_grad_linear_3d", "plan_grad_cubic_2d", "sweep_grad_cubic_2d",
            "run_grid_grad_blocks", "scatter_fused", "scatter_cubic_2d", "scatter_cubic_3d",
-           "scatter_linear_3d", "run_scatter_blocks"]
+           "scatter_linear_3d", "run_scatter_blocks", "run_both_grad_blocks"]
 
 
 @skeleton
@@ -469,12 +469,7 @@ def run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, 
     nblk = (P + block - 1) // block
     gcoords = grid.reshape(grid.size)
     zero = axc[0, 0] - axc[0, 0]
-    off = np.empty((K, block), np.int32)
-    wts = np.empty((K, block), axc.dtype)
-    dws = np.empty((2 * K, block), axc.dtype)
-    chain = np.empty((rank, block), axc.dtype)
-    acc = np.empty((rank, block), axc.dtype)
-    coords = np.empty(rank * block, grid.dtype)  # the planners' scratch
+    off, wts, dws, chain, acc, coords = _grad_scratch(K, block, rank, axc, grid)
     while True:
         task = claim_task(claims, share)
         if task < 0:
@@ -487,14 +482,30 @@ def run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, 
              chain, coords)
         sweep(xflat[n * xs_n:], xs_c, gflat[n * gs_n + p0 * gs_p:], gs_c, gs_p, off, wts, dws,
               nb, C, acc, zero)
-        # The block's rows of ggrid as one flat view (contiguous: ggrid is a new C array):
-        # indexed by j alone, no wraparound test per store, and stores LLVM vectorizes
-        # (a 2-D view's rows[j, a] kept the loop scalar: 1.3-1.6x its time, Zen 4).
-        rows = ggrid[n, p0:p0 + nb].reshape(nb * rank)
-        for j in range(nb):
-            for a in range(rank):
-                rows[rank * j + a] = acc[a, j] * chain[a, j]
+        _store_rows(ggrid, n, p0, nb, rank, acc, chain)
     join_shares(claims, share)
+
+
+@skeleton
+def _grad_scratch(K, block, rank, axc, grid):
+    """A grid-gradient plan's tables (``K`` rows of offsets and weights, ``2 K`` of slopes,
+    ``rank`` of chain factors and of sums) and the planners' coordinate scratch."""
+    return (np.empty((K, block), np.int32), np.empty((K, block), axc.dtype),
+            np.empty((2 * K, block), axc.dtype), np.empty((rank, block), axc.dtype),
+            np.empty((rank, block), axc.dtype), np.empty(rank * block, grid.dtype))
+
+
+@skeleton
+def _store_rows(ggrid, n, p0, nb, rank, acc, chain):
+    """``ggrid[n, p0 + j, a] = acc[a, j] * chain[a, j]`` for the block's ``nb`` points.
+
+    The rows as one flat view (contiguous: ggrid is a new C array): indexed by ``j`` alone,
+    no wraparound test per store, and stores LLVM vectorizes (a 2-D view's ``rows[j, a]``
+    kept the loop scalar: 1.3-1.6x its time, Zen 4)."""
+    rows = ggrid[n, p0:p0 + nb].reshape(nb * rank)
+    for j in range(nb):
+        for a in range(rank):
+            rows[rank * j + a] = acc[a, j] * chain[a, j]
 
 
 # --- the input gradient: vector-planned blocks, scalar scatter --------------------------------
@@ -673,4 +684,44 @@ def run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, 
                  wts, coords)
             scatter(gxflat[q * gx_q + n * xs_n:], xs_c, gflat[n * gs_n + p0 * gs_p:], gs_c,
                     gs_p, off, wts, nb, c0, c1, K)
+    join_shares(claims, share)
+
+
+@skeleton
+def run_both_grad_blocks(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                         dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block, K, rank,
+                         plan, sweep, scatter):
+    """Both gradients of one channel from one plan per block: the tasks of ``N x Q`` that
+    share ``share`` claims, task ``(n, q)`` the points ``q*P//Q .. (q+1)*P//Q - 1`` of item
+    ``n`` (``G`` = 1: :func:`run_scatter_blocks`' split).
+
+    Each block is planned by the grid gradient's planner, whose offset and weight rows are
+    the forward planner's (2-D cubic: :func:`_plan_cubic_grad_axis`), summed into its rows
+    of ``ggrid`` as :func:`run_grid_grad_blocks` does, then scattered into buffer ``q`` as
+    :func:`run_scatter_blocks` does, each task zeroing its item's part of it first: the two
+    passes' bits, with the plan made once (a third of a one-channel cubic warp's time).
+    The caller takes this only where X's item is small enough for it and dL/dx to share the
+    caches (a random warp of a large X reads both at random)."""
+    P = grid.shape[1]
+    gcoords = grid.reshape(grid.size)
+    zero = axc[0, 0] - axc[0, 0]
+    off, wts, dws, chain, acc, coords = _grad_scratch(K, block, rank, axc, grid)
+    while True:
+        task = claim_task(claims, share)
+        if task < 0:
+            break
+        n = task // Q
+        q = task % Q
+        ps, pe = q * P // Q, (q + 1) * P // Q
+        gn = 0 if grid.shape[0] == 1 else n
+        gx = gxflat[q * gx_q + n * xs_n:]
+        gx[:xs_n] = zero
+        for p0 in range(ps, pe, block):
+            nb = min(block, pe - p0)
+            go = gflat[n * gs_n + p0 * gs_p:]
+            plan(gcoords[(gn * P + p0) * rank:], nb, axc, kc, dk, sizes, strides, off, wts, dws,
+                 chain, coords)
+            sweep(xflat[n * xs_n:], xs_c, go, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
+            _store_rows(ggrid, n, p0, nb, rank, acc, chain)
+            scatter(gx, xs_c, go, gs_c, gs_p, off, wts, nb, 0, C, K)
     join_shares(claims, share)

@@ -25,6 +25,7 @@ from ._grad_vector import (
     plan_grad_cubic_2d,
     plan_grad_linear_2d,
     plan_grad_linear_3d,
+    run_both_grad_blocks,
     run_grad_linear_2d_one,
     run_grid_grad_blocks,
     run_scatter_blocks,
@@ -58,7 +59,7 @@ from ._vector import (
 )
 
 __all__ = ["GRID_GRAD_ENTRIES", "GRID_GRAD_ONE_PASS_ENTRIES", "GRID_GRAD_INTERLEAVED_ENTRIES",
-           "INPUT_GRAD_ENTRIES", "INPUT_GRAD_INTERLEAVED_ENTRIES"]
+           "INPUT_GRAD_ENTRIES", "INPUT_GRAD_INTERLEAVED_ENTRIES", "BOTH_GRADS_ENTRIES"]
 
 
 # linear_2d
@@ -960,6 +961,44 @@ def input_grad_cubic_3d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes,
                        scatter_cubic_3d_il_native)
 
 
+# both gradients of a channel, cubic_2d
+
+@function
+def both_grads_cubic_2d_zeros(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                              dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block):
+    run_both_grad_blocks(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                         grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block, 8, 2,
+                         plan_grad_cubic_2d_zeros, sweep_grad_cubic_2d_native,
+                         scatter_cubic_2d_native)
+
+
+@function
+def both_grads_cubic_2d_border(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                               dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block):
+    run_both_grad_blocks(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                         grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block, 8, 2,
+                         plan_grad_cubic_2d_border, sweep_grad_cubic_2d_native,
+                         scatter_cubic_2d_native)
+
+
+@function
+def both_grads_cubic_2d_reflection(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc,
+                                   kc, dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block):
+    run_both_grad_blocks(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                         grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block, 8, 2,
+                         plan_grad_cubic_2d_reflection, sweep_grad_cubic_2d_native,
+                         scatter_cubic_2d_native)
+
+
+@function
+def both_grads_cubic_2d_index(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                              dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block):
+    run_both_grad_blocks(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
+                         grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block, 8, 2,
+                         plan_grad_cubic_2d_index, sweep_grad_cubic_2d_native,
+                         scatter_cubic_2d_native)
+
+
 #: Grid-gradient entry of each (rank, mode code, padding code).
 GRID_GRAD_ENTRIES = {
     (2, MODE_LINEAR, PAD_ZEROS): grid_grad_linear_2d_zeros,
@@ -1089,4 +1128,15 @@ INPUT_GRAD_INTERLEAVED_ENTRIES = {
     (3, MODE_CUBIC, PAD_MIRROR): input_grad_cubic_3d_index_il,
     (3, MODE_CUBIC, PAD_SYMMETRIC): input_grad_cubic_3d_index_il,
     (3, MODE_CUBIC, PAD_WRAP): input_grad_cubic_3d_index_il,
+}
+
+#: Entry of both gradients of one channel from one plan per block, of each
+#: (rank, mode code, padding code).
+BOTH_GRADS_ENTRIES = {
+    (2, MODE_CUBIC, PAD_ZEROS): both_grads_cubic_2d_zeros,
+    (2, MODE_CUBIC, PAD_BORDER): both_grads_cubic_2d_border,
+    (2, MODE_CUBIC, PAD_REFLECTION): both_grads_cubic_2d_reflection,
+    (2, MODE_CUBIC, PAD_MIRROR): both_grads_cubic_2d_index,
+    (2, MODE_CUBIC, PAD_SYMMETRIC): both_grads_cubic_2d_index,
+    (2, MODE_CUBIC, PAD_WRAP): both_grads_cubic_2d_index,
 }
