@@ -80,8 +80,8 @@ def test_forward_and_backward_on_every_path(rng, m, p, rank):
 
 def _reads(coord_values, size, m, p, align):
     """Every index the reference reads along one axis for these grid values."""
-    coord = _axis_numpy.unnormalize(np.asarray(coord_values, np.float64), size, align)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):  # values near float64's limit unnormalize to ±inf
+        coord = _axis_numpy.unnormalize(np.asarray(coord_values, np.float64), size, align)
         taps, nan = _axis_numpy.axis_taps(coord, size, m.code, p.code, align)
     read = set()
     for idx, _, ok in taps:
