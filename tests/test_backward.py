@@ -620,6 +620,42 @@ def test_both_gradients_from_one_plan(rng, monkeypatch, dtype, shape, out, chann
         numba.set_num_threads(before)
 
 
+def test_both_gradients_from_one_plan_of_a_single_item_view(rng):
+    """x as a view of one item whose batch and channel strides are not its size (NumPy
+    calls ``img[None, None]`` contiguous with strides 0, so the backward takes it as it is):
+    the one-plan entry zeroes and fills dL/dx's buffers by their own item size, not x's
+    strides (it zeroed nothing for ``img[None, None]``: garbage; a channel of a batch-1
+    array zeroed the next point chunk's buffer too, a race at two threads)."""
+    from gridsample._engine import use_kernels
+
+    img = rng.standard_normal((64, 64))
+    big = rng.standard_normal((1, 3, 64, 64))
+    grid = rng.uniform(-1.3, 1.3, (1, 182, 182, 2))  # 33124 points: two chunks of points
+    go = rng.standard_normal((1, 1, 182, 182))
+    views = {"img[None, None]": (img[None, None], False),
+             "broadcast": (np.broadcast_to(img, (1, 1, 64, 64)), False),
+             "a channel": (big[:, 1:2], False),
+             "channel-last img[None, :, :, None]": (img[None, :, :, None], True)}
+    counts = (1, 2) if numba.config.NUMBA_NUM_THREADS >= 2 else (1,)
+    before = numba.get_num_threads()
+    try:
+        for name, (x, channel_last) in views.items():
+            g = np.moveaxis(go, 1, -1) if channel_last else go
+            with use_kernels("general"):
+                want = gridsample.grid_sample_backward(g, np.ascontiguousarray(x.copy()), grid,
+                                                       "cubic", channel_last=channel_last)
+            for threads in counts:
+                numba.set_num_threads(threads)
+                for _ in range(5):
+                    with use_kernels("vector"):
+                        got = gridsample.grid_sample_backward(g, x, grid, "cubic",
+                                                              channel_last=channel_last)
+                    np.testing.assert_array_equal(got[0], want[0], err_msg=name)
+                    np.testing.assert_array_equal(got[1], want[1], err_msg=name)
+    finally:
+        numba.set_num_threads(before)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("shape,out,channel_last,mode", [
     ((1, 3, 30, 40), (25, 35), False, "linear"),       # one item: a job per channel (2 threads)

@@ -247,8 +247,8 @@ _GRAD_ENTRY_ARGS = ("share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
 #: that one plan per block serves both gradients of a channel
 #: (``_grad_vector.run_both_grad_blocks``; tables ``BOTH_GRADS_ENTRIES``).
 GRAD_BOTH_KERNELS = (("cubic", 2),)
-_BOTH_ENTRY_ARGS = ("share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, "
-                    "grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block")
+_BOTH_ENTRY_ARGS = ("share, claims, gxflat, gx_n, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, "
+                    "dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block")
 
 
 #: The input-gradient scatter of each vector (mode, rank): the fused plans list full tap

@@ -419,9 +419,9 @@ class PreparedGradients:
     def _both_args(self, xflat, gxbuf, grid3, gflat, ggrid):
         """The entry of both gradients' arguments after ``share, claims``: its ``N x Q``
         tasks plan blocks of points once for both."""
-        return (gxbuf, self.Q, xflat, self.xs_n, self.xs_c, self.sizes, self.strides, self.axc,
-                self.kc, self.dk, grid3, gflat, self.gs_n, self.gs_c, self.gs_p, self.x_size,
-                ggrid, self.plan.channels, self.grid_block)
+        return (gxbuf, self.x_size // self.plan.batch, self.Q, xflat, self.xs_n, self.xs_c,
+                self.sizes, self.strides, self.axc, self.kc, self.dk, grid3, gflat, self.gs_n,
+                self.gs_c, self.gs_p, self.x_size, ggrid, self.plan.channels, self.grid_block)
 
     def _scatter_args(self, gxbuf, grid3, gflat):
         """The input-gradient entry's arguments after ``share, claims``: its ``N x G x Q``

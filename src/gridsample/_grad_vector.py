@@ -688,8 +688,8 @@ def run_scatter_blocks(share, claims, gxflat, G, Q, xs_n, xs_c, sizes, strides, 
 
 
 @skeleton
-def run_both_grad_blocks(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc,
-                         dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block, K, rank,
+def run_both_grad_blocks(share, claims, gxflat, gx_n, Q, xflat, xs_n, xs_c, sizes, strides, axc,
+                         kc, dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block, K, rank,
                          plan, sweep, scatter):
     """Both gradients of one channel from one plan per block: the tasks of ``N x Q`` that
     share ``share`` claims, task ``(n, q)`` the points ``q*P//Q .. (q+1)*P//Q - 1`` of item
@@ -700,6 +700,8 @@ def run_both_grad_blocks(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, str
     of ``ggrid`` as :func:`run_grid_grad_blocks` does, then scattered into buffer ``q`` as
     :func:`run_scatter_blocks` does, each task zeroing its item's part of it first: the two
     passes' bits, with the plan made once (a third of a one-channel cubic warp's time).
+    ``xs_n`` is X's item stride, ``gx_n`` the buffers' item size (X's own stride can be
+    anything for a single item: NumPy calls ``img[None, None]`` contiguous with stride 0).
     The caller takes this only where X's item is small enough for it and dL/dx to share the
     caches (a random warp of a large X reads both at random)."""
     P = grid.shape[1]
@@ -714,8 +716,8 @@ def run_both_grad_blocks(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, str
         q = task % Q
         ps, pe = q * P // Q, (q + 1) * P // Q
         gn = 0 if grid.shape[0] == 1 else n
-        gx = gxflat[q * gx_q + n * xs_n:]
-        gx[:xs_n] = zero
+        gx = gxflat[q * gx_q + n * gx_n:]
+        gx[:gx_n] = zero
         for p0 in range(ps, pe, block):
             nb = min(block, pe - p0)
             go = gflat[n * gs_n + p0 * gs_p:]

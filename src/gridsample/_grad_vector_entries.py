@@ -964,37 +964,38 @@ def input_grad_cubic_3d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes,
 # both gradients of a channel, cubic_2d
 
 @function
-def both_grads_cubic_2d_zeros(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc,
-                              dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block):
-    run_both_grad_blocks(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
-                         grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block, 8, 2,
+def both_grads_cubic_2d_zeros(share, claims, gxflat, gx_n, Q, xflat, xs_n, xs_c, sizes, strides,
+                              axc, kc, dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block):
+    run_both_grad_blocks(share, claims, gxflat, gx_n, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                         dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block, 8, 2,
                          plan_grad_cubic_2d_zeros, sweep_grad_cubic_2d_native,
                          scatter_cubic_2d_native)
 
 
 @function
-def both_grads_cubic_2d_border(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc,
-                               dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block):
-    run_both_grad_blocks(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
-                         grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block, 8, 2,
+def both_grads_cubic_2d_border(share, claims, gxflat, gx_n, Q, xflat, xs_n, xs_c, sizes, strides,
+                               axc, kc, dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block):
+    run_both_grad_blocks(share, claims, gxflat, gx_n, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                         dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block, 8, 2,
                          plan_grad_cubic_2d_border, sweep_grad_cubic_2d_native,
                          scatter_cubic_2d_native)
 
 
 @function
-def both_grads_cubic_2d_reflection(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc,
-                                   kc, dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block):
-    run_both_grad_blocks(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
-                         grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block, 8, 2,
+def both_grads_cubic_2d_reflection(share, claims, gxflat, gx_n, Q, xflat, xs_n, xs_c, sizes,
+                                   strides, axc, kc, dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid,
+                                   C, block):
+    run_both_grad_blocks(share, claims, gxflat, gx_n, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                         dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block, 8, 2,
                          plan_grad_cubic_2d_reflection, sweep_grad_cubic_2d_native,
                          scatter_cubic_2d_native)
 
 
 @function
-def both_grads_cubic_2d_index(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc,
-                              dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block):
-    run_both_grad_blocks(share, claims, gxflat, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk,
-                         grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block, 8, 2,
+def both_grads_cubic_2d_index(share, claims, gxflat, gx_n, Q, xflat, xs_n, xs_c, sizes, strides,
+                              axc, kc, dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block):
+    run_both_grad_blocks(share, claims, gxflat, gx_n, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc,
+                         dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block, 8, 2,
                          plan_grad_cubic_2d_index, sweep_grad_cubic_2d_native,
                          scatter_cubic_2d_native)
 
