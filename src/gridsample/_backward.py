@@ -363,11 +363,11 @@ class PreparedGradients:
             Q * self.x_size, dt)
         # The input gradient's tasks first (the largest jobs), then the grid gradient's
         # blocks in runs (self.shared_jobs).
-        both = self.shared_jobs
-        if self.both is not None:
+        shared = self.shared_jobs
+        if self.both is not None:  # one plan per block for both gradients
             run_claimed(self.both, plan.batch * Q, self._both_args(xflat, gxbuf, grid3, gflat,
                                                                    ggrid), threads)
-        elif both:
+        elif shared:
             scatter_args = self._scatter_args(gxbuf, grid3, gflat)
             jobs = [(self.scatter, (0, claims_of_range(t, t + 1), *scatter_args))
                     for t in range(plan.batch * G * Q)]
@@ -385,7 +385,7 @@ class PreparedGradients:
             chunks = max(1, min(-(-4 * threads // plan.batch),
                                 plan.out_points // _MIN_BLOCK_POINTS))
             launch(1, chunks, np.zeros(1, dt), ggrid, False, True)
-        if want_x and not both and self.both is None:
+        if want_x and not shared and self.both is None:
             if self.scatter is not None:
                 run_claimed(self.scatter, plan.batch * G * Q,
                             self._scatter_args(gxbuf, grid3, gflat), threads)
