@@ -59,6 +59,20 @@ def test_an_edited_helper_runs_without_clearing_the_cache(tmp_path):
     assert len(folders) == 2  # one per build of the sources
 
 
+def test_a_copy_under_another_name_keeps_its_own_kernels(tmp_path):
+    """The same sources imported under another name (a benchmark's baseline of an unchanged
+    tree, a vendored copy) compile their own kernels: the cached code names its modules, so
+    the original loading the copy's entries failed to import them (before the key held the
+    package's name)."""
+    root, cache = _copy_package(tmp_path), tmp_path / "cache"
+    (root / "gridsample").rename(root / "gridsample_copy")
+    original = _copy_package(tmp_path / "original")
+    assert _run(root, cache, _CENTRE.replace("gridsample", "gridsample_copy")) == "7.5"
+    assert _run(original, cache, _CENTRE) == "7.5"
+    assert _run(original, cache, _CENTRE) == "7.5"  # its own, from the cache
+    assert len([p for p in cache.iterdir() if p.is_dir()]) == 2
+
+
 def test_the_key_covers_every_kernel_source_and_versions():
     names = {p.name for p in _jit.kernel_source_files()}
     assert {"_convert.py", "_taps.py", "_planners.py", "_sweeps.py", "_vector.py",

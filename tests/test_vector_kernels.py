@@ -13,6 +13,7 @@ import itertools
 import warnings
 
 import ml_dtypes
+import numba
 import numpy as np
 import pytest
 
@@ -318,8 +319,6 @@ def test_the_grid_gradient_in_one_pass(rng, monkeypatch, pad):
     that end in a part of a group, a broadcast grid, X with a strided innermost axis, one
     and two threads.  It runs where the backward says (spied on), and not for 4 channels,
     an axis of size 1 with align_corners or ``GRIDSAMPLE_ONE_PASS=off``."""
-    import numba
-
     from gridsample import _backward
 
     ones = _spy_on(monkeypatch, _backward.GRID_GRAD_ONE_PASS_ENTRIES)
@@ -501,6 +500,41 @@ def test_channel_groups(rng, monkeypatch, mode):
         want = gridsample.affine_warp(x, theta, (6, 13), mode, "zeros")
     np.testing.assert_array_equal(gridsample.affine_warp(x, theta, (6, 13), mode, "zeros"),
                                   want)
+
+
+@pytest.mark.parametrize("mode", VECTOR_MODES)
+def test_blocks_of_many_swept_channels(rng, mode):
+    """Channel-first 2-D linear and nearest sweeps of 12 to 32 channels plan blocks of at
+    most ``SWEPT_ENTRIES_PER_BLOCK // C`` points (``_engine.swept_block_cap``; cubic, fewer
+    channels, more channels and channel-last memory keep the tables' blocks): the blocks'
+    size does not change a bit (the general kernels' results, with their non-finite and
+    huge points), at one thread and two."""
+    capped = mode in ("linear", "nearest")
+    grid = nasty_grid(rng, (2, 40, 45, 2), np.float32)
+    before = numba.get_num_threads()
+    try:
+        for channels, threads in itertools.product((4, 12, 32, 40), (1, 2)):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            x = rng.standard_normal((2, channels, 31, 37)).astype(np.float32)
+            for layout in ("first", "last"):
+                last = layout == "last"
+                xs = np.ascontiguousarray(np.moveaxis(x, 1, -1)) if last else x
+                plan, xx, gg = gridsample._plan.plan_forward(xs, grid, mode, "border", False,
+                                                             last)
+                prepared = _engine.PreparedForward(plan, xx.shape, xx.strides, xx.itemsize)
+                got = prepared.run(xx, gg)
+                (points, batch, used, _, _), _, block = list(prepared._sizings.values())[0][:3]
+                tables = _engine.block_size(points, batch, _engine.PLAN_ROWS[(2, plan.kernel_mode)],
+                                            used, _engine.PLAN_ENTRIES_PER_BLOCK)
+                if capped and not last and 12 <= channels <= 32:
+                    assert block <= _engine.SWEPT_ENTRIES_PER_BLOCK // channels < tables
+                else:
+                    assert block == tables
+                with _engine.use_kernels("general"):
+                    want = gridsample.grid_sample(xs, grid, mode, "border", channel_last=last)
+                np.testing.assert_array_equal(got, want)
+    finally:
+        numba.set_num_threads(before)
 
 
 def test_scattered_warps_are_told_apart(rng):

@@ -182,6 +182,19 @@ PAIRS_PER_BLOCK = 4096
 # 2-D cubic (8 rows, 16 taps: the same block either way) and the 3-D cases within noise;
 # 2-D cubic at 2048 pairs (half the block) was 1.07-1.13x.
 PLAN_ENTRIES_PER_BLOCK = 2048
+# Channel-first 2-D linear and nearest sweeps run every channel of a group over a block
+# before the next block, whose taps read mostly the same input lines.  From 12 to 32
+# channels a group's blocks hold at most SWEPT_ENTRIES_PER_BLOCK // C points (112-298
+# against the tables' 496 for linear, 2032 for nearest), so that the lines one block
+# brought in for its channels are still near when the next block reads them.  Measured
+# (Zen 5, one thread, smooth warps, capped / uncapped time, 21 interleaved rounds): linear
+# 8x32x128² 0.65-0.68, 8x16x128² 0.77-0.79, 8x12x128² 0.81, 8x32x96² 0.71; nearest
+# 8x32x128² 0.71-0.82, 8x12x128² 0.89, 1x16x256² 0.87; random warps and larger planes
+# 0.99-1.02.  Left uncapped where the cap lost: 10 channels or fewer (8x10x128² linear 1.05,
+# 1x6x1024² nearest swept 4 at a time 1.11), more than 32 (4x64x128² linear 1.03-1.12 at
+# 16-240 points a block), cubic (8x32x128² 1.06), 3-D (4x32x16x32² linear 1.26).
+SWEPT_ENTRIES_PER_BLOCK = 3584
+SWEPT_CHANNELS = range(12, 33)
 _MIN_BLOCK = 16
 # Up to this many channels the general kernels' planar sweep wins even on channel-last
 # memory (a few passes over cache lines the first pass brought in; no accumulator array).
@@ -256,11 +269,11 @@ def flat_read(a: np.ndarray) -> np.ndarray:
 
 
 def block_size(points: int, batch: int, per_point: int, threads: int,
-               budget: int = PAIRS_PER_BLOCK) -> int:
+               budget: int = PAIRS_PER_BLOCK, most: int = 1 << 62) -> int:
     """Points per block: about ``budget`` entries of ``per_point`` each (tap pairs, or plan
-    table rows), at least four blocks per thread, and a row length that spreads the plan
-    tables' rows over the L1 sets."""
-    block = max(_MIN_BLOCK, budget // per_point)
+    table rows) and at most ``most``, at least four blocks per thread, and a row length that
+    spreads the plan tables' rows over the L1 sets."""
+    block = max(_MIN_BLOCK, min(budget // per_point, most))
     # Enough blocks for every thread (x4 for balance) even when N is small.
     wanted = 4 * threads
     per_item = -(-wanted // max(batch, 1))
@@ -298,6 +311,14 @@ _SCATTERED_ITEM_BYTES = 8 << 20
 _SCATTERED_GROUP_BYTES = 4 << 20
 _SCATTERED_STEP_PIXELS = 16.0
 _STEP_SAMPLE_POINTS = 256
+
+
+def swept_block_cap(rank: int, mode: int, channels: int) -> int:
+    """The most points a channel-first vector block swept over a group of ``channels``
+    holds (:data:`SWEPT_ENTRIES_PER_BLOCK`), or no bound (``2**62``)."""
+    if rank == 2 and mode in (MODE_LINEAR, MODE_NEAREST) and channels in SWEPT_CHANNELS:
+        return SWEPT_ENTRIES_PER_BLOCK // channels
+    return 1 << 62
 
 
 def channel_groups(channels: int, channel_bytes: int, plane_bytes: int = 0,
@@ -604,7 +625,7 @@ class PreparedForward:
         self.grid_shape = (plan.grid_batch, plan.out_points, r)
         # Blocks of the call's own points (chunks have their own).
         self._sizings = {}  # _blocks by its arguments
-        self._layouts = {}  # (scratch, groups) by their sizing (_layout)
+        self._scratches = {}  # scratch by its sizing (_scratch)
         # Calls that read a C-contiguous grid of X's own storage type in one channel group on
         # one share: by thread count, ``(coordinate dtype, runner, head, tail)`` (_run_vector),
         # run by :meth:`run` without the general path's lookups (~4 µs of a small call's ~10).
@@ -690,14 +711,14 @@ class PreparedForward:
         the grid's one-pass entry)."""
         if one_pass is None:
             one_pass = entry is self.vector and self.one_pass
-        key = (points, batch, threads, one_pass)
+        key = (points, batch, threads, one_pass, scattered)
         sizing = self._sizings.get(key)
         if sizing is None:
             if len(self._sizings) >= 16:  # chunked calls: a few sizes; never many
                 self._sizings.clear()
-            sizing = self._sizings[key] = self._blocks(points, batch, threads, one_pass)
-        tasks, block = sizing[1:3]
-        scratch, groups = self._layout(sizing, source[0].dtype, len(source), scattered)
+            sizing = self._sizings[key] = self._blocks(*key)
+        tasks, block, groups = sizing[1], sizing[2], sizing[4]
+        scratch = self._scratch(sizing, source[0].dtype, len(source))
         xs_c, os_c = self.xs_c, self.os_c
         if (self._direct_ok and entry is self.vector and len(source) == 1 and len(groups) == 1
                 and min(threads, tasks) == 1 and points == self.plan.out_points
@@ -717,38 +738,46 @@ class PreparedForward:
                     self.conv.kind, outside)
             run_claimed(entry, tasks, args, threads, scratch)
 
-    def _layout(self, sizing: tuple, coord_dtype, sources: int, scattered: bool) -> tuple:
-        """``(scratch, groups)`` of a vector run sized by ``sizing`` (:meth:`_blocks`) whose
-        coordinates come from ``sources`` arrays of ``coord_dtype``: the ``(shape, dtype)``
-        of each share's buffers, and the ``(first channel, count)`` of each channel group;
+    def _scratch(self, sizing: tuple, coord_dtype, sources: int) -> tuple:
+        """The ``(shape, dtype)`` of each share's buffers in a vector run sized by ``sizing``
+        (:meth:`_blocks`) whose coordinates come from ``sources`` arrays of ``coord_dtype``;
         kept for the prepared run's calls (the same objects each call, so that the pool
         finds the buffers ended shares gave back by their description at once)."""
-        key = (sizing, coord_dtype, sources, scattered)
-        layout = self._layouts.get(key)
-        if layout is None:
-            plan, block, tables = self.plan, sizing[2], sizing[3]
+        key = (sizing[0], coord_dtype, sources)
+        scratch = self._scratches.get(key)
+        if scratch is None:
+            block, tables = sizing[2], sizing[3]
             # The planners' copy of a block's coordinates; affine maps make each block's
             # points as well.
-            scratch = tables + (((plan.rank * block,), coord_dtype),) * min(sources, 2)
-            # Channels innermost in memory in one group: each tap's line holds them all.
-            groups = ([(0, plan.channels)] if self.channels_innermost else
-                      channel_groups(plan.channels, self.channel_bytes, self.plane_bytes,
-                                     scattered))
-            if len(self._layouts) >= 16:  # chunked calls: a few sizes; never many
-                self._layouts.clear()
-            layout = self._layouts[key] = (scratch, groups)
-        return layout
+            scratch = tables + (((self.plan.rank * block,), coord_dtype),) * min(sources, 2)
+            if len(self._scratches) >= 16:  # chunked calls: a few sizes; never many
+                self._scratches.clear()
+            self._scratches[key] = scratch
+        return scratch
 
-    def _blocks(self, points: int, batch: int, threads: int, one_pass: bool) -> tuple:
-        """``((points, batch, threads, one_pass), tasks, block, tables)`` of a vector entry's
-        run over ``batch`` items of ``points`` points: ``tables`` the ``(shape, dtype)`` of
-        its plan tables (offsets, the row loads' rows after the plan's; weights; a one-pass
-        entry's go unused)."""
-        key = (self.plan.rank, self.plan.kernel_mode)
+    def _blocks(self, points: int, batch: int, threads: int, one_pass: bool,
+                scattered: bool) -> tuple:
+        """``(key, tasks, block, tables, groups)`` of a vector entry's run over ``batch``
+        items of ``points`` points (``key`` its arguments): ``tables`` the ``(shape,
+        dtype)`` of its plan tables (offsets, the row loads' rows after the plan's;
+        weights; a one-pass entry's go unused), ``groups`` the ``(first channel, count)``
+        of each group of channels swept together (:func:`channel_groups`; ``scattered``:
+        whether the warp is) and ``block`` sized for the largest (:func:`swept_block_cap`)."""
+        plan = self.plan
+        args = (points, batch, threads, one_pass, scattered)
+        # Channels innermost in memory in one group: each tap's line holds them all.
+        if self.channels_innermost:
+            groups, cap = [(0, plan.channels)], 1 << 62
+        else:
+            groups = channel_groups(plan.channels, self.channel_bytes, self.plane_bytes,
+                                    scattered)
+            cap = swept_block_cap(plan.rank, plan.kernel_mode,
+                                  max((n for _, n in groups), default=0))
+        key = (plan.rank, plan.kernel_mode)
         rows = PLAN_ROWS.get(key)
         if rows is None:  # no vector kernel: the general kernels size their own blocks
-            return (points, batch, threads, one_pass), 0, 0, ()
-        block = block_size(points, batch, rows, threads, PLAN_ENTRIES_PER_BLOCK)
+            return args, 0, 0, (), groups
+        block = block_size(points, batch, rows, threads, PLAN_ENTRIES_PER_BLOCK, cap)
         extra = ROW_LOAD_ROWS[key] if self.by_rows else 0
         if one_pass:  # no plan table: the entry's table arguments go unused
             rows, block_rows = 1, 1
@@ -756,7 +785,7 @@ class PreparedForward:
             block_rows = table_width(block) if self.by_rows else block
         tables = (((rows + extra, block_rows), np.int32),
                   ((rows, block_rows), self.plan.weight_dtype))
-        return (points, batch, threads, one_pass), batch * -(-points // block), block, tables
+        return args, batch * -(-points // block), block, tables, groups
 
     def _launch(self, grid3, xflat, outflat, batch, threads, scattered=False) -> None:
         plan = self.plan

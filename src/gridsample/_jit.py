@@ -80,6 +80,7 @@ def code_description() -> str:
     return line + (f", tuned for {tune}" if tune else "")
 
 _PACKAGE = Path(__file__).resolve().parent
+_PACKAGE_NAME = __name__.rpartition(".")[0]
 
 #: Parts of the package that hold no compiled code and no constant compiled
 #: code reads: editing them must not invalidate the kernels.
@@ -102,15 +103,19 @@ _key: str | None = None
 def cache_key() -> str:
     """16 hex digits naming this build of the kernels.
 
-    A SHA-256 of every kernel source file (name and text), of Numba's,
-    llvmlite's and Python's versions and of the vector width and tuning
+    A SHA-256 of the package's import name, of every kernel source file (name and text),
+    of Numba's, llvmlite's and Python's versions and of the vector width and tuning
     (:func:`gridsample._target.vector_width`, :func:`~gridsample._target.tune_cpu`).
-    Computed once per process (~2 ms).
+    Computed once per process (~2 ms).  The import name is part of it because the
+    cached code refers to its modules by name: a copy of the same sources under
+    another name (a benchmark's baseline of an unchanged tree, a vendored copy) loading
+    this one's entries would fail to import them, or run the other copy's settings.
     """
     global _key
     if _key is None:
         h = hashlib.sha256()
-        h.update(f"{numba.__version__}|{llvmlite.__version__}|{sys.version}".encode())
+        h.update(f"{_PACKAGE_NAME}|{numba.__version__}|{llvmlite.__version__}|"
+                 f"{sys.version}".encode())
         width, tune = code_attributes()
         h.update(f"|width={width}|tune={tune}".encode())
         for path in kernel_source_files():
