@@ -160,14 +160,22 @@ def test_the_setting_is_checked(rng, monkeypatch):
 
 @pytest.mark.parametrize("padding", ["zeros", "border", "constant", "reflection", "wrap"])
 def test_the_default_takes_nearest_where_explicit_vectors_serve(rng, monkeypatch, padding):
+    """... for as many channels as the CPU's rule says (``_target.nearest_pass_channels``:
+    one on Zen 5, else three); ``on`` takes up to three anywhere they serve."""
     from gridsample._simd import AVAILABLE
-    from gridsample._target import fast_gathers
+    from gridsample._target import fast_gathers, nearest_pass_channels
 
-    x = rng.standard_normal((1, 3, 6, 7)).astype(np.float32)
     grid = rng.uniform(-1, 1, (1, 3, 4, 2)).astype(np.float32)
-    ran = _spy(monkeypatch)
-    sample(monkeypatch, "auto", x, grid, "nearest", padding_mode=padding)
-    assert ran == [AVAILABLE and fast_gathers() and padding in ("zeros", "border", "constant")]
+    serves = AVAILABLE and fast_gathers() and padding in ("zeros", "border", "constant")
+    for channels in (1, 2, 3):
+        x = rng.standard_normal((1, channels, 6, 7)).astype(np.float32)
+        ran = _spy(monkeypatch)
+        sample(monkeypatch, "auto", x, grid, "nearest", padding_mode=padding)
+        assert ran == [serves and channels <= nearest_pass_channels(3)]
+        ran = _spy(monkeypatch)
+        sample(monkeypatch, "on", x, grid, "nearest", padding_mode=padding)
+        assert ran == [True]
+    assert nearest_pass_channels(3) in (1, 3)
 
 
 @pytest.mark.parametrize("padding", ["zeros", "border", "constant", "reflection", "wrap"])

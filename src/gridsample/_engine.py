@@ -49,7 +49,12 @@ from ._simd import AVAILABLE as SIMD_AVAILABLE
 from ._simd import LANES as SIMD_LANES
 from ._simd_linear import count_whole_groups
 from ._taps import axis_constants, weight_constants
-from ._target import fast_gathers, vector_width, wide_gathers_beat_row_loads
+from ._target import (
+    fast_gathers,
+    nearest_pass_channels,
+    vector_width,
+    wide_gathers_beat_row_loads,
+)
 from ._threads import (
     THREAD_MIN_WORK_VARIABLE,
     alone_runner,
@@ -457,7 +462,9 @@ def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool, pad: int,
     (0.6-0.7x their time with AVX2 code on Intel) but where the CPU's 512-bit gathers lose
     to them (:func:`gridsample._target.wide_gathers_beat_row_loads`: on Zen 4 the rows took
     0.85-1.01x the one pass's time on smooth warps, 0.81-0.90 on a batch of small ones,
-    0.91-1.27 on a random 1024² one); linear also elsewhere with 512-bit
+    0.91-1.27 on a random 1024² one; on Zen 5 0.77-1.04), nearest for as many channels as
+    :func:`gridsample._target.nearest_pass_channels` says (a single one on Zen 5, where the
+    planned sweep is faster for more); linear also elsewhere with 512-bit
     vectors where the row loads do not run (LLVM's vectors: 0.85x the planned entry's time;
     with AVX2 code 0.96-1.05x, so AVX2 keeps the plan table there).  ``on`` takes it also
     where the row loads do not run (nearest: wherever it applies, its scalar loop included),
@@ -474,7 +481,11 @@ def one_pass_applies(plan: ForwardPlan, os_p: int, by_rows: bool, pad: int,
     if value == "off":
         return False
     if explicit_vectors_serve(plan, pad, axc):
-        return value == "on" or not by_rows or wide_gathers_beat_row_loads()
+        if value == "on":
+            return True
+        if nearest:
+            return plan.channels <= nearest_pass_channels(ONE_PASS_NEAREST_CHANNELS)
+        return not by_rows or wide_gathers_beat_row_loads()
     if nearest:
         return value == "on"
     return not by_rows and (value == "on" or vector_width() == 512)
