@@ -193,8 +193,9 @@ PLAN_ENTRIES_PER_BLOCK = 2048
 # against the tables' 496 for linear, 2032 for nearest), so that the lines one block
 # brought in for its channels are still near when the next block reads them.  Measured
 # (Zen 5, one thread, smooth warps, capped / uncapped time, 21 interleaved rounds): linear
-# 8x32x128² 0.65-0.68, 8x16x128² 0.77-0.79, 8x12x128² 0.81, 8x32x96² 0.71; nearest
-# 8x32x128² 0.71-0.82, 8x12x128² 0.89, 1x16x256² 0.87; random warps and larger planes
+# by gathers 8x32x128² 0.65-0.68, 8x16x128² 0.77-0.79, 8x12x128² 0.81, 8x32x96² 0.71, by
+# rows 8x32x128² 0.67, 8x16x128² 0.95, with AVX2 code 0.83 and 1.02; nearest
+# 8x32x128² 0.71-0.82, 8x12x128² 0.89, 8x16x128² 0.86; random warps and larger planes
 # 0.99-1.02.  Left uncapped where the cap lost: 10 channels or fewer (8x10x128² linear 1.05,
 # 1x6x1024² nearest swept 4 at a time 1.11), more than 32 (4x64x128² linear 1.03-1.12 at
 # 16-240 points a block), cubic (8x32x128² 1.06), 3-D (4x32x16x32² linear 1.26).
