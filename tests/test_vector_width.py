@@ -111,6 +111,27 @@ def test_auto_tunes_zen_1_3_for_gathers(fresh_width, value, cpu, avx512, expecte
     assert _target.tune_cpu() == expected
 
 
+@pytest.mark.parametrize("cpu, rows, nearest", [
+    ("znver4", True, 3), ("znver5", True, 1), ("rocketlake", False, 3),
+    ("sapphirerapids", False, 3), ("haswell", False, 3)])
+def test_cpu_rules_of_the_strategies(monkeypatch, cpu, rows, nearest):
+    """What the CPU tables say for the CPU Numba compiles for: linear's row loads ahead of
+    16-lane gathers (AMD Zen 4 and 5), nearest's one pass for a single channel (Zen 5)."""
+    monkeypatch.setattr(_target, "target_cpu_name", lambda: cpu)
+    assert _target.wide_gathers_beat_row_loads() is not rows
+    assert _target.nearest_pass_channels(3) == nearest
+
+
+@pytest.mark.parametrize("host, expected", [("znver5", 32 << 20), ("znver4", 8 << 20),
+                                            ("icelake-server", 8 << 20)])
+def test_scattered_planes_follow_the_host(monkeypatch, host, expected):
+    """The bytes of planes up to which a scattered warp's channels are swept together are the
+    host's (its caches), not the compiled code's CPU."""
+    monkeypatch.setattr(_target, "_host_cpu_name", lambda: host)
+    monkeypatch.setattr(_target, "target_cpu_name", lambda: "haswell")
+    assert _target.scattered_item_bytes(8 << 20) == expected
+
+
 def test_none_keeps_the_targets_own_tuning(fresh_width):
     fresh_width.setenv("GRIDSAMPLE_TUNE_CPU", "none")
     fresh_width.setattr(_target, "target_cpu_name", lambda: "znver3")

@@ -52,6 +52,7 @@ from ._taps import axis_constants, weight_constants
 from ._target import (
     fast_gathers,
     nearest_pass_channels,
+    scattered_item_bytes,
     vector_width,
     wide_gathers_beat_row_loads,
 )
@@ -312,8 +313,10 @@ _GROUP_BYTES = 4 << 20
 # 0.40-0.41x the time on a random cubic warp and 0.44-0.59x on a random linear one, 2x4x768²
 # linear 0.37x (one and two threads, Zen 4), where on smooth warps the repeated plan made it
 # 1.04-1.6x; items of 8 MiB or less of planes gained nothing (1x8x512² cubic 1.07, 1x3x512²
-# 1.13).  The median step between a sample of consecutive points tells the warps apart.
-_SCATTERED_ITEM_BYTES = 8 << 20
+# 1.13).  On Zen 5 whole items of up to 32 MiB of planes were faster (their L3 holds them:
+# gridsample._target.SCATTERED_CACHE_BYTES).  The median step between a sample of
+# consecutive points tells the warps apart.
+_SCATTERED_ITEM_BYTES = scattered_item_bytes(8 << 20)
 _SCATTERED_GROUP_BYTES = 4 << 20
 _SCATTERED_STEP_PIXELS = 16.0
 _STEP_SAMPLE_POINTS = 256

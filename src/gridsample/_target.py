@@ -31,7 +31,8 @@ from ._errors import GridSampleError
 
 __all__ = ["vector_width", "tune_cpu", "SCALAR_GATHER_TUNINGS", "GATHER_TUNING",
            "SLOW_WIDE_GATHER_CPUS", "wide_gathers_beat_row_loads", "fast_gathers",
-           "SINGLE_NEAREST_PASS_CPUS", "nearest_pass_channels",
+           "SINGLE_NEAREST_PASS_CPUS", "nearest_pass_channels", "SCATTERED_CACHE_BYTES",
+           "scattered_item_bytes",
            "target_cpu_name", "target_features", "target_has_avx512", "target_has_avx2",
            "has_avx2", "target_isa",
            "function_attributes"]
@@ -231,6 +232,24 @@ def nearest_pass_channels(most: int) -> int:
     """The most channels 2-D nearest's one pass takes by default: 1 on the CPUs of
     :data:`SINGLE_NEAREST_PASS_CPUS`, else ``most`` (what it is built for)."""
     return 1 if target_cpu_name() in SINGLE_NEAREST_PASS_CPUS else most
+
+
+#: Host CPUs (LLVM's names: the caches are the machine's, whatever code is compiled) on which
+#: a scattered warp's input planes are read fastest all together up to this many bytes an
+#: item; beyond it the engine sweeps its channels a group at a time
+#: (``_engine.channel_groups``), elsewhere beyond 8 MiB.  AMD Zen 5 (32 MiB of L3), random
+#: warps, grouped ÷ whole, one / two threads (2026-12-05): 1x3x1024² linear 1.16 / 1.33,
+#: nearest 1.04 / 1.20, cubic 1.10 / 1.25 (12 MiB of planes), 2x4x768² linear 1.49 / 1.67
+#: (9 MiB), 1x2x1536² 1.12 (18 MiB), 1x6x1024² cubic 1.00 (24 MiB), 1x8x1024² 1.04 / 1.20
+#: (32 MiB); beyond, 1x3x2048² (48 MiB) linear 0.90 / 0.84, nearest 0.90, cubic 0.62.  On Zen 4
+#: the groups gained from 9 MiB on (docs/kernels.md, "Channel groups").
+SCATTERED_CACHE_BYTES = {"znver5": 32 << 20}
+
+
+def scattered_item_bytes(default: int) -> int:
+    """The planes' bytes an item up to which a scattered warp sweeps its channels together:
+    the host CPU's in :data:`SCATTERED_CACHE_BYTES`, else ``default``."""
+    return SCATTERED_CACHE_BYTES.get(_host_cpu_name(), default)
 
 
 def fast_gathers() -> bool:
