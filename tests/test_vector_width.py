@@ -115,9 +115,11 @@ def test_auto_tunes_zen_1_3_for_gathers(fresh_width, value, cpu, avx512, expecte
     ("znver4", True, 3), ("znver5", True, 1), ("rocketlake", False, 3),
     ("sapphirerapids", False, 3), ("haswell", False, 3)])
 def test_cpu_rules_of_the_strategies(monkeypatch, cpu, rows, nearest):
-    """What the CPU tables say for the CPU Numba compiles for: linear's row loads ahead of
-    16-lane gathers (AMD Zen 4 and 5), nearest's one pass for a single channel (Zen 5)."""
-    monkeypatch.setattr(_target, "target_cpu_name", lambda: cpu)
+    """What the CPU tables say for the host CPU, whatever code is compiled: linear's row
+    loads ahead of gathers (AMD Zen 4 and 5), nearest's one pass for a single channel
+    (Zen 5)."""
+    monkeypatch.setattr(_target, "_host_cpu_name", lambda: cpu)
+    monkeypatch.setattr(_target, "target_cpu_name", lambda: "haswell")
     assert _target.wide_gathers_beat_row_loads() is not rows
     assert _target.nearest_pass_channels(3) == nearest
 

@@ -207,31 +207,35 @@ def tune_cpu() -> str | None:
     return _tune
 
 
-#: LLVM CPUs with AVX-512 whose 16-lane gathers are slow enough for linear's row loads to beat
+#: Host CPUs (LLVM's names) whose gathers are slow enough for linear's row loads to beat
 #: them (AMD Zen 4: the row sweeps took 0.70-0.91x the gathering sweeps' time on 2-D and
 #: 3-D linear, one and two threads, 2026-12-03; AMD Zen 5: 0.68-0.83x, and a single channel
 #: 0.77-1.04x the explicit one pass's, 2026-12-05; on Intel's AVX-512 CPUs 1.08-1.28x).
 SLOW_WIDE_GATHER_CPUS = ("znver4", "znver5")
-#: LLVM CPUs where 2-D nearest's one pass (every channel of a group of points read at once)
-#: serves a single channel only: with more, the plan table and its sweep two channels a pass
-#: are faster (AMD Zen 5, one and two threads, one pass ÷ planned on smooth warps: 2 channels
-#: 1.06-1.27, 3 channels 1.32-1.41; 1 channel 0.77-1.00, 2026-12-05).  Elsewhere it takes up
-#: to 3 (Intel: 3 channels 0.97-1.02, 2 channels 0.85-0.89; Zen 4: 3 channels 1.00-1.23,
-#: within that VM's noise).
+#: Host CPUs (LLVM's names) where 2-D nearest's one pass (every channel of a group of points
+#: read at once) serves a single channel only: with more, the plan table and its sweep two
+#: channels a pass are faster (AMD Zen 5, one and two threads, one pass ÷ planned on smooth
+#: warps: 2 channels 1.06-1.27, 3 channels 1.32-1.41; 1 channel 0.77-1.00; with AVX2 code 3
+#: channels 1.13-1.51, 2026-12-05).  Elsewhere it takes up to 3 (Intel: 3 channels
+#: 0.97-1.02, 2 channels 0.85-0.89; Zen 4: 3 channels 1.00-1.23, within that VM's noise).
 SINGLE_NEAREST_PASS_CPUS = ("znver5",)
 
 
 def wide_gathers_beat_row_loads() -> bool:
     """Whether 512-bit code reads linear's taps faster with gathers than with row loads
-    (:func:`gridsample._row_loads.row_loads`): every AVX-512 CPU but those of
-    :data:`SLOW_WIDE_GATHER_CPUS` (docs/kernels.md, "Row loads for linear on Zen 4")."""
-    return target_cpu_name() not in SLOW_WIDE_GATHER_CPUS
+    (:func:`gridsample._row_loads.row_loads`), and a single linear channel's one pass beats
+    them: on every host CPU but those of :data:`SLOW_WIDE_GATHER_CPUS` (docs/kernels.md,
+    "Row loads").  The host's, not the compiled code's: the gathers run on the machine (AVX2
+    code on a Zen 5, 2026-12-05: a single channel's rows 0.76-0.82x the one pass)."""
+    return _host_cpu_name() not in SLOW_WIDE_GATHER_CPUS
 
 
 def nearest_pass_channels(most: int) -> int:
-    """The most channels 2-D nearest's one pass takes by default: 1 on the CPUs of
-    :data:`SINGLE_NEAREST_PASS_CPUS`, else ``most`` (what it is built for)."""
-    return 1 if target_cpu_name() in SINGLE_NEAREST_PASS_CPUS else most
+    """The most channels 2-D nearest's one pass takes by default: 1 on the host CPUs of
+    :data:`SINGLE_NEAREST_PASS_CPUS` (whatever code is compiled: with AVX2 code on a Zen 5
+    three channels took 1.13-1.51x the planned sweep's time), else ``most`` (what it is
+    built for)."""
+    return 1 if _host_cpu_name() in SINGLE_NEAREST_PASS_CPUS else most
 
 
 #: Host CPUs (LLVM's names: the caches are the machine's, whatever code is compiled) on which
