@@ -503,12 +503,14 @@ def test_channel_groups(rng, monkeypatch, mode):
 
 
 @pytest.mark.parametrize("mode", VECTOR_MODES)
-def test_blocks_of_many_swept_channels(rng, mode):
+def test_blocks_of_many_swept_channels(rng, monkeypatch, mode):
     """Channel-first 2-D linear and nearest sweeps of 12 to 32 channels plan blocks of at
     most ``SWEPT_ENTRIES_PER_BLOCK // C`` points (``_engine.swept_block_cap``; cubic, fewer
-    channels, more channels and channel-last memory keep the tables' blocks): the blocks'
-    size does not change a bit (the general kernels' results, with their non-finite and
-    huge points), at one thread and two."""
+    channels, more channels, channel-last memory and channel-last output over channel-first
+    memory keep the tables' blocks): the blocks' size does not change a bit (the general
+    kernels' results, with their non-finite and huge points), at one thread and two (the
+    calls' work lowered below what takes a second thread)."""
+    monkeypatch.setenv("GRIDSAMPLE_THREAD_MIN_WORK", "1")
     capped = mode in ("linear", "nearest")
     grid = nasty_grid(rng, (2, 40, 45, 2), np.float32)
     before = numba.get_num_threads()
@@ -516,14 +518,16 @@ def test_blocks_of_many_swept_channels(rng, mode):
         for channels, threads in itertools.product((4, 12, 32, 40), (1, 2)):
             numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
             x = rng.standard_normal((2, channels, 31, 37)).astype(np.float32)
-            for layout in ("first", "last"):
-                last = layout == "last"
-                xs = np.ascontiguousarray(np.moveaxis(x, 1, -1)) if last else x
+            for layout in ("first", "last", "last over first"):
+                last = layout != "first"
+                xs = {"first": x, "last": np.ascontiguousarray(np.moveaxis(x, 1, -1)),
+                      "last over first": np.moveaxis(x, 1, -1)}[layout]
                 plan, xx, gg = gridsample._plan.plan_forward(xs, grid, mode, "border", False,
                                                              last)
                 prepared = _engine.PreparedForward(plan, xx.shape, xx.strides, xx.itemsize)
                 got = prepared.run(xx, gg)
                 (points, batch, used, _, _), _, block = list(prepared._sizings.values())[0][:3]
+                assert used == min(threads, numba.config.NUMBA_NUM_THREADS)
                 tables = _engine.block_size(points, batch, _engine.PLAN_ROWS[(2, plan.kernel_mode)],
                                             used, _engine.PLAN_ENTRIES_PER_BLOCK)
                 if capped and not last and 12 <= channels <= 32:

@@ -124,14 +124,21 @@ def test_cpu_rules_of_the_strategies(monkeypatch, cpu, rows, nearest):
     assert _target.nearest_pass_channels(3) == nearest
 
 
-@pytest.mark.parametrize("host, expected", [("znver5", 32 << 20), ("znver4", 8 << 20),
-                                            ("icelake-server", 8 << 20)])
-def test_scattered_planes_follow_the_host(monkeypatch, host, expected):
-    """The bytes of planes up to which a scattered warp's channels are swept together are the
-    host's (its caches), not the compiled code's CPU."""
+@pytest.mark.parametrize("host, l3", [("znver5", True), ("znver4", False),
+                                      ("icelake-server", False)])
+def test_scattered_planes_follow_the_host(monkeypatch, host, l3):
+    """The bytes of planes beyond which a scattered warp's channels are swept in groups of
+    their own follow the host (its caches: the L3 on Zen 5), not the compiled code's CPU;
+    the engine reads them."""
+    from gridsample import _engine
+
     monkeypatch.setattr(_target, "_host_cpu_name", lambda: host)
     monkeypatch.setattr(_target, "target_cpu_name", lambda: "haswell")
-    assert _target.scattered_item_bytes(8 << 20) == expected
+    size = _target.l3_bytes()
+    assert size > 0 and size % 1024 == 0
+    assert _target.scattered_item_bytes(8 << 20) == (size if l3 else 8 << 20)
+    monkeypatch.undo()
+    assert _engine._SCATTERED_ITEM_BYTES == _target.scattered_item_bytes(8 << 20)
 
 
 def test_none_keeps_the_targets_own_tuning(fresh_width):

@@ -190,8 +190,8 @@ PAIRS_PER_BLOCK = 4096
 PLAN_ENTRIES_PER_BLOCK = 2048
 # Channel-first 2-D linear and nearest sweeps run every channel of a group over a block
 # before the next block, whose taps read mostly the same input lines.  From 12 to 32
-# channels a group's blocks hold at most SWEPT_ENTRIES_PER_BLOCK // C points (112-298
-# against the tables' 496 for linear, 2032 for nearest), so that the lines one block
+# channels a group's blocks hold at most SWEPT_ENTRIES_PER_BLOCK // C points (112-272 once
+# rounded, against the tables' 496 for linear, 2032 for nearest), so that the lines one block
 # brought in for its channels are still near when the next block reads them.  Measured
 # (Zen 5, one thread, smooth warps, capped / uncapped time, 21 interleaved rounds): linear
 # by gathers 8x32x128² 0.65-0.68, 8x16x128² 0.77-0.79, 8x12x128² 0.81, 8x32x96² 0.71, by
@@ -199,7 +199,9 @@ PLAN_ENTRIES_PER_BLOCK = 2048
 # 8x32x128² 0.71-0.82, 8x12x128² 0.89, 8x16x128² 0.86; random warps and larger planes
 # 0.99-1.02.  Left uncapped where the cap lost: 10 channels or fewer (8x10x128² linear 1.05,
 # 1x6x1024² nearest swept 4 at a time 1.11), more than 32 (4x64x128² linear 1.03-1.12 at
-# 16-240 points a block), cubic (8x32x128² 1.06), 3-D (4x32x16x32² linear 1.26).
+# 16-240 points a block), cubic (8x32x128² 1.06), 3-D (4x32x16x32² linear 1.26).  Measured
+# on Zen 5 only (48 KiB of L1d, as Zen 4 and recent Intel cores have), and for channel-first
+# output only: channel-last output (strided points) keeps the tables' block.
 SWEPT_ENTRIES_PER_BLOCK = 3584
 SWEPT_CHANNELS = range(12, 33)
 _MIN_BLOCK = 16
@@ -278,8 +280,8 @@ def flat_read(a: np.ndarray) -> np.ndarray:
 def block_size(points: int, batch: int, per_point: int, threads: int,
                budget: int = PAIRS_PER_BLOCK, most: int = 1 << 62) -> int:
     """Points per block: about ``budget`` entries of ``per_point`` each (tap pairs, or plan
-    table rows) and at most ``most``, at least four blocks per thread, and a row length that
-    spreads the plan tables' rows over the L1 sets."""
+    table rows) and at most ``most`` (but at least 16), at least four blocks per thread, and
+    a row length that spreads the plan tables' rows over the L1 sets."""
     block = max(_MIN_BLOCK, min(budget // per_point, most))
     # Enough blocks for every thread (x4 for balance) even when N is small.
     wanted = 4 * threads
@@ -313,9 +315,9 @@ _GROUP_BYTES = 4 << 20
 # 0.40-0.41x the time on a random cubic warp and 0.44-0.59x on a random linear one, 2x4x768²
 # linear 0.37x (one and two threads, Zen 4), where on smooth warps the repeated plan made it
 # 1.04-1.6x; items of 8 MiB or less of planes gained nothing (1x8x512² cubic 1.07, 1x3x512²
-# 1.13).  On Zen 5 whole items of up to 32 MiB of planes were faster (their L3 holds them:
-# gridsample._target.SCATTERED_CACHE_BYTES).  The median step between a sample of
-# consecutive points tells the warps apart.
+# 1.13).  On Zen 5 the scattered groups lost until the planes outgrew the L3
+# (gridsample._target.SCATTERED_L3_CPUS).  The median step between a sample of consecutive
+# points tells the warps apart.
 _SCATTERED_ITEM_BYTES = scattered_item_bytes(8 << 20)
 _SCATTERED_GROUP_BYTES = 4 << 20
 _SCATTERED_STEP_PIXELS = 16.0
@@ -782,12 +784,13 @@ class PreparedForward:
         args = (points, batch, threads, one_pass, scattered)
         # Channels innermost in memory in one group: each tap's line holds them all.
         if self.channels_innermost:
-            groups, cap = [(0, plan.channels)], 1 << 62
+            groups = [(0, plan.channels)]
         else:
             groups = channel_groups(plan.channels, self.channel_bytes, self.plane_bytes,
                                     scattered)
-            cap = swept_block_cap(plan.rank, plan.kernel_mode,
-                                  max((n for _, n in groups), default=0))
+        cap = (1 << 62 if self.channels_innermost or self.os_p != 1 else
+               swept_block_cap(plan.rank, plan.kernel_mode,
+                               max((n for _, n in groups), default=0)))
         key = (plan.rank, plan.kernel_mode)
         rows = PLAN_ROWS.get(key)
         if rows is None:  # no vector kernel: the general kernels size their own blocks

@@ -31,8 +31,8 @@ from ._errors import GridSampleError
 
 __all__ = ["vector_width", "tune_cpu", "SCALAR_GATHER_TUNINGS", "GATHER_TUNING",
            "SLOW_WIDE_GATHER_CPUS", "wide_gathers_beat_row_loads", "fast_gathers",
-           "SINGLE_NEAREST_PASS_CPUS", "nearest_pass_channels", "SCATTERED_CACHE_BYTES",
-           "scattered_item_bytes",
+           "SINGLE_NEAREST_PASS_CPUS", "nearest_pass_channels", "SCATTERED_L3_CPUS",
+           "scattered_item_bytes", "l3_bytes",
            "target_cpu_name", "target_features", "target_has_avx512", "target_has_avx2",
            "has_avx2", "target_isa",
            "function_attributes"]
@@ -217,7 +217,9 @@ SLOW_WIDE_GATHER_CPUS = ("znver4", "znver5")
 #: channels a pass are faster (AMD Zen 5, one and two threads, one pass ÷ planned on smooth
 #: warps: 2 channels 1.06-1.27, 3 channels 1.32-1.41; 1 channel 0.77-1.00; with AVX2 code 3
 #: channels 1.13-1.51, 2026-12-05).  Elsewhere it takes up to 3 (Intel: 3 channels
-#: 0.97-1.02, 2 channels 0.85-0.89; Zen 4: 3 channels 1.00-1.23, within that VM's noise).
+#: 0.97-1.02, 2 channels 0.85-0.89; Zen 4: 3 channels 1.00-1.23 over three runs, leaning
+#: against three channels but not measured again since).  An LLVM older than the name
+#: ``znver5`` calls a Zen 5 something else, and gets the defaults.
 SINGLE_NEAREST_PASS_CPUS = ("znver5",)
 
 
@@ -239,27 +241,52 @@ def nearest_pass_channels(most: int) -> int:
 
 
 #: Host CPUs (LLVM's names: the caches are the machine's, whatever code is compiled) on which
-#: a scattered warp's input planes are read fastest all together up to this many bytes an
-#: item; beyond it the engine sweeps its channels a group at a time
-#: (``_engine.channel_groups``), elsewhere beyond 8 MiB.  AMD Zen 5 (32 MiB of L3), random
-#: warps, grouped ÷ whole, one / two threads (2026-12-05): 1x3x1024² linear 1.16 / 1.33,
-#: nearest 1.04 / 1.20, cubic 1.10 / 1.25 (12 MiB of planes), 2x4x768² linear 1.49 / 1.67
-#: (9 MiB), 1x2x1536² 1.12 (18 MiB), 1x6x1024² cubic 1.00 (24 MiB), 1x8x1024² 1.04 / 1.20
-#: (32 MiB); beyond, 1x3x2048² (48 MiB) linear 0.90 / 0.84, nearest 0.90, cubic 0.62.  On Zen 4
-#: the groups gained from 9 MiB on (docs/kernels.md, "Channel groups").
-SCATTERED_CACHE_BYTES = {"znver5": 32 << 20}
+#: a scattered warp's channels are swept in groups of its own (``_engine.channel_groups``,
+#: each group's planes at most 4 MiB) only once an item's planes exceed the L3 (as Linux
+#: reports it, :func:`l3_bytes`; 32 MiB where it does not); elsewhere from 8 MiB on.  Below
+#: the threshold the smooth warps' rule applies (whole items, or groups of 4-8 channels of
+#: large channels).  AMD Zen 5 (32 MiB of L3), random warps, scattered groups ÷ the smooth
+#: rule's, one / two threads (2026-12-05): 1x3x1024² linear 1.16 / 1.33, nearest 1.04 /
+#: 1.20, cubic 1.10 / 1.25 (12 MiB of planes, whole), 2x4x768² linear 1.49 / 1.67 (9 MiB,
+#: whole), 1x2x1536² 1.12 (18 MiB, whole), 1x6x1024² cubic 1.00 (24 MiB, groups of 4),
+#: 1x8x1024² 1.04 / 1.20 (32 MiB, groups of 4); beyond, 1x3x2048² (48 MiB) linear 0.90 /
+#: 0.84, nearest 0.90, cubic 0.62.  On Zen 4 the scattered groups gained from 9 MiB on
+#: (docs/kernels.md, "Channel groups"); Zen 5 parts with other L3 sizes were not measured.
+SCATTERED_L3_CPUS = ("znver5",)
+
+
+@functools.cache
+def l3_bytes(default: int = 32 << 20) -> int:
+    """The host's L3 size in bytes, as Linux's sysfs gives it for CPU 0, or ``default``."""
+    from pathlib import Path
+
+    try:
+        for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+            if (index / "level").read_text().strip() == "3":
+                size = (index / "size").read_text().strip().upper()
+                scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:], 1)
+                return int(size.rstrip("KMG")) * scale
+    except (OSError, ValueError):
+        pass
+    return default
 
 
 def scattered_item_bytes(default: int) -> int:
-    """The planes' bytes an item up to which a scattered warp sweeps its channels together:
-    the host CPU's in :data:`SCATTERED_CACHE_BYTES`, else ``default``."""
-    return SCATTERED_CACHE_BYTES.get(_host_cpu_name(), default)
+    """The planes' bytes an item beyond which a scattered warp's channels are swept in
+    groups of its own: the L3's on the hosts of :data:`SCATTERED_L3_CPUS`, else
+    ``default``."""
+    return l3_bytes() if _host_cpu_name() in SCATTERED_L3_CPUS else default
 
 
 def fast_gathers() -> bool:
     """Whether the target CPU's vector gathers are fast enough to read taps with: not AMD
     Zen 1-3 (:data:`SCALAR_GATHER_TUNINGS`, microcoded gathers) without AVX-512.  Where they
-    are not, the sweeps that avoid gathers (row loads) keep their place."""
+    are not, the sweeps that avoid gathers (row loads) keep their place.
+
+    The compiled code's CPU, not the host's (unlike the rules above): the explicit vectors
+    read it while Numba types the kernels, and the kernel cache is keyed by the compiled
+    code's CPU and tuning, not by the host (a host-keyed answer here would need the host in
+    :func:`gridsample._jit.cache_key`)."""
     return target_has_avx512() or target_cpu_name() not in SCALAR_GATHER_TUNINGS
 
 

@@ -114,11 +114,12 @@ def _after_claims(sig: str) -> str:
 
 def _strategy_line() -> str:
     """What the kernels pick on this CPU, and the variables that force it."""
+    from .._engine import ONE_PASS_NEAREST_CHANNELS
     from .._errors import GridSampleError
     from .._options import MODE_NAMES
     from .._row_loads import ROW_TAPS, row_loads
     from .._simd import AVAILABLE, LANES
-    from .._target import fast_gathers, wide_gathers_beat_row_loads
+    from .._target import fast_gathers, nearest_pass_channels, wide_gathers_beat_row_loads
 
     explicit = f"{LANES} lanes" if AVAILABLE else "not available (x86-64 with AVX2 only)"
     try:
@@ -131,7 +132,9 @@ def _strategy_line() -> str:
     # The explicit one pass takes a single linear channel ahead of the row loads, but where
     # wide gathers lose to them (_engine.one_pass_applies).
     single = "2-D linear" not in by_rows or wide_gathers_beat_row_loads()
-    one_pass = "2-D nearest and a single linear channel" if single else "2-D nearest"
+    most = nearest_pass_channels(ONE_PASS_NEAREST_CHANNELS)
+    nearest = f"2-D nearest of {'one channel' if most == 1 else f'up to {most} channels'}"
+    one_pass = f"{nearest} and a single linear channel" if single else nearest
     gathers = (f"fast ({one_pass} in one pass)" if fast_gathers()
                else "microcoded (the row loads keep a single channel, nearest its plan)")
     return ("strategies: explicit vectors with masked gathers (2-D linear and nearest, "
