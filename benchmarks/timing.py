@@ -39,8 +39,8 @@ def interleaved_medians(runners: dict, repeats: int, settle: float = 0.0) -> dic
     """Median seconds of each zero-argument callable in ``runners``.
 
     Every runner is called once to warm up (compile, allocate, page in), then
-    the runners are called in turn ``repeats`` times, in a new random order each
-    round (seeded), so drift on a shared machine and the state one runner
+    the runners are called in turn ``repeats`` times, in a new order each round
+    (:func:`balanced_orders`), so drift on a shared machine and the state one runner
     leaves for the next hit all of them alike; with ``settle`` (seconds, e.g.
     ``SETTLE_SECONDS``) each timed call starts after that pause, so no runner
     inherits another's spinning threads.  Runners slower than ``SLOW_SECONDS`` on
@@ -53,17 +53,7 @@ def interleaved_medians(runners: dict, repeats: int, settle: float = 0.0) -> dic
         if time.perf_counter() - t0 > SLOW_SECONDS:
             slow.add(name)
     samples = {name: [] for name in runners}
-    names = list(runners)
-    order = random.Random(0)  # the same orders in every run
-    for _ in range(repeats):
-        # A new order every round, drawn at random: what a runner leaves behind
-        # (cold caches, a heap trimmed back to the OS so that the next large output
-        # faults its pages in again, spinning threads) then falls on every runner
-        # alike (measured: the 8x32x128² case took 3.5 ms after torch but 9.8 ms after
-        # scipy).  A rotation is not enough: within a round each runner still follows
-        # the same one (measured: a 3-D case read 1.2x its true time against a
-        # baseline when it was the one that followed torch).
-        order.shuffle(names)
+    for names in balanced_orders(list(runners), repeats):
         for name in names:
             run = runners[name]
             if name in slow and len(samples[name]) >= 2:
@@ -75,6 +65,40 @@ def interleaved_medians(runners: dict, repeats: int, settle: float = 0.0) -> dic
             samples[name].append(time.perf_counter() - t0)
             time.sleep(QUIET_SECONDS)
     return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def balanced_orders(names: list, rounds: int, seed: int = 0) -> list:
+    """``rounds`` orders of ``names`` in which every runner follows each other one about as
+    often (the counts differ by at most one or two), drawn at random otherwise (seeded:
+    the same orders in every run).
+
+    What a runner leaves behind (cold caches, a heap trimmed back to the OS so that the next
+    large output faults its pages in again, spinning threads) falls on the one timed next
+    (measured: the 8x32x128² case took 3.5 ms after torch but 9.8 ms after scipy; a 1x256²x32
+    channel-last warp 1.1 ms, or 1.8 ms right after PyTorch's on its own copy of the input).
+    A rotation keeps each runner behind the same one; plain shuffles leave it to chance, and
+    with seeded shuffles a runner that followed the slowing one in most rounds did so in
+    every run (a channel-last case read 1.4-1.5x its baseline's time, run after run, with
+    the same code).  So each next runner is the one that has followed the runner just timed
+    the fewest times, ties broken at random.
+    """
+    draw = random.Random(seed)
+    follows = {}  # (runner, next runner): times
+    orders, previous = [], None
+    for _ in range(rounds):
+        left = list(names)
+        draw.shuffle(left)
+        order = []
+        while left:
+            pick = left[0] if previous is None else min(
+                left, key=lambda n: follows.get((previous, n), 0))
+            if previous is not None:
+                follows[(previous, pick)] = follows.get((previous, pick), 0) + 1
+            order.append(pick)
+            left.remove(pick)
+            previous = pick
+        orders.append(order)
+    return orders
 
 
 def first_call_seconds(code: str) -> list:
