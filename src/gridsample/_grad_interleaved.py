@@ -44,7 +44,13 @@ from ._simd_interleaved import (
     scatter_interleaved,
     slope_sums_interleaved,
 )
-from ._vector import _cubic_tap, _prefetch_3d, _prefetch_fused, _tap_3d, _tap_interleaved
+from ._vector import (
+    _cubic_tap,
+    _prefetch_ahead,
+    _prefetch_ahead_3d,
+    _tap_3d,
+    _tap_interleaved,
+)
 
 __all__ = ["sweep_grad_linear_2d_il", "sweep_grad_cubic_2d_il", "sweep_grad_linear_3d_il",
            "scatter_fused_il", "scatter_cubic_2d_il", "scatter_linear_3d_il",
@@ -108,12 +114,15 @@ def sweep_grad_linear_2d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C
     taps, slopes, sums, azero = _grad_scratch(4, 2, C, wts)
     vectors = interleaved_vectors_serve(xflat, slopes, gflat, azero)
     ask = worth_prefetching(xflat)
-    for j in range(nb):
-        _prefetch_fused(xflat, off, j + PREFETCH_POINTS, nb, 4, C, ask)
-        for k in range(4):
-            taps[k], slopes[k], slopes[4 + k] = off[k, j], dws[k, j], dws[4 + k, j]
-        _linear_point(xflat, taps, slopes, 4, 2, C, gflat, j * gs_p, sums, azero, vectors,
-                      acc, j, zero)
+    for j0 in range(0, nb, PREFETCH_POINTS):
+        j1 = min(j0 + PREFETCH_POINTS, nb)
+        if ask:
+            _prefetch_ahead(xflat, off, j0 + PREFETCH_POINTS, j1 + PREFETCH_POINTS, nb, 4, C)
+        for j in range(j0, j1):
+            for k in range(4):
+                taps[k], slopes[k], slopes[4 + k] = off[k, j], dws[k, j], dws[4 + k, j]
+            _linear_point(xflat, taps, slopes, 4, 2, C, gflat, j * gs_p, sums, azero, vectors,
+                          acc, j, zero)
 
 
 @skeleton
@@ -142,16 +151,19 @@ def sweep_grad_linear_3d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C
     taps, slopes, sums, azero = _grad_scratch(8, 3, C, wts)
     vectors = interleaved_vectors_serve(xflat, slopes, gflat, azero)
     ask = worth_prefetching(xflat)
-    for j in range(nb):
-        _prefetch_3d(xflat, off, wts, j + PREFETCH_POINTS, nb, C, ask)
-        for kz in range(2):
-            for ky in range(2):
-                for kx in range(2):
-                    t = 4 * kz + 2 * ky + kx
-                    taps[t], slopes[t], slopes[8 + t], slopes[16 + t] = slopes_3d(
-                        off, wts, j, kz, ky, kx)
-        _linear_point(xflat, taps, slopes, 8, 3, C, gflat, j * gs_p, sums, azero, vectors,
-                      acc, j, zero)
+    for j0 in range(0, nb, PREFETCH_POINTS):
+        j1 = min(j0 + PREFETCH_POINTS, nb)
+        if ask:
+            _prefetch_ahead_3d(xflat, off, j0 + PREFETCH_POINTS, j1 + PREFETCH_POINTS, nb, C)
+        for j in range(j0, j1):
+            for kz in range(2):
+                for ky in range(2):
+                    for kx in range(2):
+                        t = 4 * kz + 2 * ky + kx
+                        taps[t], slopes[t], slopes[8 + t], slopes[16 + t] = slopes_3d(
+                            off, wts, j, kz, ky, kx)
+            _linear_point(xflat, taps, slopes, 8, 3, C, gflat, j * gs_p, sums, azero, vectors,
+                          acc, j, zero)
 
 
 # --- the input gradient ---------------------------------------------------------------------
@@ -186,11 +198,14 @@ def scatter_fused_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     taps, weights = np.empty(K, np.int32), np.empty(K, wts.dtype)
     vectors = interleaved_vectors_serve(gxflat, weights, gflat, weights)
     ask = worth_prefetching(gxflat)
-    for j in range(nb):
-        _prefetch_fused(gxflat, off, j + PREFETCH_POINTS, nb, K, c1, ask)
-        for k in range(K):
-            taps[k], weights[k] = _listed(off[k, j], wts[k, j])
-        _scatter_point(gxflat, taps, weights, K, gflat, j * gs_p, c0, c1, vectors)
+    for j0 in range(0, nb, PREFETCH_POINTS):
+        j1 = min(j0 + PREFETCH_POINTS, nb)
+        if ask:
+            _prefetch_ahead(gxflat, off, j0 + PREFETCH_POINTS, j1 + PREFETCH_POINTS, nb, K, c1)
+        for j in range(j0, j1):
+            for k in range(K):
+                taps[k], weights[k] = _listed(off[k, j], wts[k, j])
+            _scatter_point(gxflat, taps, weights, K, gflat, j * gs_p, c0, c1, vectors)
 
 
 @skeleton
@@ -214,15 +229,18 @@ def _scatter_3d_il(gxflat, gflat, gs_p, off, wts, nb, c0, c1, T):
     taps, weights = np.empty(T * T * T, np.int32), np.empty(T * T * T, wts.dtype)
     vectors = interleaved_vectors_serve(gxflat, weights, gflat, weights)
     ask = (T == 2) & worth_prefetching(gxflat)
-    for j in range(nb):
-        _prefetch_3d(gxflat, off, wts, j + PREFETCH_POINTS, nb, c1, ask)
-        for kz in range(T):
-            for ky in range(T):
-                for kx in range(T):
-                    t = (kz * T + ky) * T + kx
-                    q, w = _tap_3d(off, wts, j, T, kz, ky, kx)
-                    taps[t], weights[t] = _listed(q, w)
-        _scatter_point(gxflat, taps, weights, T * T * T, gflat, j * gs_p, c0, c1, vectors)
+    for j0 in range(0, nb, PREFETCH_POINTS):
+        j1 = min(j0 + PREFETCH_POINTS, nb)
+        if ask:
+            _prefetch_ahead_3d(gxflat, off, j0 + PREFETCH_POINTS, j1 + PREFETCH_POINTS, nb, c1)
+        for j in range(j0, j1):
+            for kz in range(T):
+                for ky in range(T):
+                    for kx in range(T):
+                        t = (kz * T + ky) * T + kx
+                        q, w = _tap_3d(off, wts, j, T, kz, ky, kx)
+                        taps[t], weights[t] = _listed(q, w)
+            _scatter_point(gxflat, taps, weights, T * T * T, gflat, j * gs_p, c0, c1, vectors)
 
 
 @skeleton

@@ -26,10 +26,11 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+from numba.np.numpy_support import as_dtype
 
 from ._jit import skeleton
 
-__all__ = ["prefetch", "prefetch_run", "worth_prefetching", "jumps", "PREFETCH_POINTS",
+__all__ = ["prefetch_run", "worth_prefetching", "jumps", "item_bytes", "PREFETCH_POINTS",
            "PREFETCH_MIN_BYTES", "PREFETCH_JUMP_BYTES", "LINE_BYTES"]
 
 #: How many points ahead a sweep asks for its taps' lines: far enough that a miss to
@@ -50,44 +51,73 @@ _I8P = ir.IntType(8).as_pointer()
 _I32 = ir.IntType(32)
 
 
+def _item_size(array_type) -> int:
+    """The bytes of one element of arrays of ``array_type`` (a Numba array type)."""
+    return as_dtype(array_type.dtype).itemsize
+
+
 @intrinsic
-def _prefetch(typingctx, array, index):
-    """Ask for the cache line of ``array[index]`` (a read, kept in all levels)."""
-    if not isinstance(array, types.Array) or not isinstance(index, types.Integer):
+def _prefetch_run(typingctx, array, first, count):
+    """Ask for the lines of ``array[first : first + count]`` (``first >= 0``, all inside
+    ``array``; a read, kept in every level): one request a line from ``array[first]`` on,
+    and one for the last element (which may start a line of its own).
+
+    An intrinsic, not a skeleton: an inlined skeleton that receives an array takes and
+    drops a reference to it (two atomic updates), which in a loop LLVM does not remove,
+    and ``array.itemsize`` is read at run time (a division by it stayed in the loop); the
+    two made a 2-D linear channel-last sweep take 5x its time."""
+    if not (isinstance(array, types.Array) and isinstance(first, types.Integer)
+            and isinstance(count, types.Integer)):
         return None
-    sig = types.void(array, index)
+    sig = types.void(array, first, count)
+    item = _item_size(array)
 
     def codegen(context, builder, signature, args):
         aryty = signature.args[0]
         ary = context.make_array(aryty)(context, builder, args[0])
         at = context.cast(builder, args[1], signature.args[1], types.intp)
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [at], wraparound=False)
+        n = context.cast(builder, args[2], signature.args[2], types.intp)
         fn = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(ir.VoidType(), [_I8P, _I32, _I32, _I32]),
             "llvm.prefetch.p0i8")
-        # (address, read = 0, locality 3 = keep in every level, data cache = 1)
-        builder.call(fn, [builder.bitcast(ptr, _I8P), ir.Constant(_I32, 0),
-                          ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
+
+        def ask(pointer):
+            # (address, read = 0, locality 3 = keep in every level, data cache = 1)
+            builder.call(fn, [pointer, ir.Constant(_I32, 0), ir.Constant(_I32, 3),
+                              ir.Constant(_I32, 1)])
+
+        start = builder.bitcast(cgutils.get_item_pointer(context, builder, aryty, ary, [at],
+                                                         wraparound=False), _I8P)
+        nbytes = builder.mul(n, ir.Constant(n.type, item))
+        with cgutils.for_range_slice(builder, ir.Constant(n.type, 0), nbytes,
+                                     ir.Constant(n.type, LINE_BYTES), n.type) as (offset, _):
+            ask(builder.gep(start, [offset]))
+        ask(builder.gep(start, [builder.sub(nbytes, ir.Constant(n.type, item))]))
         return context.get_dummy_value()
 
     return sig, codegen
 
 
-def _no_prefetch(array, index) -> None:
+@intrinsic
+def _item_bytes(typingctx, array):
+    """The bytes of one element of ``array``, a constant of its type (``array.itemsize`` is
+    read from the array at run time)."""
+    if not isinstance(array, types.Array):
+        return None
+    size = _item_size(array)
+
+    def codegen(context, builder, signature, args):
+        return context.get_constant(types.intp, size)
+
+    return types.intp(array), codegen
+
+
+def _no_prefetch_run(array, first, count) -> None:
     """Interpreted (``NUMBA_DISABLE_JIT=1``): nothing to ask for."""
 
 
-prefetch = _no_prefetch if numba.config.DISABLE_JIT else _prefetch
-
-
-@skeleton
-def prefetch_run(x, first, count):
-    """Ask for the lines of ``x[first : first + count]`` (``first >= 0``, all inside ``x``):
-    one request a line, and one for the last element (which may start a line of its own)."""
-    step = LINE_BYTES // x.itemsize
-    for i in range(0, count, step):
-        prefetch(x, first + i)
-    prefetch(x, first + count - 1)
+prefetch_run = _no_prefetch_run if numba.config.DISABLE_JIT else _prefetch_run
+item_bytes = (lambda array: array.itemsize) if numba.config.DISABLE_JIT else _item_bytes
 
 
 @skeleton
@@ -95,7 +125,7 @@ def worth_prefetching(x):
     """Whether a sweep over ``x`` prefetches: ``x`` of at least ``PREFETCH_MIN_BYTES``.  The
     sweeps pass their view from the batch item on (and the scatters from their buffer on):
     for a single item, X (or dL/dx) itself; later items of a batch see less."""
-    return x.size * x.itemsize >= PREFETCH_MIN_BYTES
+    return x.size * item_bytes(x) >= PREFETCH_MIN_BYTES
 
 
 @skeleton

@@ -1,8 +1,7 @@
 """A point's taps over many contiguous channels with explicit x86 vectors.
 
-The point-at-a-time sweeps over channel-last memory (:func:`gridsample._vector.sweep_linear_2d_il`
-and its kin, the backward's in :mod:`gridsample._grad_interleaved`) read, for every channel
-``c`` of a point, ``x[q_0 + c], x[q_1 + c], ...`` at the point's taps. Left to LLVM, a loop
+The backward's point-at-a-time sweeps over channel-last memory (:mod:`gridsample._grad_interleaved`)
+read, for every channel ``c`` of a point, ``x[q_0 + c], x[q_1 + c], ...`` at the point's taps. Left to LLVM, a loop
 over the channels is vectorized for whole vectors of ``LANES`` channels and the rest runs one
 channel at a time (with 16 lanes, a 2-D cubic point of 8 channels: 16 taps x 8 scalar
 channels). The intrinsics here emit the loop themselves, ``LANES`` channels a step with a
@@ -10,7 +9,6 @@ lane mask for the last step: each step one masked load per tap (``llvm.masked.lo
 lanes past the last channel are not read), the products and sums in the taps' order. Each
 lane does the scalar loop's operations in the same order: the same bits.
 
-* :func:`sum_interleaved` (the forward): ``out[c] = w_0 x[q_0 + c] + w_1 x[q_1 + c] + ...``;
 * :func:`slope_sums_interleaved` (the grid gradient): ``R`` sums at once from the same
   loads, ``s_{a,c} = 0 + D_{a,0} x[q_0 + c] + D_{a,1} x[q_1 + c] + ...``, stored;
   :func:`channel_slope_sums_interleaved` the same weighted by dL/dy and added over the
@@ -21,6 +19,10 @@ lane does the scalar loop's operations in the same order: the same bits.
 A tap outside (offset ``-1``) reads the channels' outside values ``azero`` (0, or the fill
 of ``"constant"``) instead of ``X``, as :func:`gridsample._vector._tap_interleaved` does; the
 scatter skips it.
+
+The forward's sweeps (:func:`gridsample._vector.sweep_linear_2d_il` and its kin) keep the loop
+LLVM vectorizes: with these masked vectors they took 1.1-1.7x its time (Zen 5, 2-D linear, 2-32
+channels; docs/kernels.md, "Channel-last: the point loop's hidden costs").
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from numba.extending import intrinsic
 
 from ._simd import AVAILABLE, LANES, Lanes
 
-__all__ = ["sum_interleaved", "slope_sums_interleaved", "channel_slope_sums_interleaved",
+__all__ = ["slope_sums_interleaved", "channel_slope_sums_interleaved",
            "scatter_interleaved", "interleaved_vectors_serve"]
 
 _I1, _I32, _I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -125,35 +127,6 @@ class _Steps:
     def scalar(self, base, index):
         """``base[index]`` splat to every lane."""
         return self.v.splat(self.builder.load(self.builder.gep(base, [index])))
-
-
-@intrinsic
-def _sum_interleaved(typingctx, xn, taps, weights, T, C, out, oj, azero):
-    """``out[oj + c] = sum_t weights[t] * (x[taps[t] + c] or azero[c])``, ``t`` in order,
-    for ``c < C``; float32 only (else nothing is done)."""
-    serves = _float32_vectors(xn, weights, out, azero)
-    sig = types.void(xn, taps, weights, T, C, out, oj, azero)
-
-    def codegen(context, builder, signature, args):
-        if not serves:
-            return context.get_dummy_value()
-        s = _Steps(context, builder, signature, args)
-        x_base, t_base, w_base, o_base, z_base = (s.data(i) for i in (0, 1, 2, 5, 7))
-        count, channels, oj = s.integer(3), s.integer(4), s.integer(6)
-        zero64 = ir.Constant(_I64, 0)
-
-        def term(t, c0, mask):
-            return builder.fmul(s.scalar(w_base, t), s.tap_values(x_base, t_base, z_base, t,
-                                                                   c0, mask))
-
-        with s.steps(zero64, channels) as (c0, mask):
-            acc = cgutils.alloca_once_value(builder, term(zero64, c0, mask))
-            with s.tap_loop(1, count) as (t, _):
-                builder.store(builder.fadd(builder.load(acc), term(t, c0, mask)), acc)
-            s.store(builder.load(acc), builder.gep(o_base, [builder.add(oj, c0)]), mask)
-        return context.get_dummy_value()
-
-    return sig, codegen
 
 
 def _slope_vectors(s, args, step):
@@ -312,11 +285,10 @@ def _nothing(*args):
 
 
 if numba.config.DISABLE_JIT:
-    sum_interleaved = slope_sums_interleaved = scatter_interleaved = _nothing
+    slope_sums_interleaved = scatter_interleaved = _nothing
     channel_slope_sums_interleaved = _nothing
     interleaved_vectors_serve = _nothing
 else:
-    sum_interleaved = _sum_interleaved
     slope_sums_interleaved = _slope_sums_interleaved
     channel_slope_sums_interleaved = _channel_slope_sums_interleaved
     scatter_interleaved = _scatter_interleaved

@@ -50,7 +50,7 @@ from ._claims import claim_task, join_shares
 from ._convert import load, store
 from ._int32 import add32, mul32
 from ._jit import helper, skeleton
-from ._prefetch import PREFETCH_POINTS, jumps, prefetch_run, worth_prefetching
+from ._prefetch import PREFETCH_POINTS, item_bytes, jumps, prefetch_run, worth_prefetching
 from ._registry import (
     PAD_BORDER,
     PAD_MIRROR,
@@ -71,7 +71,6 @@ from ._row_loads import (
     plan_rows_linear_2d,
     plan_rows_linear_3d,
 )
-from ._simd_interleaved import interleaved_vectors_serve, sum_interleaved
 from ._simd_linear import (
     plan_linear_2d_groups,
     sum_linear_2d_groups,
@@ -1076,12 +1075,18 @@ def _cubic_tap(off, wts, j, ky, kx):
 
 
 @skeleton
+def _joined(oz, oy, ox):
+    """A 3-D tap's offset from its axes' (``-1`` where any of them is: the tap is
+    outside)."""
+    return np.int32(oz + oy + ox) if (oz | oy | ox) >= 0 else np.int32(-1)
+
+
+@skeleton
 def _tap_3d(off, wts, j, T, kz, ky, kx):
     """Tap ``(kz, ky, kx)`` of point ``j`` of a per-axis 3-D plan of ``T`` rows per axis:
     its offset ``oz + oy + ox`` (int32; ``-1`` where any axis's tap lies outside) and its
     weight ``(w_x w_y) w_z``."""
-    oz, oy, ox = off[2 * T + kz, j], off[T + ky, j], off[kx, j]
-    q = np.int32(oz + oy + ox) if (oz | oy | ox) >= 0 else np.int32(-1)
+    q = _joined(off[2 * T + kz, j], off[T + ky, j], off[kx, j])
     return q, (wts[kx, j] * wts[T + ky, j]) * wts[2 * T + kz, j]
 
 
@@ -1290,22 +1295,26 @@ def sweep_nearest_2d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind,
 
 # Channel-last memory of many channels (from ``_engine.INTERLEAVED_MIN_CHANNELS``, the
 # channels contiguous: ``xs_c == os_c == 1``): a point at a time, each tap's ``C`` channels
-# read by contiguous loads (float32: explicit masked vectors; other types: a loop over the
-# channels that LLVM vectorizes) and the point's ``C`` results stored together; each
-# channel's sum is the planar sweeps' (the same terms in the same order: the same bits). The
-# sweeps above would read every tap's cache line once per channel, and the general kernels'
-# interleaved sweep made an array view per tap. Where X is large, each sweep asks for the
-# lines of the taps of the point ``PREFETCH_POINTS`` ahead if that point jumps away from its
-# predecessor (gridsample._prefetch). The output index is unsigned
-# (Numba wraps a signed index around, lane by lane: the stores became scatters).
+# read by contiguous loads (a loop over the channels that LLVM vectorizes) and the point's
+# ``C`` results stored together; each channel's sum is the planar sweeps' (the same terms in
+# the same order: the same bits). The sweeps above would read every tap's cache line once
+# per channel, and the general kernels' interleaved sweep made an array view per tap. Where
+# X is large, each sweep asks, a run of ``PREFETCH_POINTS`` points at a time, for the lines
+# of the taps of the run ``PREFETCH_POINTS`` ahead that jump away from their predecessors
+# (gridsample._prefetch). The output index is unsigned (Numba wraps a signed index around,
+# lane by lane: the stores became scatters).
 
 @skeleton
-def _prefetch_fused(xn, off, jd, nb, rows, C, ask):
-    """Ask for the lines of point ``jd``'s taps (``rows`` fused offsets, ``-1`` outside)
-    where ``ask`` (:func:`gridsample._prefetch.worth_prefetching`), the block has that point
-    and it jumps away from the point before it (:func:`gridsample._prefetch.jumps`)."""
-    if ask and jd < nb:
-        if jumps(off[0, jd], off[0, jd - 1], xn.itemsize):
+def _prefetch_ahead(xn, off, first, stop, nb, rows, C):
+    """Ask for the lines of the taps (``rows`` fused offsets, ``-1`` outside) of the points
+    ``first … stop - 1`` that the block has and that jump away from the point before them
+    (:func:`gridsample._prefetch.jumps`).  Called once for a run of points, where the sweep
+    prefetches (:func:`gridsample._prefetch.worth_prefetching`), so that the point loop
+    itself holds no prefetch code: an inlined call that receives arrays takes and drops a
+    reference to each, atomic updates that LLVM keeps in a loop with branches (a 2-D
+    linear sweep of 2-8 channels took 5x its time)."""
+    for jd in range(first, min(stop, nb)):
+        if jumps(off[0, jd], off[0, jd - 1], item_bytes(xn)):
             for k in range(rows):
                 q = off[k, jd]
                 if q >= 0:
@@ -1313,16 +1322,16 @@ def _prefetch_fused(xn, off, jd, nb, rows, C, ask):
 
 
 @skeleton
-def _prefetch_3d(xn, off, wts, jd, nb, C, ask):
-    """:func:`_prefetch_fused` for the 8 taps of a point of a 3-D linear plan."""
-    if ask and jd < nb:
-        first, _ = _tap_3d(off, wts, jd, 2, 0, 0, 0)
-        before, _ = _tap_3d(off, wts, jd - 1, 2, 0, 0, 0)
-        if jumps(first, before, xn.itemsize):
+def _prefetch_ahead_3d(xn, off, first, stop, nb, C):
+    """:func:`_prefetch_ahead` for the 8 taps of points of a 3-D linear plan (per-axis
+    offsets, each ``-1`` outside: a tap is outside where any of its three is)."""
+    for jd in range(first, min(stop, nb)):
+        if jumps(_joined(off[4, jd], off[2, jd], off[0, jd]),
+                 _joined(off[4, jd - 1], off[2, jd - 1], off[0, jd - 1]), item_bytes(xn)):
             for kz in range(2):
                 for ky in range(2):
                     for kx in range(2):
-                        q, _ = _tap_3d(off, wts, jd, 2, kz, ky, kx)
+                        q = _joined(off[4 + kz, jd], off[2 + ky, jd], off[kx, jd])
                         if q >= 0:
                             prefetch_run(xn, q, C)
 
@@ -1331,22 +1340,17 @@ def _prefetch_3d(xn, off, wts, jd, nb, C, ask):
 def sweep_linear_2d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """All channels of a planned 2-D linear block, channel-last with contiguous channels
     (``xs_c == os_c == 1``; points ``os_p`` apart): :func:`_linear_point_sum` of each
-    channel, the channels innermost; float32 with explicit vectors
-    (:func:`gridsample._simd_interleaved.sum_interleaved`) from the point's taps."""
-    vectors = interleaved_vectors_serve(xflat, wts, outflat, azero)
+    channel, the channels innermost."""
     ask = worth_prefetching(xflat)
-    taps, weights = np.empty(4, np.int32), np.empty(4, wts.dtype)
-    for j in range(nb):
-        _prefetch_fused(xflat, off, j + PREFETCH_POINTS, nb, 4, C, ask)
-        if vectors:
-            for k in range(4):
-                taps[k], weights[k] = off[k, j], wts[k, j]
-            sum_interleaved(xflat, taps, weights, 4, C, outflat, j * os_p, azero)
-            continue
-        for c in range(C):
-            store(outflat, np.uint64(j * os_p + c),
-                  _linear_point_sum(xflat, kind, off, wts, j, azero[c], c, _tap_interleaved),
-                  kind)
+    for j0 in range(0, nb, PREFETCH_POINTS):
+        j1 = min(j0 + PREFETCH_POINTS, nb)
+        if ask:
+            _prefetch_ahead(xflat, off, j0 + PREFETCH_POINTS, j1 + PREFETCH_POINTS, nb, 4, C)
+        for j in range(j0, j1):
+            for c in range(C):
+                store(outflat, np.uint64(j * os_p + c),
+                      _linear_point_sum(xflat, kind, off, wts, j, azero[c], c,
+                                        _tap_interleaved), kind)
 
 
 @skeleton
@@ -1355,15 +1359,7 @@ def sweep_cubic_2d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, a
     taps ``y`` outer, ``x`` inner, weights ``w_x w_y``), without prefetch: 16 taps a point
     are work enough to hide the misses, and the requests cost more than they saved
     (docs/kernels.md, "Channel-last with many channels")."""
-    vectors = interleaved_vectors_serve(xflat, wts, outflat, azero)
-    taps, weights = np.empty(16, np.int32), np.empty(16, wts.dtype)
     for j in range(nb):
-        if vectors:
-            for ky in range(4):
-                for kx in range(4):
-                    taps[4 * ky + kx], weights[4 * ky + kx] = _cubic_tap(off, wts, j, ky, kx)
-            sum_interleaved(xflat, taps, weights, 16, C, outflat, j * os_p, azero)
-            continue
         for c in range(C):
             store(outflat, np.uint64(j * os_p + c),
                   _cubic_sum(xflat, kind, off, wts, j, azero[c], c, _tap_interleaved), kind)
@@ -1373,40 +1369,31 @@ def sweep_cubic_2d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, a
 def sweep_linear_3d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """:func:`sweep_linear_2d_il` for a planned 3-D linear block (:func:`_sum_3d`).  3-D
     cubic has none (``tools/gen_vector_entries.py``, ``NO_INTERLEAVED_KERNELS``)."""
-    vectors = interleaved_vectors_serve(xflat, wts, outflat, azero)
     ask = worth_prefetching(xflat)
-    taps, weights = np.empty(8, np.int32), np.empty(8, wts.dtype)
-    for j in range(nb):
-        _prefetch_3d(xflat, off, wts, j + PREFETCH_POINTS, nb, C, ask)
-        if vectors:
-            for kz in range(2):
-                for ky in range(2):
-                    for kx in range(2):
-                        t = 4 * kz + 2 * ky + kx
-                        taps[t], weights[t] = _tap_3d(off, wts, j, 2, kz, ky, kx)
-            sum_interleaved(xflat, taps, weights, 8, C, outflat, j * os_p, azero)
-            continue
-        for c in range(C):
-            store(outflat, np.uint64(j * os_p + c),
-                  _sum_3d(xflat, kind, off, wts, j, azero[c], 2, c, _tap_interleaved), kind)
+    for j0 in range(0, nb, PREFETCH_POINTS):
+        j1 = min(j0 + PREFETCH_POINTS, nb)
+        if ask:
+            _prefetch_ahead_3d(xflat, off, j0 + PREFETCH_POINTS, j1 + PREFETCH_POINTS, nb, C)
+        for j in range(j0, j1):
+            for c in range(C):
+                store(outflat, np.uint64(j * os_p + c),
+                      _sum_3d(xflat, kind, off, wts, j, azero[c], 2, c, _tap_interleaved),
+                      kind)
 
 
 @skeleton
 def sweep_nearest_2d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """:func:`sweep_linear_2d_il` for a planned nearest block (2-D or 3-D: one tap)."""
-    vectors = interleaved_vectors_serve(xflat, wts, outflat, azero)
     ask = worth_prefetching(xflat)
-    taps, weights = np.empty(1, np.int32), np.empty(1, wts.dtype)
-    for j in range(nb):
-        _prefetch_fused(xflat, off, j + PREFETCH_POINTS, nb, 1, C, ask)
-        q, w = off[0, j], wts[0, j]
-        if vectors:
-            taps[0], weights[0] = q, w
-            sum_interleaved(xflat, taps, weights, 1, C, outflat, j * os_p, azero)
-            continue
-        for c in range(C):
-            store(outflat, np.uint64(j * os_p + c),
-                  w * _tap_interleaved(xflat, kind, q, c, azero[c]), kind)
+    for j0 in range(0, nb, PREFETCH_POINTS):
+        j1 = min(j0 + PREFETCH_POINTS, nb)
+        if ask:
+            _prefetch_ahead(xflat, off, j0 + PREFETCH_POINTS, j1 + PREFETCH_POINTS, nb, 1, C)
+        for j in range(j0, j1):
+            q, w = off[0, j], wts[0, j]
+            for c in range(C):
+                store(outflat, np.uint64(j * os_p + c),
+                      w * _tap_interleaved(xflat, kind, q, c, azero[c]), kind)
 
 
 #: 3-D nearest sweeps exactly as 2-D: one tap, its offset already formed.
