@@ -637,8 +637,9 @@ def test_kernel_constants_are_shared_and_never_written(rng, mode, padding):
 
 # Channel-last memory of many channels: the point-at-a-time sweeps (gridsample._vector,
 # sweep_*_il; _engine.INTERLEAVED_MIN_CHANNELS) and, below their channel counts, the
-# channel-at-a-time ones.  19 channels: a vector of 16 and three more.
-_MANY_CHANNELS = (5, 8, 19)
+# channel-at-a-time ones.  4 channels: the fewest that take the point-at-a-time sweeps (2-D
+# linear and nearest, 3-D linear); 19: a vector of 16 and three more.
+_MANY_CHANNELS = (4, 5, 8, 19)
 
 
 @pytest.mark.parametrize("mode", VECTOR_MODES)

@@ -211,9 +211,10 @@ PLANAR_MAX_CHANNELS = 4
 # The vector kernels on channel-last memory whose channels are contiguous: from this many
 # channels on, a point at a time, each tap's channels read by contiguous loads
 # (INTERLEAVED_ENTRIES); below, and for a kernel not listed, a channel at a time
-# (CHANNEL_LAST_ENTRIES), each tap gathered: the counts where the first measured faster,
-# with AVX-512 and with AVX2 code, on smooth and random warps (docs/kernels.md, "Channel-last:
-# the point loop's hidden costs").
+# (CHANNEL_LAST_ENTRIES), each tap gathered: the counts from which the first measured faster
+# with AVX-512 and with AVX2 code, on smooth and random warps, or even (2-D nearest's 4
+# channels with AVX-512 code: 0.88 / 1.02; docs/kernels.md, "Channel-last: the point loop's
+# hidden costs").
 INTERLEAVED_MIN_CHANNELS = {(2, MODE_LINEAR): 4, (2, MODE_NEAREST): 4, (2, MODE_CUBIC): 8,
                             (3, MODE_LINEAR): 4, (3, MODE_NEAREST): 5}
 # Points per chunk when a float16/bfloat16 grid is converted to float32 on the

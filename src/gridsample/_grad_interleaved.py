@@ -21,10 +21,10 @@ Input gradient, per point: for each tap inside whose weight is not NaN, in the p
 receives its terms point by point, tap by tap, as in the planar scatter: the same bits.
 
 Linear and nearest (not cubic: its taps are work enough to overlap the misses) ask, where
-the array read is large, for the cache lines of the taps of the point ``PREFETCH_POINTS``
-ahead if it jumps away from its predecessor (:mod:`gridsample._prefetch`; X for the grid
-gradient, dL/dx for the scatter): a random warp's taps miss the caches, and one point's few
-loads keep too few misses in flight.
+the array read is large, before each run of ``PREFETCH_POINTS`` points, for the cache lines
+of the taps of the next run's points that jump away from their predecessors
+(:mod:`gridsample._prefetch`; X for the grid gradient, dL/dx for the scatter): a random
+warp's taps miss the caches, and one point's few loads keep too few misses in flight.
 
 The sweeps read ``xs_c`` and ``gs_c`` as 1 whatever they are passed: the backward takes them
 only then.

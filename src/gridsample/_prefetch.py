@@ -5,9 +5,10 @@ kin) reads each tap's ``C`` channels with contiguous loads, a point at a time.  
 miss the caches on a large input: a rotated warp walks the input diagonally, a band of
 rows whose ``C`` channels together outgrow L2, and no hardware prefetcher follows that
 walk.  The loads of one point are too few to keep many misses in flight (a gathering
-sweep over channel-first planes keeps 16 in flight per instruction).  Asking for the
-lines of the point ``PREFETCH_POINTS`` ahead overlaps their misses with this point's
-work (docs/kernels.md, "Channel-last with many channels").
+sweep over channel-first planes keeps 16 in flight per instruction).  Asking, before a run
+of ``PREFETCH_POINTS`` points, for the lines of the run after it (each point ``PREFETCH_POINTS``
+to ``2 PREFETCH_POINTS - 1`` ahead) overlaps their misses with this run's work
+(docs/kernels.md, "Channel-last with many channels").
 
 A request is not free: where the lines are already near (X within L2 or L3, or a smooth warp
 whose walk the hardware prefetchers follow) the sweeps ran up to 2x slower with them
@@ -33,9 +34,10 @@ from ._jit import skeleton
 __all__ = ["prefetch_run", "worth_prefetching", "jumps", "item_bytes", "PREFETCH_POINTS",
            "PREFETCH_MIN_BYTES", "PREFETCH_JUMP_BYTES", "LINE_BYTES"]
 
-#: How many points ahead a sweep asks for its taps' lines: far enough that a miss to
-#: memory ends before the point is summed, near enough that its lines are still in L1 (at
-#: least 1: the sweeps compare the point with the one before it).
+#: The points of a run the sweeps prefetch at once, and how far ahead (one run: each point
+#: this to twice this many points before it is summed): far enough that a miss to memory
+#: ends before the point is summed, near enough that its lines are still in L1 (at least 1:
+#: the sweeps compare a point with the one before it).
 PREFETCH_POINTS = 32
 #: The size of X from which the sweeps prefetch: about half the L3 of the CPUs measured
 #: (32 MiB), where a random point's taps come from memory.

@@ -1,7 +1,8 @@
 """A point's taps over many contiguous channels with explicit x86 vectors.
 
-The backward's point-at-a-time sweeps over channel-last memory (:mod:`gridsample._grad_interleaved`)
-read, for every channel ``c`` of a point, ``x[q_0 + c], x[q_1 + c], ...`` at the point's taps. Left to LLVM, a loop
+The backward's point-at-a-time sweeps over channel-last memory
+(:mod:`gridsample._grad_interleaved`) read, for every channel ``c`` of a point, ``x[q_0 + c],
+x[q_1 + c], ...`` at the point's taps. Left to LLVM, a loop
 over the channels is vectorized for whole vectors of ``LANES`` channels and the rest runs one
 channel at a time (with 16 lanes, a 2-D cubic point of 8 channels: 16 taps x 8 scalar
 channels). The intrinsics here emit the loop themselves, ``LANES`` channels a step with a
