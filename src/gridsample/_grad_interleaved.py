@@ -115,10 +115,9 @@ def sweep_grad_linear_2d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C
     vectors = interleaved_vectors_serve(xflat, slopes, gflat, azero)
     ask = worth_prefetching(xflat)
     for j0 in range(0, nb, PREFETCH_POINTS):
-        j1 = min(j0 + PREFETCH_POINTS, nb)
         if ask:
-            _prefetch_ahead(xflat, off, j0 + PREFETCH_POINTS, j1 + PREFETCH_POINTS, nb, 4, C)
-        for j in range(j0, j1):
+            _prefetch_ahead(xflat, off, j0 + PREFETCH_POINTS, nb, 4, C)
+        for j in range(j0, min(j0 + PREFETCH_POINTS, nb)):
             for k in range(4):
                 taps[k], slopes[k], slopes[4 + k] = off[k, j], dws[k, j], dws[4 + k, j]
             _linear_point(xflat, taps, slopes, 4, 2, C, gflat, j * gs_p, sums, azero, vectors,
@@ -152,10 +151,9 @@ def sweep_grad_linear_3d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C
     vectors = interleaved_vectors_serve(xflat, slopes, gflat, azero)
     ask = worth_prefetching(xflat)
     for j0 in range(0, nb, PREFETCH_POINTS):
-        j1 = min(j0 + PREFETCH_POINTS, nb)
         if ask:
-            _prefetch_ahead_3d(xflat, off, j0 + PREFETCH_POINTS, j1 + PREFETCH_POINTS, nb, C)
-        for j in range(j0, j1):
+            _prefetch_ahead_3d(xflat, off, j0 + PREFETCH_POINTS, nb, C)
+        for j in range(j0, min(j0 + PREFETCH_POINTS, nb)):
             for kz in range(2):
                 for ky in range(2):
                     for kx in range(2):
@@ -199,10 +197,9 @@ def scatter_fused_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     vectors = interleaved_vectors_serve(gxflat, weights, gflat, weights)
     ask = worth_prefetching(gxflat)
     for j0 in range(0, nb, PREFETCH_POINTS):
-        j1 = min(j0 + PREFETCH_POINTS, nb)
         if ask:
-            _prefetch_ahead(gxflat, off, j0 + PREFETCH_POINTS, j1 + PREFETCH_POINTS, nb, K, c1)
-        for j in range(j0, j1):
+            _prefetch_ahead(gxflat, off, j0 + PREFETCH_POINTS, nb, K, c1)
+        for j in range(j0, min(j0 + PREFETCH_POINTS, nb)):
             for k in range(K):
                 taps[k], weights[k] = _listed(off[k, j], wts[k, j])
             _scatter_point(gxflat, taps, weights, K, gflat, j * gs_p, c0, c1, vectors)
@@ -230,10 +227,9 @@ def _scatter_3d_il(gxflat, gflat, gs_p, off, wts, nb, c0, c1, T):
     vectors = interleaved_vectors_serve(gxflat, weights, gflat, weights)
     ask = (T == 2) & worth_prefetching(gxflat)
     for j0 in range(0, nb, PREFETCH_POINTS):
-        j1 = min(j0 + PREFETCH_POINTS, nb)
         if ask:
-            _prefetch_ahead_3d(gxflat, off, j0 + PREFETCH_POINTS, j1 + PREFETCH_POINTS, nb, c1)
-        for j in range(j0, j1):
+            _prefetch_ahead_3d(gxflat, off, j0 + PREFETCH_POINTS, nb, c1)
+        for j in range(j0, min(j0 + PREFETCH_POINTS, nb)):
             for kz in range(T):
                 for ky in range(T):
                     for kx in range(T):

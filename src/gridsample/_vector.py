@@ -1305,15 +1305,16 @@ def sweep_nearest_2d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind,
 # lane by lane: the stores became scatters).
 
 @skeleton
-def _prefetch_ahead(xn, off, first, stop, nb, rows, C):
-    """Ask for the lines of the taps (``rows`` fused offsets, ``-1`` outside) of the points
-    ``first … stop - 1`` that the block has and that jump away from the point before them
-    (:func:`gridsample._prefetch.jumps`).  Called once for a run of points, where the sweep
+def _prefetch_ahead(xn, off, first, nb, rows, C):
+    """Ask for the lines of the taps (``rows`` fused offsets, ``-1`` outside) of the run of
+    ``PREFETCH_POINTS`` points from ``first`` on that the block has and that jump away from
+    the point before them (:func:`gridsample._prefetch.jumps`).  Called once for a run of
+    points (``first`` the next run's), where the sweep
     prefetches (:func:`gridsample._prefetch.worth_prefetching`), so that the point loop
     itself holds no prefetch code: an inlined call that receives arrays takes and drops a
     reference to each, atomic updates that LLVM keeps in a loop with branches (a 2-D
     linear sweep of 2-8 channels took 5x its time)."""
-    for jd in range(first, min(stop, nb)):
+    for jd in range(first, min(first + PREFETCH_POINTS, nb)):
         if jumps(off[0, jd], off[0, jd - 1], item_bytes(xn)):
             for k in range(rows):
                 q = off[k, jd]
@@ -1322,10 +1323,10 @@ def _prefetch_ahead(xn, off, first, stop, nb, rows, C):
 
 
 @skeleton
-def _prefetch_ahead_3d(xn, off, first, stop, nb, C):
+def _prefetch_ahead_3d(xn, off, first, nb, C):
     """:func:`_prefetch_ahead` for the 8 taps of points of a 3-D linear plan (per-axis
     offsets, each ``-1`` outside: a tap is outside where any of its three is)."""
-    for jd in range(first, min(stop, nb)):
+    for jd in range(first, min(first + PREFETCH_POINTS, nb)):
         if jumps(_joined(off[4, jd], off[2, jd], off[0, jd]),
                  _joined(off[4, jd - 1], off[2, jd - 1], off[0, jd - 1]), item_bytes(xn)):
             for kz in range(2):
@@ -1343,10 +1344,9 @@ def sweep_linear_2d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, 
     channel, the channels innermost."""
     ask = worth_prefetching(xflat)
     for j0 in range(0, nb, PREFETCH_POINTS):
-        j1 = min(j0 + PREFETCH_POINTS, nb)
         if ask:
-            _prefetch_ahead(xflat, off, j0 + PREFETCH_POINTS, j1 + PREFETCH_POINTS, nb, 4, C)
-        for j in range(j0, j1):
+            _prefetch_ahead(xflat, off, j0 + PREFETCH_POINTS, nb, 4, C)
+        for j in range(j0, min(j0 + PREFETCH_POINTS, nb)):
             for c in range(C):
                 store(outflat, np.uint64(j * os_p + c),
                       _linear_point_sum(xflat, kind, off, wts, j, azero[c], c,
@@ -1371,10 +1371,9 @@ def sweep_linear_3d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, 
     cubic has none (``tools/gen_vector_entries.py``, ``NO_INTERLEAVED_KERNELS``)."""
     ask = worth_prefetching(xflat)
     for j0 in range(0, nb, PREFETCH_POINTS):
-        j1 = min(j0 + PREFETCH_POINTS, nb)
         if ask:
-            _prefetch_ahead_3d(xflat, off, j0 + PREFETCH_POINTS, j1 + PREFETCH_POINTS, nb, C)
-        for j in range(j0, j1):
+            _prefetch_ahead_3d(xflat, off, j0 + PREFETCH_POINTS, nb, C)
+        for j in range(j0, min(j0 + PREFETCH_POINTS, nb)):
             for c in range(C):
                 store(outflat, np.uint64(j * os_p + c),
                       _sum_3d(xflat, kind, off, wts, j, azero[c], 2, c, _tap_interleaved),
@@ -1386,10 +1385,9 @@ def sweep_nearest_2d_il(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind,
     """:func:`sweep_linear_2d_il` for a planned nearest block (2-D or 3-D: one tap)."""
     ask = worth_prefetching(xflat)
     for j0 in range(0, nb, PREFETCH_POINTS):
-        j1 = min(j0 + PREFETCH_POINTS, nb)
         if ask:
-            _prefetch_ahead(xflat, off, j0 + PREFETCH_POINTS, j1 + PREFETCH_POINTS, nb, 1, C)
-        for j in range(j0, j1):
+            _prefetch_ahead(xflat, off, j0 + PREFETCH_POINTS, nb, 1, C)
+        for j in range(j0, min(j0 + PREFETCH_POINTS, nb)):
             q, w = off[0, j], wts[0, j]
             for c in range(C):
                 store(outflat, np.uint64(j * os_p + c),
