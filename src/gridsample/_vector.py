@@ -1322,11 +1322,11 @@ def _prefetch_ahead(xn, off, first, nb, rows, C):
     """Ask for the lines of the taps (``rows`` fused offsets, ``-1`` outside) of the run of
     ``PREFETCH_POINTS`` points from ``first`` on that the block has and that jump away from
     the point before them (:func:`gridsample._prefetch.jumps`).  Called once for a run of
-    points (``first`` the next run's), where the sweep
-    prefetches (:func:`gridsample._prefetch.worth_prefetching`), so that the point loop
-    itself holds no prefetch code: an inlined call that receives arrays takes and drops a
-    reference to each, atomic updates that LLVM keeps in a loop with branches (a 2-D
-    linear sweep of 2-8 channels took 5x its time)."""
+    points (``first`` the next run's), where the sweep prefetches
+    (:func:`gridsample._prefetch.worth_prefetching`), so that the point loop itself holds no
+    prefetch code: an inlined call that receives arrays takes and drops a reference to each,
+    atomic updates that LLVM keeps in a loop with branches (docs/kernels.md, "Channel-last:
+    the point loop's hidden costs")."""
     for jd in range(first, min(first + PREFETCH_POINTS, nb)):
         if jumps(off[0, jd], off[0, jd - 1], item_bytes(xn)):
             for k in range(rows):
