@@ -7,6 +7,13 @@ scalar on every target (2.2-2.8x border's time on Zen 5; docs/kernels.md, "The i
 the vector planners").  Each planner rounds or floors its coordinates; a vectorized loop does it
 on vectors (``llvm.rint.v8f32``, ``llvm.floor.v16f32``, ...), a scalar one on floats alone.
 
+The backward's planners are compiled functions of their own that its entries call
+(:func:`gridsample._jit.callee`).  The process that compiles an entry runs the planner's
+standalone code, later processes the copy inside the entry; once optimized, the standalone 2-D
+linear planner under reflection and the index paddings stayed scalar (~4x its time in the
+compiling process; docs/kernels.md, "Freshly compiled code can run slower").  Their standalone
+IR is checked here.
+
 The entries' IR can be read only where they were compiled in the process (not loaded from the
 cache), so a child process compiles them into a cache folder of its own, with the host's code
 and with Haswell's AVX2 code.
@@ -25,26 +32,35 @@ from gridsample._simd import AVAILABLE
 
 pytestmark = pytest.mark.skipif(not AVAILABLE, reason="x86 with AVX2 only")
 
-# (entry of gridsample._vector_entries, rank, mode, padding, the rounding it vectorizes)
+# (compiled function of gridsample's module, rank, mode, padding, the rounding it vectorizes);
+# the forward's entries inline their planners, the backward's call them
 PLANNERS = [
-    ("nearest_2d_index", 2, "nearest", "wrap", "rint"),
-    ("nearest_3d_index", 3, "nearest", "mirror", "rint"),
-    ("nearest_2d_border", 2, "nearest", "border", "rint"),
-    ("linear_2d_index_rows", 2, "linear", "symmetric", "floor"),
+    ("_vector_entries.nearest_2d_index", 2, "nearest", "wrap", "rint"),
+    ("_vector_entries.nearest_3d_index", 3, "nearest", "mirror", "rint"),
+    ("_vector_entries.nearest_2d_border", 2, "nearest", "border", "rint"),
+    ("_vector_entries.linear_2d_index_rows", 2, "linear", "symmetric", "floor"),
+    ("_grad_vector_entries.plan_grad_linear_2d_reflection", 2, "linear", "reflection", "floor"),
+    ("_grad_vector_entries.plan_grad_linear_2d_index", 2, "linear", "wrap", "floor"),
+    ("_grad_vector_entries.plan_linear_2d_reflection", 2, "linear", "reflection", "floor"),
 ]
 
 _CHILD = """
 import json, re, sys
 import numpy as np
 import gridsample
-from gridsample import _vector_entries
+from gridsample import _grad_vector_entries, _vector_entries
 found = {}
 for name, rank, mode, pad, op in json.loads(sys.argv[1]):
     x = np.ones((1, 3) + (9,) * rank, np.float32)
     shape = (1, 64) + (1,) * (rank - 1) + (rank,)
     grid = np.linspace(-1.2, 1.2, 64 * rank, dtype=np.float32).reshape(shape)
-    gridsample.grid_sample(x, grid, mode, pad)
-    entry = getattr(_vector_entries, name)
+    module, function = name.split(".")
+    if module == "_vector_entries":
+        gridsample.grid_sample(x, grid, mode, pad)
+    else:
+        gout = np.ones((1, 3) + shape[1:-1], np.float32)
+        gridsample.grid_sample_backward(gout, x, grid, mode, pad)
+    entry = getattr(globals()[module], function)
     ir = "".join(entry.inspect_llvm(sig) for sig in entry.signatures)
     found[name] = sorted(set(re.findall(r"llvm\\.%s\\.v(\\d+)f32" % op, ir)))
 print(json.dumps(found))

@@ -88,8 +88,8 @@ def _wrap(text: str, indent: str, width: int = 99) -> str:
     return "\n".join(lines)
 
 
-def _def(name: str, args: str, body: str) -> list:
-    return ["", "@function", _wrap(f"def {name}({args}):", " " * (len(name) + 5)),
+def _def(name: str, args: str, body: str, decorator: str = "function") -> list:
+    return ["", f"@{decorator}", _wrap(f"def {name}({args}):", " " * (len(name) + 5)),
             _wrap(f"    {body}", " " * (body.index("(") + 5)), ""]
 
 
@@ -303,7 +303,7 @@ def render_grad() -> str:
     out += [f"    {name}," for name in sorted(templates + ones + ["run_grid_grad_blocks",
                                                                 "run_scatter_blocks",
                                                                 "run_both_grad_blocks"])]
-    out += [")", "from ._jit import function",
+    out += [")", "from ._jit import callee, function",
             *_import_block("._registry", {f"MODE_{m.name.upper()}" for m, _ in kernels + scatters}
                            | {f"PAD_{p.name.upper()}" for p in paddings}),
             *_import_block("._vector", {f"plan_{m.name}_{r}d" for m, r in scatters})]
@@ -318,10 +318,11 @@ def render_grad() -> str:
         # (see _grad_vector.run_grid_grad_blocks).
         for v, code, _ in variants:
             args = _GRAD_PLAN_ARGS.replace("nb, ", f"nb, {code}, ")
-            out += _def(f"plan_grad_{stem}_{v}", _GRAD_PLAN_ARGS, f"plan_grad_{stem}({args})")
+            out += _def(f"plan_grad_{stem}_{v}", _GRAD_PLAN_ARGS, f"plan_grad_{stem}({args})",
+                        "callee")
         for layout in ("", "_il"):
             out += _def(f"sweep_grad_{stem}{layout}_native", _GRAD_SWEEP_ARGS,
-                        f"sweep_grad_{stem}{layout}({_GRAD_SWEEP_ARGS})")
+                        f"sweep_grad_{stem}{layout}({_GRAD_SWEEP_ARGS})", "callee")
         for v, code, served in variants:
             for layout, rows in (("", table), ("_il", il_table)):
                 name = f"grid_grad_{stem}_{v}{layout}"
@@ -342,12 +343,12 @@ def render_grad() -> str:
         out.append(f"\n# input gradient, {stem}")
         for v, code, _ in variants:
             args = _PLAN_ARGS.replace("nb, ", f"nb, {code}, ")
-            out += _def(f"plan_{stem}_{v}", _PLAN_ARGS, f"plan_{stem}({args})")
+            out += _def(f"plan_{stem}_{v}", _PLAN_ARGS, f"plan_{stem}({args})", "callee")
         rows = PLAN_ROWS[(m.name, r)]
         for layout in ("", "_il"):
             out += _def(f"scatter_{stem}{layout}_native", _SCATTER_ARGS,
                         f"{SCATTERS[(m.name, r)]}{layout}"
-                        f"({_SCATTER_ARGS.replace(', K', f', {rows}')})")
+                        f"({_SCATTER_ARGS.replace(', K', f', {rows}')})", "callee")
         for v, _, served in variants:
             for layout, table_rows in (("", inputs), ("_il", il_inputs)):
                 name = f"input_grad_{stem}_{v}{layout}"

@@ -37,7 +37,7 @@ from ._grad_vector import (
     sweep_grad_linear_2d,
     sweep_grad_linear_3d,
 )
-from ._jit import function
+from ._jit import callee, function
 from ._registry import (
     MODE_CUBIC,
     MODE_LINEAR,
@@ -64,38 +64,38 @@ __all__ = ["GRID_GRAD_ENTRIES", "GRID_GRAD_ONE_PASS_ENTRIES", "GRID_GRAD_INTERLE
 
 # linear_2d
 
-@function
+@callee
 def plan_grad_linear_2d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
     plan_grad_linear_2d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                         coords)
 
 
-@function
+@callee
 def plan_grad_linear_2d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                                coords):
     plan_grad_linear_2d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                         coords)
 
 
-@function
+@callee
 def plan_grad_linear_2d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                                    coords):
     plan_grad_linear_2d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                         coords)
 
 
-@function
+@callee
 def plan_grad_linear_2d_index(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
     plan_grad_linear_2d(grid, nb, PAD_MIRROR, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                         coords)
 
 
-@function
+@callee
 def sweep_grad_linear_2d_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
     sweep_grad_linear_2d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
 
 
-@function
+@callee
 def sweep_grad_linear_2d_il_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc,
                                    zero):
     sweep_grad_linear_2d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
@@ -181,38 +181,38 @@ def grid_grad_linear_2d_index_il(share, claims, xflat, xs_n, xs_c, sizes, stride
 
 # linear_3d
 
-@function
+@callee
 def plan_grad_linear_3d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
     plan_grad_linear_3d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                         coords)
 
 
-@function
+@callee
 def plan_grad_linear_3d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                                coords):
     plan_grad_linear_3d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                         coords)
 
 
-@function
+@callee
 def plan_grad_linear_3d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                                    coords):
     plan_grad_linear_3d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                         coords)
 
 
-@function
+@callee
 def plan_grad_linear_3d_index(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
     plan_grad_linear_3d(grid, nb, PAD_MIRROR, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                         coords)
 
 
-@function
+@callee
 def sweep_grad_linear_3d_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
     sweep_grad_linear_3d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
 
 
-@function
+@callee
 def sweep_grad_linear_3d_il_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc,
                                    zero):
     sweep_grad_linear_3d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
@@ -284,37 +284,37 @@ def grid_grad_linear_3d_index_il(share, claims, xflat, xs_n, xs_c, sizes, stride
 
 # cubic_2d
 
-@function
+@callee
 def plan_grad_cubic_2d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
     plan_grad_cubic_2d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                        coords)
 
 
-@function
+@callee
 def plan_grad_cubic_2d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
     plan_grad_cubic_2d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                        coords)
 
 
-@function
+@callee
 def plan_grad_cubic_2d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                                   coords):
     plan_grad_cubic_2d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                        coords)
 
 
-@function
+@callee
 def plan_grad_cubic_2d_index(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
     plan_grad_cubic_2d(grid, nb, PAD_MIRROR, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                        coords)
 
 
-@function
+@callee
 def sweep_grad_cubic_2d_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
     sweep_grad_cubic_2d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
 
 
-@function
+@callee
 def sweep_grad_cubic_2d_il_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
     sweep_grad_cubic_2d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
 
@@ -385,32 +385,32 @@ def grid_grad_cubic_2d_index_il(share, claims, xflat, xs_n, xs_c, sizes, strides
 
 # input gradient, linear_2d
 
-@function
+@callee
 def plan_linear_2d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_linear_2d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_linear_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_linear_2d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_linear_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_linear_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_linear_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_linear_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def scatter_linear_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 4)
 
 
-@function
+@callee
 def scatter_linear_2d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_fused_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 4)
 
@@ -481,32 +481,32 @@ def input_grad_linear_2d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes
 
 # input gradient, linear_3d
 
-@function
+@callee
 def plan_linear_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_linear_3d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_linear_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_linear_3d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_linear_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_linear_3d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_linear_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_linear_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def scatter_linear_3d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_linear_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 6)
 
 
-@function
+@callee
 def scatter_linear_3d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_linear_3d_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 6)
 
@@ -577,32 +577,32 @@ def input_grad_linear_3d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes
 
 # input gradient, nearest_2d
 
-@function
+@callee
 def plan_nearest_2d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_nearest_2d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_nearest_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_nearest_2d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_nearest_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_nearest_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_nearest_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_nearest_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def scatter_nearest_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 1)
 
 
-@function
+@callee
 def scatter_nearest_2d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_fused_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 1)
 
@@ -674,32 +674,32 @@ def input_grad_nearest_2d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, size
 
 # input gradient, nearest_3d
 
-@function
+@callee
 def plan_nearest_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_nearest_3d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_nearest_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_nearest_3d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_nearest_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_nearest_3d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_nearest_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_nearest_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def scatter_nearest_3d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 1)
 
 
-@function
+@callee
 def scatter_nearest_3d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_fused_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 1)
 
@@ -771,32 +771,32 @@ def input_grad_nearest_3d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, size
 
 # input gradient, cubic_2d
 
-@function
+@callee
 def plan_cubic_2d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_cubic_2d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_cubic_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_cubic_2d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_cubic_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_cubic_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_cubic_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_cubic_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def scatter_cubic_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_cubic_2d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 8)
 
 
-@function
+@callee
 def scatter_cubic_2d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_cubic_2d_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 8)
 
@@ -867,32 +867,32 @@ def input_grad_cubic_2d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes,
 
 # input gradient, cubic_3d
 
-@function
+@callee
 def plan_cubic_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_cubic_3d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_cubic_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_cubic_3d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_cubic_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_cubic_3d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def plan_cubic_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_cubic_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@function
+@callee
 def scatter_cubic_3d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_cubic_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 12)
 
 
-@function
+@callee
 def scatter_cubic_3d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_cubic_3d_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 12)
 

@@ -60,7 +60,11 @@ from numba.core.untyped_passes import InlineInlinables
 
 from ._target import function_attributes
 
-__all__ = ["Compiler", "InlineSkeletons"]
+__all__ = ["Compiler", "InlineSkeletons", "OPTIMIZED_TWICE"]
+
+#: The Python functions whose compiled module goes through LLVM's full pipeline twice
+#: (:func:`gridsample._jit.callee`).
+OPTIMIZED_TWICE: set = set()
 
 #: Rounds of inlining before a compile gives up (the kernels nest about ten deep).
 _MAX_DEPTH = 64
@@ -277,13 +281,46 @@ class InlineSkeletons(FunctionPass):
         return True
 
 
+def _optimize_twice(library) -> None:
+    """Make ``library`` (a Numba ``CPUCodeLibrary`` not yet finalized) run LLVM's full
+    module pipeline a second time after Numba's own optimization.
+
+    Why: a function compiled on its own and called from other compiled code exists twice.
+    The caller's module links in a copy and optimizes it again with the caller; the
+    standalone copy went through the pipeline once.  Some loops vectorize only on the second
+    pass (phase ordering: the 2-D linear grid gradient's planner under reflection stayed
+    scalar once and vectorized twice, ~4x its time).  The JIT binds a caller's calls to
+    whichever copy it met first: the standalone one in the process that compiled it, the
+    caller's own copy in a process that loads the caller from the disk cache.  Optimized
+    twice, the standalone code vectorizes as the caller's copy does, and the compiling
+    process runs as fast as later ones (docs/kernels.md, "Freshly compiled code can run
+    slower")."""
+    once = getattr(library, "_optimize_final_module", None)
+    passes = getattr(getattr(library, "_codegen", None), "_module_pass_manager", None)
+    if once is None or passes is None:  # pragma: no cover - a Numba that moved them
+        return
+
+    def twice():
+        once()
+        full = passes()
+        if isinstance(full, tuple):  # the new pass manager: (manager, its builder)
+            full[0].run(library._final_module, full[1])
+        else:  # pragma: no cover - the legacy pass manager of older Numba
+            full.run(library._final_module)
+
+    library._optimize_final_module = twice
+
+
 class _TunedLower(lowering.Lower):
     """Numba's lowering, then gridsample's attributes (:func:`gridsample._target.
     function_attributes`: the vector width, the tuning) on every function the module
-    defines."""
+    defines; the functions of :data:`OPTIMIZED_TWICE` are optimized twice
+    (:func:`_optimize_twice`)."""
 
     def lower_normal_function(self, fndesc):
         super().lower_normal_function(fndesc)
+        if self.func_ir.func_id.func in OPTIMIZED_TWICE:
+            _optimize_twice(self.library)
         attributes = function_attributes()
         for fn in self.module.functions:
             if not fn.is_declaration:

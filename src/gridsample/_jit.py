@@ -55,8 +55,8 @@ def _pipeline() -> dict:
     return {"pipeline_class": Compiler}
 
 
-__all__ = ["function", "helper", "skeleton", "cache_root", "cache_key", "cache_dir", "NOALIAS",
-           "TUNED", "code_attributes", "code_description",
+__all__ = ["function", "callee", "helper", "skeleton", "cache_root", "cache_key", "cache_dir",
+           "NOALIAS", "TUNED", "code_attributes", "code_description",
            "kernel_source_files", "compiled_functions", "read_only"]
 
 _PIPELINE = _pipeline()
@@ -259,6 +259,23 @@ def function(func):
     """
     extra = {"noalias": True} if NOALIAS else {}
     return _cached(numba.njit(**_COMMON, **extra)(func))
+
+
+def callee(func):
+    """Compile a loop-level function that other compiled code calls by symbol (the backward's
+    planners, sweeps and scatters, the general kernels' planners and sweeps).
+
+    :func:`function`, with its module optimized twice by LLVM: the process that compiles
+    a caller runs the callee's standalone code, later processes the copy compiled into the
+    caller, and only the second pass vectorizes some loops
+    (:func:`gridsample._inline._optimize_twice`).  Small scalar functions that LLVM inlines
+    into every caller need not be; entries called from Python use :func:`function`.
+    """
+    if TUNED:
+        from ._inline import OPTIMIZED_TWICE
+
+        OPTIMIZED_TWICE.add(func)
+    return function(func)
 
 
 def helper(func):
