@@ -43,7 +43,7 @@ from ._grad_planners import (
     plan_grad_3d_nearest,
     plan_grad_general,
 )
-from ._jit import callee, function, helper, skeleton
+from ._jit import function, helper, skeleton
 from ._registry import MAX_AXIS_TAPS, MODES, kernel_name
 
 __all__ = ["BACKWARD_ENTRIES", "backward_nd", "task_sum_buffers"]
@@ -193,21 +193,21 @@ def _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, 
 # The sweep compiled per rank (``r`` a constant: the slope sums stay in
 # registers), as ``noalias`` functions of their own.
 
-@callee
+@function
 def sweep_block_2d(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, p0, nb, K, r,
                    c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x, want_grid, zero):
     _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, p0, nb, K, 2,
                  c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x, want_grid, zero)
 
 
-@callee
+@function
 def sweep_block_3d(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, p0, nb, K, r,
                    c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x, want_grid, zero):
     _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, p0, nb, K, 3,
                  c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x, want_grid, zero)
 
 
-@callee
+@function
 def sweep_block_nd(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, p0, nb, K, r,
                    c0, c1, off, wts, cnt, dws, chain, vals, interleaved, want_x, want_grid, zero):
     _sweep_block(xflat, xb, xs_c, gflat, gb, gs_c, gs_p, gxflat, gxb, ggrid, n, p0, nb, K, r,

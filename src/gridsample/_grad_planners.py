@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 
 from ._grad_taps import grad_axis_taps, grad_cubic_taps, grad_linear_taps, grad_nearest_taps
-from ._jit import callee, skeleton
+from ._jit import function, skeleton
 from ._registry import MAX_AXIS_TAPS, MODE_SPLINE_FIRST, MODE_SPLINE_LAST
 from ._taps import AXIS_MUL, AXIS_SCALE, axis_pad, axis_row, spline_taps, unnormalize
 
@@ -35,7 +35,7 @@ __all__ = ["plan_grad_general", "plan_grad_2d_linear", "plan_grad_2d_nearest", "
            "plan_grad_3d_linear", "plan_grad_3d_nearest"]
 
 
-@callee
+@function
 def plan_grad_general(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts,
                       dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes):
     """General planner: points ``p0 .. p0 + nb - 1`` of grid item ``gn``, any rank and mode.
@@ -188,35 +188,35 @@ def _plan_3d(grid, gn, p0, nb, K, pad, axc, kc, dk, sizes, strides, off, wts, dw
 # One planner per (rank, mode): a call compiles its own mode's math only.
 # They share the general planner's signature (the engine calls either).
 
-@callee
+@function
 def plan_grad_2d_linear(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts,
                         dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes):
     _plan_2d(grid, gn, p0, nb, K, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt, chain,
              want_slopes, 2, grad_linear_taps)
 
 
-@callee
+@function
 def plan_grad_2d_nearest(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts,
                          dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes):
     _plan_2d(grid, gn, p0, nb, K, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt, chain,
              want_slopes, 1, grad_nearest_taps)
 
 
-@callee
+@function
 def plan_grad_2d_cubic(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts,
                        dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes):
     _plan_2d(grid, gn, p0, nb, K, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt, chain,
              want_slopes, 4, grad_cubic_taps)
 
 
-@callee
+@function
 def plan_grad_3d_linear(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts,
                         dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes):
     _plan_3d(grid, gn, p0, nb, K, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt, chain,
              want_slopes, 2, grad_linear_taps)
 
 
-@callee
+@function
 def plan_grad_3d_nearest(grid, gn, p0, nb, K, mode, pad, axc, kc, dk, sizes, strides, off, wts,
                          dws, cnt, chain, ax_off, ax_w, ax_dw, ax_n, want_slopes):
     _plan_3d(grid, gn, p0, nb, K, pad, axc, kc, dk, sizes, strides, off, wts, dws, cnt, chain,

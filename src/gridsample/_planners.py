@@ -25,7 +25,7 @@ fastest (PyTorch's nw, ne, sw, se order) and weights multiply as
 
 from __future__ import annotations
 
-from ._jit import callee, function, skeleton
+from ._jit import function, skeleton
 from ._registry import MAX_AXIS_TAPS
 from ._taps import (
     AXIS_PAD,
@@ -48,7 +48,7 @@ WCONST_ZERO, WCONST_ONE, WCONST_NAN = 0, 1, 2
 
 
 
-@callee
+@function
 def plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
                off, wts, cnt, ax_off, ax_w, ax_n, wconst):
     """General planner: taps of output point ``p`` into slot ``j``, any rank.
@@ -274,7 +274,7 @@ def plan_nearest_3d(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off
             cnt[j] = 0
 
 
-@callee
+@function
 def plan_general(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt,
                  ax_off, ax_w, ax_n, wconst):
     """Plan a block with the general planner (any rank and mode)."""

@@ -16,12 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from ._convert import load, store
-from ._jit import callee, helper
+from ._jit import function, helper
 
 __all__ = ["sweep_planar", "sweep_interleaved", "sweep", "sweep_fill"]
 
 
-@callee
+@function
 def sweep_planar(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p,
                  kind, zero):
     """Channel-first memory: one channel at a time over the whole block.
@@ -60,7 +60,7 @@ def sweep_planar(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os
             store(oc, j * os_p, acc, kind)
 
 
-@callee
+@function
 def sweep_interleaved(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p,
                       kind, acc, zero):
     """Channel-last memory: one point at a time, every tap reading ``C`` neighbours."""
@@ -105,7 +105,7 @@ def sweep(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_
                      os_c, os_p, kind, zero)
 
 
-@callee
+@function
 def sweep_fill(xflat, xbase, xs_c, off, wts, cnt, nb, K, C, outflat, obase, os_c, os_p,
                kind, zero, fillv):
     """Apply a planned block whose taps outside read a fill (padding ``"constant"``).

@@ -46,7 +46,7 @@ import math
 
 import numpy as np
 
-from ._jit import callee, function, helper, skeleton
+from ._jit import function, helper, skeleton
 from ._registry import (
     CUBIC_A,
     MODE_BSPLINE,
@@ -408,7 +408,7 @@ def cubic_axis(g, pad, ax, kc, size):
             w0, w1, w2, w3, True, True, True, True, False)
 
 
-@callee
+@function
 def spline_taps(g, n, pad, ax, one, size, stride, off, wts, dws, base, keep, slopes):
     """The ``n + 1`` taps of a B-spline of degree ``n`` on one axis, each padded.
 
