@@ -322,7 +322,7 @@ def render_grad() -> str:
                         "callee")
         for layout in ("", "_il"):
             out += _def(f"sweep_grad_{stem}{layout}_native", _GRAD_SWEEP_ARGS,
-                        f"sweep_grad_{stem}{layout}({_GRAD_SWEEP_ARGS})", "callee")
+                        f"sweep_grad_{stem}{layout}({_GRAD_SWEEP_ARGS})")
         for v, code, served in variants:
             for layout, rows in (("", table), ("_il", il_table)):
                 name = f"grid_grad_{stem}_{v}{layout}"
@@ -348,7 +348,7 @@ def render_grad() -> str:
         for layout in ("", "_il"):
             out += _def(f"scatter_{stem}{layout}_native", _SCATTER_ARGS,
                         f"{SCATTERS[(m.name, r)]}{layout}"
-                        f"({_SCATTER_ARGS.replace(', K', f', {rows}')})", "callee")
+                        f"({_SCATTER_ARGS.replace(', K', f', {rows}')})")
         for v, _, served in variants:
             for layout, table_rows in (("", inputs), ("_il", il_inputs)):
                 name = f"input_grad_{stem}_{v}{layout}"

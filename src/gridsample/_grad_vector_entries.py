@@ -90,12 +90,12 @@ def plan_grad_linear_2d_index(grid, nb, axc, kc, dk, sizes, strides, off, wts, d
                         coords)
 
 
-@callee
+@function
 def sweep_grad_linear_2d_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
     sweep_grad_linear_2d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
 
 
-@callee
+@function
 def sweep_grad_linear_2d_il_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc,
                                    zero):
     sweep_grad_linear_2d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
@@ -207,12 +207,12 @@ def plan_grad_linear_3d_index(grid, nb, axc, kc, dk, sizes, strides, off, wts, d
                         coords)
 
 
-@callee
+@function
 def sweep_grad_linear_3d_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
     sweep_grad_linear_3d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
 
 
-@callee
+@function
 def sweep_grad_linear_3d_il_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc,
                                    zero):
     sweep_grad_linear_3d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
@@ -309,12 +309,12 @@ def plan_grad_cubic_2d_index(grid, nb, axc, kc, dk, sizes, strides, off, wts, dw
                        coords)
 
 
-@callee
+@function
 def sweep_grad_cubic_2d_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
     sweep_grad_cubic_2d(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
 
 
-@callee
+@function
 def sweep_grad_cubic_2d_il_native(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero):
     sweep_grad_cubic_2d_il(xflat, xs_c, gflat, gs_c, gs_p, off, wts, dws, nb, C, acc, zero)
 
@@ -405,12 +405,12 @@ def plan_linear_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts,
     plan_linear_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def scatter_linear_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 4)
 
 
-@callee
+@function
 def scatter_linear_2d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_fused_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 4)
 
@@ -501,12 +501,12 @@ def plan_linear_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts,
     plan_linear_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def scatter_linear_3d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_linear_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 6)
 
 
-@callee
+@function
 def scatter_linear_3d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_linear_3d_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 6)
 
@@ -597,12 +597,12 @@ def plan_nearest_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts
     plan_nearest_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def scatter_nearest_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 1)
 
 
-@callee
+@function
 def scatter_nearest_2d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_fused_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 1)
 
@@ -694,12 +694,12 @@ def plan_nearest_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts
     plan_nearest_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def scatter_nearest_3d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_fused(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 1)
 
 
-@callee
+@function
 def scatter_nearest_3d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_fused_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 1)
 
@@ -791,12 +791,12 @@ def plan_cubic_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, 
     plan_cubic_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def scatter_cubic_2d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_cubic_2d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 8)
 
 
-@callee
+@function
 def scatter_cubic_2d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_cubic_2d_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 8)
 
@@ -887,12 +887,12 @@ def plan_cubic_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, 
     plan_cubic_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def scatter_cubic_3d_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_cubic_3d(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 12)
 
 
-@callee
+@function
 def scatter_cubic_3d_il_native(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, K):
     scatter_cubic_3d_il(gxflat, xs_c, gflat, gs_c, gs_p, off, wts, nb, c0, c1, 12)
 

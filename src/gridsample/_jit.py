@@ -262,15 +262,15 @@ def function(func):
 
 
 def callee(func):
-    """Compile a vector loop that other compiled code calls by symbol (the backward's
-    planners, sweeps and scatters).
+    """Compile a vector planner that other compiled code calls by symbol (the backward's).
 
     :func:`function`, with its module optimized twice by LLVM: the process that compiles
     a caller runs the callee's standalone code, later processes the copy compiled into the
-    caller, and only the second pass vectorizes some loops
-    (:func:`gridsample._inline._optimize_twice`).  The general kernels' planners and sweeps,
-    scalar loops either way, and small helpers that LLVM inlines into every caller use
-    :func:`function` (a second pass costs 0.02-0.1 s of compiling per function).
+    caller, and only the second pass vectorizes some planners' loops
+    (:func:`gridsample._inline._optimize_twice`).  The backward's sweeps and scatters (the
+    same vectors after one pass or two), the general kernels' planners and sweeps (scalar
+    either way) and small helpers that LLVM inlines into every caller use :func:`function`:
+    a second pass costs 0.02-0.1 s of compiling per function.
     """
     if TUNED:
         from ._inline import OPTIMIZED_TWICE
