@@ -8,11 +8,11 @@ the vector planners").  Each planner rounds or floors its coordinates; a vectori
 on vectors (``llvm.rint.v8f32``, ``llvm.floor.v16f32``, ...), a scalar one on floats alone.
 
 The backward's planners are compiled functions of their own that its entries call
-(:func:`gridsample._jit.callee`).  The process that compiles an entry runs the planner's
-standalone code, later processes the copy inside the entry; once optimized, the standalone 2-D
-linear planner under reflection and the index paddings stayed scalar (~4x its time in the
-compiling process; docs/kernels.md, "Freshly compiled code can run slower").  Their standalone
-IR is checked here.
+(:func:`gridsample._jit.callee`), and the process that compiles an entry runs their standalone
+code: optimized once, the 2-D linear grid gradient's under reflection and the index paddings
+stayed scalar (docs/kernels.md, "Freshly compiled code can run slower").  Their standalone IR
+is checked here; the input gradient's reflection planner, vectorized after one pass too, is a
+guard.
 
 The entries' IR can be read only where they were compiled in the process (not loaded from the
 cache), so a child process compiles them into a cache folder of its own, with the host's code
@@ -61,6 +61,7 @@ for name, rank, mode, pad, op in json.loads(sys.argv[1]):
         gout = np.ones((1, 3) + shape[1:-1], np.float32)
         gridsample.grid_sample_backward(gout, x, grid, mode, pad)
     entry = getattr(globals()[module], function)
+    assert entry.signatures, f"{name} was not compiled by its call"
     ir = "".join(entry.inspect_llvm(sig) for sig in entry.signatures)
     found[name] = sorted(set(re.findall(r"llvm\\.%s\\.v(\\d+)f32" % op, ir)))
 print(json.dumps(found))

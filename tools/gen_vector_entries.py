@@ -247,6 +247,10 @@ _GRAD_ENTRY_ARGS = ("share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc, 
 #: that one plan per block serves both gradients of a channel
 #: (``_grad_vector.run_both_grad_blocks``; tables ``BOTH_GRADS_ENTRIES``).
 GRAD_BOTH_KERNELS = (("cubic", 2),)
+#: Grid-gradient planners compiled as ``_jit.callee`` (optimized twice), by (mode, rank): the
+#: padding variants whose loop one pass of LLVM leaves scalar, which the process compiling
+#: the entry would run (docs/kernels.md, "Freshly compiled code can run slower").
+GRAD_PLANNERS_OPTIMIZED_TWICE = {("linear", 2): ("reflection", "index")}
 _BOTH_ENTRY_ARGS = ("share, claims, gxflat, gx_n, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, "
                     "dk, grid, gflat, gs_n, gs_c, gs_p, gx_q, ggrid, C, block")
 
@@ -315,11 +319,12 @@ def render_grad() -> str:
         stem = f"{m.name}_{r}d"
         out.append(f"\n# {stem}")
         # The grid gradient's planners and sweep are compiled functions of their own
-        # (see _grad_vector.run_grid_grad_blocks).
+        # (see _grad_vector.run_grid_grad_blocks); GRAD_PLANNERS_OPTIMIZED_TWICE are callees.
         for v, code, _ in variants:
             args = _GRAD_PLAN_ARGS.replace("nb, ", f"nb, {code}, ")
+            twice = v in GRAD_PLANNERS_OPTIMIZED_TWICE.get((m.name, r), ())
             out += _def(f"plan_grad_{stem}_{v}", _GRAD_PLAN_ARGS, f"plan_grad_{stem}({args})",
-                        "callee")
+                        "callee" if twice else "function")
         for layout in ("", "_il"):
             out += _def(f"sweep_grad_{stem}{layout}_native", _GRAD_SWEEP_ARGS,
                         f"sweep_grad_{stem}{layout}({_GRAD_SWEEP_ARGS})")
@@ -343,7 +348,7 @@ def render_grad() -> str:
         out.append(f"\n# input gradient, {stem}")
         for v, code, _ in variants:
             args = _PLAN_ARGS.replace("nb, ", f"nb, {code}, ")
-            out += _def(f"plan_{stem}_{v}", _PLAN_ARGS, f"plan_{stem}({args})", "callee")
+            out += _def(f"plan_{stem}_{v}", _PLAN_ARGS, f"plan_{stem}({args})")
         rows = PLAN_ROWS[(m.name, r)]
         for layout in ("", "_il"):
             out += _def(f"scatter_{stem}{layout}_native", _SCATTER_ARGS,

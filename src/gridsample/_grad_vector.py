@@ -463,7 +463,9 @@ def run_grid_grad_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, 
     ``plan`` and ``sweep`` are compiled functions of their own here (not
     templates inlined into the entry, as the forward's): inlined, the grid
     gradient ran 2-2.5x slower (2-D linear, one thread, Zen 4; the same
-    bits), which the forward's and the input gradient's loops did not.
+    bits), which the forward's and the input gradient's loops did not.  Some
+    planners are :func:`gridsample._jit.callee`s (optimized twice), so that the
+    process that compiles the entry runs a vectorized planner too.
     """
     P = grid.shape[1]
     nblk = (P + block - 1) // block

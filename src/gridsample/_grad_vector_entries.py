@@ -64,13 +64,13 @@ __all__ = ["GRID_GRAD_ENTRIES", "GRID_GRAD_ONE_PASS_ENTRIES", "GRID_GRAD_INTERLE
 
 # linear_2d
 
-@callee
+@function
 def plan_grad_linear_2d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
     plan_grad_linear_2d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                         coords)
 
 
-@callee
+@function
 def plan_grad_linear_2d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                                coords):
     plan_grad_linear_2d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain,
@@ -181,27 +181,27 @@ def grid_grad_linear_2d_index_il(share, claims, xflat, xs_n, xs_c, sizes, stride
 
 # linear_3d
 
-@callee
+@function
 def plan_grad_linear_3d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
     plan_grad_linear_3d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                         coords)
 
 
-@callee
+@function
 def plan_grad_linear_3d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                                coords):
     plan_grad_linear_3d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                         coords)
 
 
-@callee
+@function
 def plan_grad_linear_3d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                                    coords):
     plan_grad_linear_3d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                         coords)
 
 
-@callee
+@function
 def plan_grad_linear_3d_index(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
     plan_grad_linear_3d(grid, nb, PAD_MIRROR, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                         coords)
@@ -284,26 +284,26 @@ def grid_grad_linear_3d_index_il(share, claims, xflat, xs_n, xs_c, sizes, stride
 
 # cubic_2d
 
-@callee
+@function
 def plan_grad_cubic_2d_zeros(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
     plan_grad_cubic_2d(grid, nb, PAD_ZEROS, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                        coords)
 
 
-@callee
+@function
 def plan_grad_cubic_2d_border(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
     plan_grad_cubic_2d(grid, nb, PAD_BORDER, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                        coords)
 
 
-@callee
+@function
 def plan_grad_cubic_2d_reflection(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                                   coords):
     plan_grad_cubic_2d(grid, nb, PAD_REFLECTION, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                        coords)
 
 
-@callee
+@function
 def plan_grad_cubic_2d_index(grid, nb, axc, kc, dk, sizes, strides, off, wts, dws, chain, coords):
     plan_grad_cubic_2d(grid, nb, PAD_MIRROR, axc, kc, dk, sizes, strides, off, wts, dws, chain,
                        coords)
@@ -385,22 +385,22 @@ def grid_grad_cubic_2d_index_il(share, claims, xflat, xs_n, xs_c, sizes, strides
 
 # input gradient, linear_2d
 
-@callee
+@function
 def plan_linear_2d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_linear_2d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_linear_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_linear_2d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_linear_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_linear_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_linear_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_linear_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
@@ -481,22 +481,22 @@ def input_grad_linear_2d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes
 
 # input gradient, linear_3d
 
-@callee
+@function
 def plan_linear_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_linear_3d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_linear_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_linear_3d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_linear_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_linear_3d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_linear_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_linear_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
@@ -577,22 +577,22 @@ def input_grad_linear_3d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes
 
 # input gradient, nearest_2d
 
-@callee
+@function
 def plan_nearest_2d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_nearest_2d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_nearest_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_nearest_2d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_nearest_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_nearest_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_nearest_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_nearest_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
@@ -674,22 +674,22 @@ def input_grad_nearest_2d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, size
 
 # input gradient, nearest_3d
 
-@callee
+@function
 def plan_nearest_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_nearest_3d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_nearest_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_nearest_3d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_nearest_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_nearest_3d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_nearest_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_nearest_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
@@ -771,22 +771,22 @@ def input_grad_nearest_3d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, size
 
 # input gradient, cubic_2d
 
-@callee
+@function
 def plan_cubic_2d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_cubic_2d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_cubic_2d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_cubic_2d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_cubic_2d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_cubic_2d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_cubic_2d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_cubic_2d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
@@ -867,22 +867,22 @@ def input_grad_cubic_2d_index_il(share, claims, gxflat, G, Q, xs_n, xs_c, sizes,
 
 # input gradient, cubic_3d
 
-@callee
+@function
 def plan_cubic_3d_zeros(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_cubic_3d(grid, nb, PAD_ZEROS, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_cubic_3d_border(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_cubic_3d(grid, nb, PAD_BORDER, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_cubic_3d_reflection(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_cubic_3d(grid, nb, PAD_REFLECTION, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 
 
-@callee
+@function
 def plan_cubic_3d_index(grid, nb, axc, kc, sizes, strides, one, nanw, off, wts, coords):
     plan_cubic_3d(grid, nb, PAD_MIRROR, axc, kc, sizes, strides, one, nanw, off, wts, coords)
 

@@ -24,6 +24,10 @@ and spent ~80% of an 18 s first call in ``copy.deepcopy`` (docs/kernels.md,
 
 A skeleton called in a dead branch is never copied.  The result is the same
 program the bottom-up inliner produced, less its dead code.
+
+The pipeline's lowering (:class:`TunedLowering`) also sets gridsample's LLVM
+attributes on every function, and has LLVM optimize the functions of
+:data:`OPTIMIZED_TWICE` (:func:`gridsample._jit.callee`) a second time.
 """
 
 from __future__ import annotations
@@ -283,32 +287,59 @@ class InlineSkeletons(FunctionPass):
 
 def _optimize_twice(library) -> None:
     """Make ``library`` (a Numba ``CPUCodeLibrary`` not yet finalized) run LLVM's full
-    module pipeline a second time after Numba's own optimization.
+    module pipeline a second time on its own code, after Numba's optimization, and keep
+    what callers link in as Numba left it.
 
-    Why: a function compiled on its own and called from other compiled code exists twice.
-    The caller's module links in a copy and optimizes it again with the caller; the
-    standalone copy went through the pipeline once.  Some loops vectorize only on the second
-    pass (phase ordering: the 2-D linear grid gradient's planner under reflection stayed
-    scalar once and vectorized twice, ~4x its time).  The JIT binds a caller's calls to
-    whichever copy it met first: the standalone one in the process that compiled it, the
-    caller's own copy in a process that loads the caller from the disk cache.  Optimized
-    twice, the standalone code vectorizes as the caller's copy does, and the compiling
-    process runs as fast as later ones (docs/kernels.md, "Freshly compiled code can run
-    slower")."""
+    A function compiled on its own and called from other compiled code exists twice: its
+    standalone code, which the JIT binds callers to in the process that compiled it, and a
+    copy linked into each caller and optimized again there, which a process loading the
+    caller from the disk cache runs.  Some loops vectorize only on a second pass (phase
+    ordering), so the compiling process ran slower code (docs/kernels.md, "Freshly compiled
+    code can run slower").  Callers link the same module as before (a third pass made one
+    of their copies slower)."""
     once = getattr(library, "_optimize_final_module", None)
     passes = getattr(getattr(library, "_codegen", None), "_module_pass_manager", None)
-    if once is None or passes is None:  # pragma: no cover - a Numba that moved them
+    for_linking = getattr(library, "_get_module_for_linking", None)
+    timings = getattr(library, "_recorded_timings", None)
+    if None in (once, passes, for_linking, timings):  # pragma: no cover - Numba moved them
         return
+    if getattr(library, "_gridsample_twice", False):
+        return
+    library._gridsample_twice = True
+    machine = getattr(library._codegen, "_tm", None)
+    linked = []
 
     def twice():
         once()
+        # What callers link in: the module as Numba optimized it, and as the JIT's code
+        # generation leaves it -- its IR passes (loop strength reduction, CodeGenPrepare)
+        # change the module they compile, and callers used to link that.  Emitting a copy's
+        # object code (then dropped) does the same to the copy.
+        copy = library._final_module.clone()
+        if machine is not None:
+            machine.emit_object(copy)
+        linked.append(copy)
         full = passes()
         if isinstance(full, tuple):  # the new pass manager: (manager, its builder)
-            full[0].run(library._final_module, full[1])
+            manager, builder = full
+            with timings.record("Module passes (full optimization, again)", builder):
+                manager.run(library._final_module, builder)
         else:  # pragma: no cover - the legacy pass manager of older Numba
             full.run(library._final_module)
+        del library._optimize_final_module  # (the instance's; no cycle left behind)
+
+    def module_for_linking():
+        # Numba's own method (it makes the exported functions linkonce_odr in a copy and
+        # keeps that), reading the module as it was before the second pass.
+        own = library._final_module
+        library._final_module = linked[0]
+        try:
+            return for_linking()
+        finally:
+            library._final_module = own
 
     library._optimize_final_module = twice
+    library._get_module_for_linking = module_for_linking
 
 
 class _TunedLower(lowering.Lower):

@@ -1,8 +1,10 @@
 """One place for Numba's flags and for where compiled code is kept.
 
 Every compiled function of gridsample is made with :func:`function` (entries
-and loop-level functions, array arguments ``noalias``) or :func:`helper`
-(small scalar helpers), so the flags are chosen once:
+and loop-level functions, array arguments ``noalias``), :func:`callee` (the
+same, optimized twice: planners that need it), :func:`helper` (small
+scalar helpers) or :func:`skeleton` (loop skeletons inlined into their
+callers), so the flags are chosen once:
 
 * ``nogil=True``: the entries run on gridsample's own thread pool
   (:mod:`gridsample._threads`), several at once.
@@ -262,15 +264,16 @@ def function(func):
 
 
 def callee(func):
-    """Compile a vector planner that other compiled code calls by symbol (the backward's).
+    """Compile a vector planner that other compiled code calls by symbol and whose loop one
+    pass of LLVM leaves scalar (the 2-D linear grid gradient's, under reflection and the
+    index paddings).
 
-    :func:`function`, with its module optimized twice by LLVM: the process that compiles
-    a caller runs the callee's standalone code, later processes the copy compiled into the
-    caller, and only the second pass vectorizes some planners' loops
-    (:func:`gridsample._inline._optimize_twice`).  The backward's sweeps and scatters (the
-    same vectors after one pass or two), the general kernels' planners and sweeps (scalar
-    either way) and small helpers that LLVM inlines into every caller use :func:`function`:
-    a second pass costs 0.02-0.1 s of compiling per function.
+    :func:`function`, with its module optimized twice by LLVM
+    (:func:`gridsample._inline._optimize_twice`): the process that compiles a caller runs
+    the callee's standalone code, and some planners' loops vectorize only on a second pass.
+    Where gridsample's own pipeline is not in use (:data:`TUNED` false), the same as
+    :func:`function`.  Which functions need it, and what it costs: docs/kernels.md,
+    "Freshly compiled code can run slower".
     """
     if TUNED:
         from ._inline import OPTIMIZED_TWICE
