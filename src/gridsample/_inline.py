@@ -35,6 +35,7 @@ from __future__ import annotations
 import copy
 import operator
 
+import llvmlite.binding as ll
 from numba.core import ir, ir_utils, lowering, postproc
 from numba.core.analysis import compute_cfg_from_blocks, dead_branch_prune
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
@@ -287,59 +288,52 @@ class InlineSkeletons(FunctionPass):
 
 def _optimize_twice(library) -> None:
     """Make ``library`` (a Numba ``CPUCodeLibrary`` not yet finalized) run LLVM's full
-    module pipeline a second time on its own code, after Numba's optimization, and keep
-    what callers link in as Numba left it.
+    module pipeline a second time on its own code, after Numba's optimization, and give
+    callers the module they linked before.
 
     A function compiled on its own and called from other compiled code exists twice: its
     standalone code, which the JIT binds callers to in the process that compiled it, and a
     copy linked into each caller and optimized again there, which a process loading the
     caller from the disk cache runs.  Some loops vectorize only on a second pass (phase
     ordering), so the compiling process ran slower code (docs/kernels.md, "Freshly compiled
-    code can run slower").  Callers link the same module as before (a third pass made one
-    of their copies slower)."""
+    code can run slower").  Callers keep their old copy (giving them the twice-optimized
+    module made one of those copies slower)."""
     once = getattr(library, "_optimize_final_module", None)
     passes = getattr(getattr(library, "_codegen", None), "_module_pass_manager", None)
-    for_linking = getattr(library, "_get_module_for_linking", None)
+    machine = getattr(getattr(library, "_codegen", None), "_tm", None)
     timings = getattr(library, "_recorded_timings", None)
-    if None in (once, passes, for_linking, timings):  # pragma: no cover - Numba moved them
-        return
+    if None in (once, passes, machine, timings) or not hasattr(library, "_shared_module"):
+        return  # pragma: no cover - a Numba that moved them: compiled once, as Numba does
     if getattr(library, "_gridsample_twice", False):
         return
     library._gridsample_twice = True
-    machine = getattr(library._codegen, "_tm", None)
-    linked = []
 
     def twice():
         once()
-        # What callers link in: the module as Numba optimized it, and as the JIT's code
-        # generation leaves it -- its IR passes (loop strength reduction, CodeGenPrepare)
-        # change the module they compile, and callers used to link that.  Emitting a copy's
-        # object code (then dropped) does the same to the copy.
-        copy = library._final_module.clone()
-        if machine is not None:
-            machine.emit_object(copy)
-        linked.append(copy)
+        # What callers link: Numba hands them the library's module after the JIT's code
+        # generation has compiled it, whose IR passes (loop strength reduction,
+        # CodeGenPrepare) change the module in place.  Emitting its object code (dropped)
+        # with the JIT's target machine does the same; its exported functions become
+        # linkonce_odr, as Numba's _get_module_for_linking makes them.  The JIT compiles a
+        # copy, optimized again.
+        shared = library._final_module
+        own = shared.clone()
+        machine.emit_object(shared)
+        for fn in shared.functions:
+            if not fn.is_declaration and fn.linkage == ll.Linkage.external:
+                fn.linkage = "linkonce_odr"
+        library._shared_module = shared
+        library._final_module = own
         full = passes()
-        if isinstance(full, tuple):  # the new pass manager: (manager, its builder)
+        if isinstance(full, tuple):  # the new pass manager (Numba 0.62+): manager, builder
             manager, builder = full
             with timings.record("Module passes (full optimization, again)", builder):
-                manager.run(library._final_module, builder)
+                manager.run(own, builder)
         else:  # pragma: no cover - the legacy pass manager of older Numba
-            full.run(library._final_module)
-        del library._optimize_final_module  # (the instance's; no cycle left behind)
-
-    def module_for_linking():
-        # Numba's own method (it makes the exported functions linkonce_odr in a copy and
-        # keeps that), reading the module as it was before the second pass.
-        own = library._final_module
-        library._final_module = linked[0]
-        try:
-            return for_linking()
-        finally:
-            library._final_module = own
+            full.run(own)
+        del library._optimize_final_module  # (the instance's: no cycle left behind)
 
     library._optimize_final_module = twice
-    library._get_module_for_linking = module_for_linking
 
 
 class _TunedLower(lowering.Lower):
