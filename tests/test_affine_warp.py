@@ -114,6 +114,30 @@ def test_nan_infinite_and_huge_theta(rng, kernels):
             np.testing.assert_array_equal(got, pair(x, theta, (6, 7), mode, padding, False))
 
 
+def test_repeated_warps_read_each_calls_theta_and_x(rng, kernels):
+    """Calls with the same shapes, dtypes and options reuse their plan (a spatial
+    transformer's batches): each still warps its own ``x`` by its own ``theta`` (values
+    changed in place between calls too), a 2-D theta and a batch of one included, and a
+    change of kernel family between calls is followed."""
+    x = rng.standard_normal((4, 2, 9, 8)).astype(np.float32)
+    theta = random_theta(rng, 4, 2)
+    single = random_theta(rng, 1, 2)[0]
+    for step in range(4):
+        theta[...] = random_theta(rng, 4, 2)  # in place: the same array, new values
+        x[...] = rng.standard_normal(x.shape)
+        if step == 2:
+            theta[1, 0, 0] = np.nan
+        for th in (theta, single, single[None]):
+            for mode, padding in (("linear", "zeros"), ("cubic", "border")):
+                got = gridsample.affine_warp(x, th, (7, 6), mode, padding)
+                np.testing.assert_array_equal(got, pair(x, th, (7, 6), mode, padding, False))
+    other = "general" if kernels == "vector" else "vector"
+    want = pair(x, theta, (7, 6), "linear", "zeros", False)
+    with use_kernels(other):
+        np.testing.assert_array_equal(gridsample.affine_warp(x, theta, (7, 6)), want)
+    np.testing.assert_array_equal(gridsample.affine_warp(x, theta, (7, 6)), want)
+
+
 @pytest.mark.parametrize("rank", [2, 3])
 def test_vector_kernels_make_no_band(rng, monkeypatch, rank):
     """Under the vector kernels each block makes its own points from theta: the band

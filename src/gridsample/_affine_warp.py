@@ -16,12 +16,13 @@ import math
 import numpy as np
 
 from ._affine import _affine_rows, _compute_dtype, parse_affine_args, window_bases
-from ._dtypes import is_half
-from ._engine import Chunks, run_forward
+from ._dtypes import is_half, is_string
+from ._engine import Chunks, PreparedForward, run_forward
 from ._errors import GridSampleError, GridSampleTypeError, describe
 from ._jit import read_only
 from ._options import is_integer, parse_flag
 from ._plan import as_array, check_allocatable, plan_forward, stand_in
+from ._prepared import PreparedCache, signature
 from ._splines import cast_result, coefficient_plan
 from ._threads import num_threads
 
@@ -31,6 +32,9 @@ __all__ = ["affine_warp", "warp_theta"]
 # of float32 coordinates per thread (measured on 2 threads, Zen 4: 32-256 Ki points were
 # within noise of each other; fewer points per band pay more per-band dispatch).
 _BAND_POINTS = 1 << 17
+
+# The prepared warps of recent calls (_Warp).
+_prepared = PreparedCache()
 
 
 def warp_arguments(x_shape, theta, out_shape, align_corners, channel_last):
@@ -135,6 +139,11 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
     >>> gridsample.affine_warp(x, flip)[0, 0, 0]
     array([3., 2., 1., 0.], dtype=float32)
     """
+    key = signature((x, theta), (out_shape, mode, padding_mode, align_corners, channel_last,
+                                 fill_value, cubic_a, prefilter))
+    warp = _prepared.get(key)
+    if warp is not None:
+        return warp.sample(x, theta)
     x = as_array("x", x)
     theta, out_spatial, align = warp_arguments(x.shape, theta, out_shape, align_corners,
                                                channel_last)
@@ -148,45 +157,78 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
                               fill_value=fill_value, cubic_a=cubic_a, prefilter=prefilter)
     if plan.is_empty:  # (no item, channel or output point: nothing to band)
         return np.empty(plan.out_shape, plan.out_dtype)
-    theta_c = np.ascontiguousarray(theta, dtype=_compute_dtype(theta.dtype))
-
-    # Bands of whole rows of the outermost output axis: each a contiguous range of points,
-    # made by affine_grid's row kernel from the whole grid's base coordinates.  One matrix
-    # (theta of batch 1) serves every item with each band; a batch of matrices is banded
-    # item by item, so that a thread's share of the bands is a run of whole items, as
-    # grid_sample splits a batch.
-    zeros = (0,) * rank
-    bases, sizes = window_bases(theta_c.dtype, out_spatial, zeros, out_spatial, align)
-    theta_ro = read_only(theta_c)
-    width = out_spatial[-1]
-    lines = math.prod(out_spatial[1:-1])  # lines of `width` points per outermost index
-    items = plan.grid_batch
-    outer = max(1, _BAND_POINTS // max(1, lines * width * (1 if items > 1 else plan.batch)))
-    per_item = -(-out_spatial[0] // outer)
-    # At least two bands per thread where the outermost axis allows: every thread makes and
-    # samples its own.
-    wanted = -(-2 * num_threads() // items)
-    if per_item < wanted:
-        outer = max(1, out_spatial[0] // wanted)
-        per_item = -(-out_spatial[0] // outer)
-
-    def band(i):
-        n, k = divmod(i, per_item)
-        o0 = k * outer
-        count = (min(out_spatial[0], o0 + outer) - o0) * lines
-        grid = np.empty((count, width, rank), theta_c.dtype)
-        _affine_rows(0, count, theta_ro, bases, sizes, (n * out_spatial[0] + o0) * lines, grid)
-        grid = grid.reshape(1, count * width, rank)
-        if is_half(theta.dtype):  # the grid affine_grid makes, read as grid_sample reads it
-            grid = grid.astype(theta.dtype).astype(plan.coord_dtype)
-        return (n if items > 1 else None), o0 * lines * width, grid
-
-    bands = Chunks(items * per_item, band)
-    # Where a vector kernel serves the plan, each of its blocks makes its own points from
-    # theta (no band is made); a float16/bfloat16 theta's grid is rounded to its dtype
-    # first, which only the bands do.
-    affine = None if is_half(theta.dtype) else (theta_ro, bases, sizes)
     if plan.prefilter:
         c, cplan = coefficient_plan(plan, x)
-        return cast_result(run_forward(cplan, c, None, bands, affine), plan.out_dtype)
-    return run_forward(plan, x, None, bands, affine)
+        warp = _Warp(cplan, theta.dtype, out_spatial, align, None)
+        return cast_result(warp.sample(c, theta), plan.out_dtype)
+    if is_string(plan.out_dtype):
+        return _Warp(plan, theta.dtype, out_spatial, align, None).sample(x, theta)
+    warp = _Warp(plan, theta.dtype, out_spatial, align,
+                 PreparedForward(plan, x.shape, x.strides, x.itemsize))
+    _prepared.put(key, warp)
+    return warp.sample(x, theta)
+
+
+class _Warp:
+    """An affine warp as planned for its arrays' shapes, strides and dtypes, its options and
+    the settings in force: what does not depend on the values of ``x`` and ``theta``.
+
+    ``prepared``: the plan's prepared run (:class:`gridsample._engine.PreparedForward`),
+    kept per call signature (:mod:`gridsample._prepared`) so that repeated warps of small
+    images (a spatial transformer's batches) skip validation and planning; None for the
+    warps that are not kept (B-spline coefficients, strings)."""
+
+    def __init__(self, plan, theta_dtype, out_spatial, align, prepared):
+        self.plan, self.prepared = plan, prepared
+        self.half = is_half(theta_dtype)
+        self.dtype = _compute_dtype(theta_dtype)
+        self.theta_dtype, self.out_spatial = theta_dtype, out_spatial
+        zeros = (0,) * len(out_spatial)
+        self.bases, self.sizes = window_bases(self.dtype, out_spatial, zeros, out_spatial, align)
+
+    def sample(self, x, theta) -> np.ndarray:
+        """The warp of ``x`` (the plan's input: for B-splines, their coefficients) by
+        ``theta`` (shape (N or 1, r, r + 1) or (r, r + 1), of the planned dtype)."""
+        plan, out_spatial = self.plan, self.out_spatial
+        rank = len(out_spatial)
+        theta_c = np.ascontiguousarray(theta[None] if theta.ndim == 2 else theta,
+                                       dtype=self.dtype)
+        bases, sizes = self.bases, self.sizes
+        # Bands of whole rows of the outermost output axis: each a contiguous range of
+        # points, made by affine_grid's row kernel from the whole grid's base coordinates.
+        # One matrix (theta of batch 1) serves every item with each band; a batch of
+        # matrices is banded item by item, so that a thread's share of the bands is a run of
+        # whole items, as grid_sample splits a batch.
+        theta_ro = read_only(theta_c)
+        width = out_spatial[-1]
+        lines = math.prod(out_spatial[1:-1])  # lines of `width` points per outermost index
+        items = plan.grid_batch
+        outer = max(1, _BAND_POINTS // max(1, lines * width * (1 if items > 1 else plan.batch)))
+        per_item = -(-out_spatial[0] // outer)
+        # At least two bands per thread where the outermost axis allows: every thread makes
+        # and samples its own.
+        wanted = -(-2 * num_threads() // items)
+        if per_item < wanted:
+            outer = max(1, out_spatial[0] // wanted)
+            per_item = -(-out_spatial[0] // outer)
+
+        def band(i):
+            n, k = divmod(i, per_item)
+            o0 = k * outer
+            count = (min(out_spatial[0], o0 + outer) - o0) * lines
+            grid = np.empty((count, width, rank), theta_c.dtype)
+            _affine_rows(0, count, theta_ro, bases, sizes, (n * out_spatial[0] + o0) * lines,
+                         grid)
+            grid = grid.reshape(1, count * width, rank)
+            if self.half:  # the grid affine_grid makes, read as grid_sample reads it
+                grid = grid.astype(self.theta_dtype).astype(plan.coord_dtype)
+            return (n if items > 1 else None), o0 * lines * width, grid
+
+        bands = Chunks(items * per_item, band)
+        # Where a vector kernel serves the plan, each of its blocks makes its own points
+        # from theta (no band is made); a float16/bfloat16 theta's grid is rounded to its
+        # dtype first, which only the bands do.
+        affine = None if self.half else (theta_ro, bases, sizes)
+        if self.prepared is not None:
+            return self.prepared.run(x, None, bands, affine)
+        return run_forward(plan, x, None, bands, affine)

@@ -103,6 +103,13 @@ _AVX512_CPUS = ("skylake-avx512", "cascadelake", "cooperlake", "icelake", "tiger
                 "diamondrapids", "znver4", "znver5", "x86-64-v4", "cannonlake", "knl", "knm")
 
 
+@functools.lru_cache(maxsize=8)
+def _feature_flags(features: str) -> frozenset:
+    """The ``+f`` / ``-f`` items of an LLVM features string (the host's has ~230: parsed
+    once, not on every plan that asks what the target has)."""
+    return frozenset(f.strip() for f in features.split(",") if f.strip())
+
+
 def _has_feature(features: str, cpu_name: str, feature: str, cpus: tuple) -> bool:
     """Whether code for ``cpu_name`` with ``features`` may use ``feature``, which the CPUs
     named by the prefixes ``cpus`` have of their own.
@@ -111,7 +118,7 @@ def _has_feature(features: str, cpu_name: str, feature: str, cpus: tuple) -> boo
     (``+f`` adds, ``-f`` removes): ``haswell`` with ``+avx512f`` emits AVX-512 code, and
     ``skylake-avx512`` with ``+avx2`` keeps its AVX-512.
     """
-    flags = {f.strip() for f in features.split(",") if f.strip()}
+    flags = _feature_flags(features)
     if f"-{feature}" in flags:
         return False
     return f"+{feature}" in flags or cpu_name.startswith(cpus)
