@@ -25,6 +25,8 @@ CASES = {
     "maps 8x32x128² linear zeros": ((8, 32, 128, 128), "linear", "zeros"),
     "volume 1x1x128³ linear zeros": ((1, 1, 128, 128, 128), "linear", "zeros"),
     "volume 1x1x128³ nearest border": ((1, 1, 128, 128, 128), "nearest", "border"),
+    # a spatial transformer's batch (MNIST): small warps, where a call's own cost shows
+    "batch 64x1x28² linear zeros": ((64, 1, 28, 28), "linear", "zeros"),
 }
 
 TORCH_MODE = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}
