@@ -136,6 +136,42 @@ def test_repeated_warps_read_each_calls_theta_and_x(rng, kernels):
     with use_kernels(other):
         np.testing.assert_array_equal(gridsample.affine_warp(x, theta, (7, 6)), want)
     np.testing.assert_array_equal(gridsample.affine_warp(x, theta, (7, 6)), want)
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        np.testing.assert_array_equal(gridsample.affine_warp(x, theta, (7, 6)), want)
+    finally:
+        numba.set_num_threads(threads)
+
+
+def test_a_kept_warp_is_planned_once_and_its_out_shape_read_each_call(rng, monkeypatch):
+    """A repeated call is planned once; ``out_shape`` is read each call (a list changed in
+    place gives its new shape), and a sequence that is neither a tuple nor a list (here a
+    generator, exhausted after one call) is validated every time."""
+    planned = []
+    plan_forward = gridsample._affine_warp.plan_forward
+
+    def counted(*args, **kwargs):
+        planned.append(args[1].shape)
+        return plan_forward(*args, **kwargs)
+
+    monkeypatch.setattr(gridsample._affine_warp, "plan_forward", counted)
+    x = rng.standard_normal((2, 1, 9, 8)).astype(np.float32)
+    theta = random_theta(rng, 2, 2)
+    gridsample._affine_warp._prepared.entries.clear()
+    for _ in range(3):
+        got = gridsample.affine_warp(x, theta, (5, 4))
+    assert len(planned) == 1
+    np.testing.assert_array_equal(got, pair(x, theta, (5, 4), "linear", "zeros", False))
+    shape = [5, 4]
+    gridsample.affine_warp(x, theta, shape)
+    shape[1] = 6
+    got = gridsample.affine_warp(x, theta, shape)
+    np.testing.assert_array_equal(got, pair(x, theta, (5, 6), "linear", "zeros", False))
+    sizes = (n for n in (5, 4))
+    gridsample.affine_warp(x, theta, sizes)
+    with pytest.raises(GridSampleError, match="out_shape"):
+        gridsample.affine_warp(x, theta, sizes)
 
 
 @pytest.mark.parametrize("rank", [2, 3])

@@ -139,8 +139,12 @@ def affine_warp(x, theta, out_shape=None, mode="linear", padding_mode="zeros",
     >>> gridsample.affine_warp(x, flip)[0, 0, 0]
     array([3., 2., 1., 0.], dtype=float32)
     """
-    key = signature((x, theta), (out_shape, mode, padding_mode, align_corners, channel_last,
-                                 fill_value, cubic_a, prefilter))
+    # out_shape in the key by value, with its items' types (a list as a tuple); any other
+    # sequence (a generator, one hashed by identity) takes the full path every time
+    shape = tuple(out_shape) if type(out_shape) is list else out_shape
+    key = (signature((x, theta), (shape, mode, padding_mode, align_corners, channel_last,
+                                  fill_value, cubic_a, prefilter))
+           if shape is None or type(shape) is tuple else None)
     warp = _prepared.get(key)
     if warp is not None:
         return warp.sample(x, theta)
