@@ -34,17 +34,21 @@ class Case:
     out_spatial: tuple
     mode: str = "linear"
     padding: str = "zeros"
-    grid: str = "smooth"  # or "random", or "shifted" (smooth, half the points outside)
+    # or "random", "shifted" (smooth, half the points outside), or "flow" (smooth, held as a
+    # flow field (N, r, D1, ..., Dr) whose component axis is moved last: a strided view)
+    grid: str = "smooth"
     channel_last: bool = False
     align: bool = False
 
     def inputs(self, rng):
         x = rng.standard_normal(self.x_shape, dtype=np.float32)
         n = self.x_shape[0]
-        if self.grid in ("smooth", "shifted"):
+        if self.grid in ("smooth", "shifted", "flow"):
             grid = np.ascontiguousarray(smooth_grid(n, self.out_spatial))
             if self.grid == "shifted":  # moved down by half the image: half the points out
                 grid[..., 1] += 1
+            if self.grid == "flow":
+                grid = np.moveaxis(np.ascontiguousarray(np.moveaxis(grid, -1, 1)), 1, -1)
         else:
             grid = random_grid(rng, n, self.out_spatial)
         if self.channel_last:
@@ -94,6 +98,10 @@ def default_cases():
         # points outside cost less, so the halves of the work are unequal.
         Case("image 1x3x512² cubic half outside", (1, 3, 512, 512), (512, 512), "cubic",
              grid="shifted"),
+        # A registration network's deformation, a flow field (N, 2, H, W) passed as the grid
+        # by moving its component axis last (PyTorch reads the view as it is; onnxruntime,
+        # OpenCV and SciPy get it copied before the timing)
+        Case("image 1x3x1024² linear flow field", img, (1024, 1024), grid="flow"),
         # Small calls, where the time is mostly the call's own overhead (validation, planning
         # in Python, the thread hand-over): an image tile, and a spatial transformer's batch
         # (MNIST-sized).

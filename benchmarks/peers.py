@@ -45,7 +45,7 @@ def make_torch(x, grid, mode, padding, align, channel_last):
     if channel_last:  # torch's channels_last memory format, the fair equivalent
         fmt = torch.channels_last if x.ndim == 4 else torch.channels_last_3d
         xt = xt.contiguous(memory_format=fmt)
-    gt = torch.from_numpy(np.ascontiguousarray(grid))
+    gt = torch.from_numpy(grid)  # (strided grids as they are: PyTorch reads them in place)
     f = torch.nn.functional.grid_sample
 
     def run():

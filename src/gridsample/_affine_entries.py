@@ -60,6 +60,7 @@ __all__ = [
     "AFFINE_INTERLEAVED_ENTRIES",
     "AFFINE_ROW_LOAD_ENTRIES",
     "AFFINE_ONE_PASS_ENTRIES",
+    "AFFINE_TABLES",
 ]
 
 
@@ -3186,3 +3187,12 @@ AFFINE_ONE_PASS_ENTRIES = {
     (2, MODE_NEAREST, PAD_SYMMETRIC, 'native'): nearest_2d_index_one_affine,
     (2, MODE_NEAREST, PAD_WRAP, 'native'): nearest_2d_index_one_affine,
 }
+
+#: The five tables, as gridsample._engine.vector_entry takes them.
+AFFINE_TABLES = (
+    AFFINE_ENTRIES,
+    AFFINE_CHANNEL_LAST_ENTRIES,
+    AFFINE_ROW_LOAD_ENTRIES,
+    AFFINE_ONE_PASS_ENTRIES,
+    AFFINE_INTERLEAVED_ENTRIES,
+)

@@ -649,6 +649,7 @@ class PreparedForward:
         # one share: by thread count, ``(coordinate dtype, runner, head, tail)`` (_run_vector),
         # run by :meth:`run` without the general path's lookups (~4 µs of a small call's ~10).
         self._direct = {}
+        self._planar = None  # _planar_entry
         self._direct_ok = (self.vector is not None and self.out_is_storage
                            and not plan.displacement and not self.planes_exceed_cache)
 
@@ -669,36 +670,49 @@ class PreparedForward:
         xflat = self._flat_x(x)
         outflat = (out if self.out_is_storage else out.view(self.storage)).reshape(-1)
         if affine is not None and self.vector is not None:
-            from ._affine_entries import (  # affine_warp's
-                AFFINE_CHANNEL_LAST_ENTRIES,
-                AFFINE_ENTRIES,
-                AFFINE_INTERLEAVED_ENTRIES,
-                AFFINE_ONE_PASS_ENTRIES,
-                AFFINE_ROW_LOAD_ENTRIES,
-            )
+            from ._affine_entries import AFFINE_TABLES  # affine_warp's
 
-            # The same form as the grid's entry (self.vector), from the affine tables.
-            entry = vector_entry(plan.rank, plan.kernel_mode, self.vector_pad,
-                                 plan.coord_dtype, plan.weight_dtype, self.sizes,
-                                 self.strides, self.conv.kind,
-                                 (AFFINE_ENTRIES, AFFINE_CHANNEL_LAST_ENTRIES,
-                                  AFFINE_ROW_LOAD_ENTRIES, AFFINE_ONE_PASS_ENTRIES,
-                                  AFFINE_INTERLEAVED_ENTRIES),
-                                 strided=self.os_p != 1, rows=self.by_rows, one=self.one_pass,
-                                 interleaved=self.vector_interleaved)
-            self._run_vector(entry, affine, xflat, outflat, plan.out_points, plan.batch,
-                             threads, one_pass=self.one_pass)
+            self._run_vector(self._twin_entry(AFFINE_TABLES), affine, xflat, outflat,
+                             plan.out_points, plan.batch, threads, one_pass=self.one_pass,
+                             makes_points=True)
             return out
         if chunks is None:
             grid3 = grid.reshape(self.grid_shape)
             if not (plan.displacement or is_half(grid.dtype)):
                 scattered = self.planes_exceed_cache and is_scattered(plan, grid3)
+                planar = (None if grid3.flags.c_contiguous or self.vector is None
+                          else grid3.transpose(0, 2, 1))
+                if planar is not None and planar.flags.c_contiguous:
+                    # A flow field (N, r, D1, ..., Dr) seen as the grid: each block
+                    # interleaves its own points (a whole copy cost as much as the sampling).
+                    self._run_vector(self._planar_entry(), (read_only(planar),), xflat,
+                                     outflat, plan.out_points, plan.batch, threads, scattered,
+                                     one_pass=self.one_pass, makes_points=True)
+                    return out
                 self._launch(np.ascontiguousarray(grid3), xflat, outflat, plan.batch,
                              threads, scattered)
                 return out
             chunks = grid_chunks(plan, grid3)
         self._run_chunks(chunks, xflat, outflat, threads)
         return out
+
+    def _planar_entry(self):
+        """The entry for a grid held planar (:func:`gridsample._vector.run_planar_blocks`),
+        of the grid entry's form; found once."""
+        if self._planar is None:
+            from ._planar_entries import PLANAR_TABLES
+
+            self._planar = self._twin_entry(PLANAR_TABLES)
+        return self._planar
+
+    def _twin_entry(self, tables: tuple):
+        """The entry of the form the grid's entry (``self.vector``) has, from another kind's
+        ``tables`` (:func:`vector_entry`'s five: affine maps, planar grids)."""
+        plan = self.plan
+        return vector_entry(plan.rank, plan.kernel_mode, self.vector_pad, plan.coord_dtype,
+                            plan.weight_dtype, self.sizes, self.strides, self.conv.kind, tables,
+                            strided=self.os_p != 1, rows=self.by_rows, one=self.one_pass,
+                            interleaved=self.vector_interleaved)
 
     def _flat_x(self, x: np.ndarray) -> np.ndarray:
         """X's storage as :func:`flat_view` gives it, read-only."""
@@ -723,11 +737,12 @@ class PreparedForward:
         run_shared(run_chunks, chunks.count, (), threads // per_chunk)
 
     def _run_vector(self, entry, source, xflat, outflat, points, batch, threads,
-                    scattered=False, one_pass=None) -> None:
+                    scattered=False, one_pass=None, makes_points=False) -> None:
         """A vector entry over ``batch`` items of ``points`` points whose coordinates come
         from ``source`` (the grid, or affine maps), a group of channels at a time;
         ``one_pass``: whether ``entry`` plans and sums in one pass (default: whether it is
-        the grid's one-pass entry)."""
+        the grid's one-pass entry); ``makes_points``: whether it makes each block's points
+        in scratch of its own (affine maps, a planar grid)."""
         if one_pass is None:
             one_pass = entry is self.vector and self.one_pass
         key = (points, batch, threads, one_pass, scattered)
@@ -737,7 +752,7 @@ class PreparedForward:
                 self._sizings.clear()
             sizing = self._sizings[key] = self._blocks(*key)
         tasks, block, groups = sizing[1], sizing[2], sizing[4]
-        scratch = self._scratch(sizing, source[0].dtype, len(source))
+        scratch = self._scratch(sizing, source[0].dtype, makes_points)
         xs_c, os_c = self.xs_c, self.os_c
         if (self._direct_ok and entry is self.vector and len(source) == 1 and len(groups) == 1
                 and min(threads, tasks) == 1 and points == self.plan.out_points
@@ -757,18 +772,19 @@ class PreparedForward:
                     self.conv.kind, outside)
             run_claimed(entry, tasks, args, threads, scratch)
 
-    def _scratch(self, sizing: tuple, coord_dtype, sources: int) -> tuple:
+    def _scratch(self, sizing: tuple, coord_dtype, makes_points: bool) -> tuple:
         """The ``(shape, dtype)`` of each share's buffers in a vector run sized by ``sizing``
-        (:meth:`_blocks`) whose coordinates come from ``sources`` arrays of ``coord_dtype``;
-        kept for the prepared run's calls (the same objects each call, so that the pool
-        finds the buffers ended shares gave back by their description at once)."""
-        key = (sizing[0], coord_dtype, sources)
+        (:meth:`_blocks`) whose coordinates are of ``coord_dtype`` (``makes_points``: made
+        into scratch block by block); kept for the prepared run's calls (the same objects
+        each call, so that the pool finds the buffers ended shares gave back by their
+        description at once)."""
+        key = (sizing[0], coord_dtype, makes_points)
         scratch = self._scratches.get(key)
         if scratch is None:
             block, tables = sizing[2], sizing[3]
-            # The planners' copy of a block's coordinates; affine maps make each block's
-            # points as well.
-            scratch = tables + (((self.plan.rank * block,), coord_dtype),) * min(sources, 2)
+            # The planners' copy of a block's coordinates, and the block's points where the
+            # entry makes them.
+            scratch = tables + (((self.plan.rank * block,), coord_dtype),) * (1 + makes_points)
             if len(self._scratches) >= 16:  # chunked calls: a few sizes; never many
                 self._scratches.clear()
             self._scratches[key] = scratch
