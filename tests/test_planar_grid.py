@@ -164,3 +164,38 @@ def test_general_kernels_agree(rng):
         want = gridsample.grid_sample(x, grid, "cubic", "reflection", True)
     np.testing.assert_array_equal(gridsample.grid_sample(x, grid, "cubic", "reflection", True),
                                   want)
+
+
+@pytest.mark.parametrize("shape", [(2, 9, 11, 2), (1, 4, 5, 6, 3), (3, 1, 7, 2)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_contiguous_grid_interleaves_a_planar_grid(rng, shape, dtype):
+    """The compiled interleaving that replaces NumPy's transposing copy (the general
+    kernels' grids, the backward's): the same values, C-contiguous; other strides and a
+    change of dtype go through NumPy."""
+    grid = nasty_grid(rng, shape, dtype)
+    view = planar_view(grid).reshape(shape[0], -1, shape[-1])
+    out = _engine.contiguous_grid(view)
+    assert out.flags.c_contiguous and out.dtype == dtype
+    np.testing.assert_array_equal(out, grid.reshape(view.shape))
+    wider = _engine.contiguous_grid(view, np.float64)
+    np.testing.assert_array_equal(wider, grid.reshape(view.shape).astype(np.float64))
+    odd = grid.reshape(view.shape)[:, ::-1]
+    np.testing.assert_array_equal(_engine.contiguous_grid(odd), np.ascontiguousarray(odd))
+
+
+@pytest.mark.parametrize("family", ["auto", "general"])
+@pytest.mark.parametrize("x_shape,out,mode", [((2, 3, 13, 17), (9, 11), "linear"),
+                                              ((2, 2, 13, 17), (9, 11), "cubic"),
+                                              ((2, 2, 5, 6, 7), (3, 5, 7), "linear")])
+def test_the_backward_of_a_planar_grid(rng, monkeypatch, family, x_shape, out, mode):
+    """Both gradients, the same bits as for the contiguous grid (dL/dgrid C-contiguous, of
+    the grid's shape)."""
+    monkeypatch.setenv("GRIDSAMPLE_KERNELS", family)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    grid = nasty_grid(rng, (x_shape[0], *out, len(out)), np.float32)
+    gout = rng.standard_normal((x_shape[0], x_shape[1], *out)).astype(np.float32)
+    want = gridsample.grid_sample_backward(gout, x, grid, mode, "border")
+    got = gridsample.grid_sample_backward(gout, x, planar_view(grid), mode, "border")
+    for g, w in zip(got, want):
+        assert g.flags.c_contiguous
+        assert_same_bits(g, w)

@@ -28,6 +28,7 @@ from ._dtypes import dtype_name, is_string
 from ._engine import (
     PLANAR_MAX_CHANNELS,
     block_size,
+    contiguous_grid,
     coordinates,
     explicit_vectors_serve,
     flat_read,
@@ -342,7 +343,7 @@ class PreparedGradients:
         grid3 = grid.reshape(self.grid_shape)
         cdt = plan.coord_dtype
         grid3 = read_only(coordinates(plan, grid3, 0, cdt) if plan.displacement
-                          else np.ascontiguousarray(grid3, cdt))
+                          else contiguous_grid(grid3, cdt))
         # The vector grid-gradient entries write every row (each task its blocks' rows whole).
         ggrid = (np.empty if self.vector is not None else np.zeros)(self.ggrid_shape, dt)
         grad_x = None

@@ -49,7 +49,7 @@ from ._affine import affine_points
 from ._claims import claim_task, join_shares
 from ._convert import load, store
 from ._int32 import add32, mul32
-from ._jit import helper, skeleton
+from ._jit import function, helper, skeleton
 from ._prefetch import PREFETCH_POINTS, item_bytes, jumps, prefetch_run, worth_prefetching
 from ._registry import (
     PAD_BORDER,
@@ -95,7 +95,8 @@ from ._taps import (
     cubic_row,
 )
 
-__all__ = ["fits_int32", "run_affine_blocks", "run_blocks", "run_planar_blocks"]
+__all__ = ["fits_int32", "interleave_grid", "run_affine_blocks", "run_blocks",
+           "run_planar_blocks"]
 
 _INT32_MAX = 2 ** 31 - 1
 
@@ -1525,6 +1526,21 @@ def interleave_points(gflat, start, P, nb, rank, points):
         points[rank * j + 1] = gflat[i + plane]
         if rank == 3:
             points[rank * j + 2] = gflat[i + plane + plane]
+
+
+@function
+def interleave_grid(planar, out):
+    """The grid held planar in ``planar`` (Ng, r, P), r = 2 or 3, into ``out`` (Ng, P, r),
+    C-contiguous, of the same dtype (what ``np.ascontiguousarray`` of the grid view makes,
+    at a fraction of its time: it transposes an element at a time)."""
+    Ng, rank, P = planar.shape
+    gflat = planar.reshape(planar.size)
+    oflat = out.reshape(out.size)
+    for n in range(Ng):
+        if rank == 2:
+            interleave_points(gflat, n * 2 * P, P, P, 2, oflat[n * 2 * P:])
+        else:
+            interleave_points(gflat, n * 3 * P, P, P, 3, oflat[n * 3 * P:])
 
 
 @skeleton
