@@ -62,3 +62,22 @@ def test_every_registered_grid_gradient_kernel_has_entries():
     scatters = {(r, m.code, p.code) for m in MODES for r in m.vector_ranks
                 for p in PADDINGS if p.vector}
     assert set(INPUT_GRAD_ENTRIES) == set(INPUT_GRAD_INTERLEAVED_ENTRIES) == scatters
+
+
+def test_the_other_kinds_tables_are_in_the_grid_kinds_order():
+    """``vector_entry`` takes a kind's five tables by position: each must hold the twins of
+    the grid kind's table in the same place (the same keys; each entry named as the grid's,
+    with the kind's suffix)."""
+    from gridsample import _engine
+    from gridsample._affine_entries import AFFINE_TABLES
+    from gridsample._planar_entries import PLANAR_TABLES
+
+    grid_tables = (_engine.VECTOR_ENTRIES, _engine.CHANNEL_LAST_ENTRIES,
+                   _engine.ROW_LOAD_ENTRIES, _engine.ONE_PASS_ENTRIES,
+                   _engine.INTERLEAVED_ENTRIES)
+    for suffix, tables in (("_affine", AFFINE_TABLES), ("_planar", PLANAR_TABLES)):
+        assert len(tables) == len(grid_tables)
+        for table, grid_table in zip(tables, grid_tables):
+            assert set(table) == set(grid_table)
+            for key, entry in table.items():
+                assert entry.__name__ == grid_table[key].__name__ + suffix

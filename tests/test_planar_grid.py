@@ -199,3 +199,24 @@ def test_the_backward_of_a_planar_grid(rng, monkeypatch, family, x_shape, out, m
     for g, w in zip(got, want):
         assert g.flags.c_contiguous
         assert_same_bits(g, w)
+
+
+@pytest.mark.parametrize("grid_dtype,displacement", [(np.float32, True),
+                                                     (np.float16, False),
+                                                     (ml_dtypes.bfloat16, True)])
+def test_displacements_and_half_grids_held_planar(rng, monkeypatch, grid_dtype, displacement):
+    """The paths that make coordinates a chunk at a time (a displacement's identity added,
+    a float16/bfloat16 grid widened) from a flow field's view, forward and backward, on the
+    kernels users get: the contiguous grid's bits (the view's layout once reached kernels
+    that read C order only)."""
+    x = rng.standard_normal((2, 3, 13, 17)).astype(np.float32)
+    grid = (nasty_grid(rng, (2, 9, 11, 2), np.float32) * 0.3).astype(grid_dtype)
+    gout = rng.standard_normal((2, 3, 9, 11)).astype(np.float32)
+    kwargs = dict(displacement=displacement)
+    assert_same_bits(gridsample.grid_sample(x, planar_view(grid), **kwargs),
+                     gridsample.grid_sample(x, grid, **kwargs))
+    got = gridsample.grid_sample_backward(gout, x, planar_view(grid), **kwargs)
+    want = gridsample.grid_sample_backward(gout, x, grid, **kwargs)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g.view(np.uint8), w.view(np.uint8))

@@ -137,8 +137,8 @@ def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kin
                  strided=False, rows=False, one=False, interleaved=False):
     """The vector entry for these arguments from ``tables`` (default: :data:`VECTOR_ENTRIES`,
     :data:`CHANNEL_LAST_ENTRIES`, :data:`ROW_LOAD_ENTRIES`, :data:`ONE_PASS_ENTRIES` and
-    :data:`INTERLEAVED_ENTRIES`; affine warps pass their own five), or None where the
-    general kernels must run.
+    :data:`INTERLEAVED_ENTRIES`; affine warps and planar grids pass their own five, in
+    that order), or None where the general kernels must run.
 
     ``strided``: the output's points are not contiguous (channel-last): the second table
     serves (each sweep has a form per layout, gridsample._vector.sweep_linear_2d).
@@ -422,13 +422,14 @@ def _constants(sizes, align_corners, paddings, offsets, pixels, coord_dtype, wei
 def coordinates(plan: ForwardPlan, grid3: np.ndarray, p0: int, dtype) -> np.ndarray:
     """Points ``p0 …`` of ``grid3`` (shape ``(Ng, P, r)``) as absolute coordinates in ``dtype``.
 
-    A copy in ``dtype``; with ``displacement`` the identity of each point is
+    A C-contiguous copy in ``dtype`` (whatever ``grid3``'s strides: a flow field's view
+    too); with ``displacement`` the identity of each point is
     added (docs/semantics.md §2.3): its normalized position as
     :func:`gridsample.affine_grid` makes it for the output shape
     (``align_corners`` applying), or its own index in pixel units.  The sum
     is formed in ``dtype``, as ``grid + identity`` would be.
     """
-    out = grid3.astype(dtype)
+    out = grid3.astype(dtype, order="C")  # (order "K" would keep a planar grid planar)
     if not plan.displacement:
         return out
     r = plan.rank
@@ -755,7 +756,8 @@ class PreparedForward:
     def _run_vector(self, entry, source, xflat, outflat, points, batch, threads,
                     scattered=False, one_pass=None, makes_points=False) -> None:
         """A vector entry over ``batch`` items of ``points`` points whose coordinates come
-        from ``source`` (the grid, or affine maps), a group of channels at a time;
+        from ``source`` (the grid, a grid held planar, or affine maps), a group of channels
+        at a time;
         ``one_pass``: whether ``entry`` plans and sums in one pass (default: whether it is
         the grid's one-pass entry); ``makes_points``: whether it makes each block's points
         in scratch of its own (affine maps, a planar grid)."""
