@@ -1529,6 +1529,14 @@ def interleave_points(gflat, start, P, nb, rank, points):
 
 
 @function
+def interleave_block(gflat, start, P, nb, rank, points):
+    """:func:`interleave_points`, compiled on its own: the planar entries call it.  Inlined
+    into them, it changed how LLVM compiled their sweeps: with 32 channels (blocks of 112
+    points) they ran 1.33x their contiguous twins' time, called 1.05-1.09x."""
+    interleave_points(gflat, start, P, nb, rank, points)
+
+
+@function
 def interleave_grid(planar, out):
     """The grid held planar in ``planar`` (Ng, r, P), r = 2 or 3, into ``out`` (Ng, P, r),
     C-contiguous, of the same dtype (what ``np.ascontiguousarray`` of the grid view makes,
@@ -1580,7 +1588,7 @@ def run_planar_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
     point ``p`` at ``grid[n, a, p]`` -- a flow field ``(N, r, D1, ..., Dr)`` that the caller
     passed as the grid ``(N, D1, ..., Dr, r)`` by moving its component axis last (a view,
     not a copy).  Each block's points are copied into ``points`` (``rank x block``, scratch
-    like the plan tables) as a C-contiguous grid holds them (:func:`interleave_points`),
+    like the plan tables) as a C-contiguous grid holds them (:func:`interleave_block`),
     then planned and swept as :func:`run_blocks` does: the same bits, without the copy of
     the whole grid that reading it in place would need."""
     P = grid.shape[2]
@@ -1592,7 +1600,7 @@ def run_planar_blocks(share, claims, xflat, xs_n, xs_c, sizes, strides, axc, kc,
             break
         n, p0, nb = _block_of(task, nblk, block, P)
         start = (0 if grid.shape[0] == 1 else n) * rank * P + p0
-        interleave_points(gflat, start, P, nb, rank, points)
+        interleave_block(gflat, start, P, nb, rank, points)
         _sample_block(points, n, p0, nb, xflat, xs_n, xs_c, sizes, strides, axc, kc, outflat,
                       os_n, os_c, os_p, C, wconst, kind, azero, off, wts, coords, plan, pad,
                       sweep, one_pass)
