@@ -30,19 +30,24 @@ def _user_kernels(monkeypatch):
     monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "gather")  # the one pass serves gathers only
 
 
-def _spy(monkeypatch) -> list:
-    """Whether each vector launch that follows ran a one-pass entry."""
+def spy_runs(monkeypatch, entries) -> list:
+    """Whether each vector launch that follows ran one of ``entries``."""
     ran = []
     launch = _engine.run_claimed  # how the engine runs its vector entries
-    one_pass = set(_engine.ONE_PASS_ENTRIES.values())
+    entries = set(entries)
 
     def spy(entry, tasks, args, threads, scratch=()):
         if scratch:
-            ran.append(entry in one_pass)
+            ran.append(entry in entries)
         return launch(entry, tasks, args, threads, scratch)
 
     monkeypatch.setattr(_engine, "run_claimed", spy)
     return ran
+
+
+def _spy(monkeypatch) -> list:
+    """Whether each vector launch that follows ran a one-pass entry."""
+    return spy_runs(monkeypatch, _engine.ONE_PASS_ENTRIES.values())
 
 
 def sample(monkeypatch, setting, *args, **kwargs):

@@ -16,7 +16,7 @@ import pytest
 
 import gridsample
 from gridsample import _api, _engine, _planar_entries, reference
-from test_one_pass import assert_same_bits
+from test_one_pass import assert_same_bits, spy_runs
 from test_vector_kernels import nasty_grid
 
 PLANAR = {entry for table in _planar_entries.PLANAR_TABLES for entry in table.values()}
@@ -32,16 +32,7 @@ def _user_kernels(monkeypatch):
 
 def _spy(monkeypatch) -> list:
     """Whether each vector entry that runs next is a planar one."""
-    ran = []
-    launch = _engine.run_claimed
-
-    def spy(entry, tasks, args, threads, scratch=()):
-        if scratch:
-            ran.append(entry in PLANAR)
-        return launch(entry, tasks, args, threads, scratch)
-
-    monkeypatch.setattr(_engine, "run_claimed", spy)
-    return ran
+    return spy_runs(monkeypatch, PLANAR)
 
 
 def planar_view(grid: np.ndarray) -> np.ndarray:
