@@ -132,15 +132,21 @@ def test_the_same_bits_on_one_and_two_threads(rng, monkeypatch):
     assert_same_bits(one, two)
 
 
-@pytest.mark.parametrize("layout", ["batch innermost", "every other point", "reversed"])
+@pytest.mark.parametrize("layout", ["batch innermost", "every other point", "reversed",
+                                    "sliced flow", "components reversed"])
 def test_other_strided_grids_are_read_as_their_values(rng, monkeypatch, layout):
-    """Strides that hold no planar grid: the grid is copied, then sampled."""
+    """Strides that hold no C-contiguous planar grid: the grid is made contiguous (by
+    compiled code where each coordinate's points are contiguous: a flow field sliced from a
+    wider array, its components in reverse order), then sampled."""
     x = rng.standard_normal((2, 3, 13, 17)).astype(np.float32)
     base = nasty_grid(rng, (2, 18, 22, 2), np.float32)
+    wide = np.concatenate([np.moveaxis(base, -1, 1)] * 2, axis=1)  # (2, 4, 18, 22)
     grid = {"batch innermost": np.moveaxis(np.ascontiguousarray(np.moveaxis(base, 0, -1)),
                                            -1, 0),
             "every other point": base[:, ::2, ::2],
-            "reversed": base[:, ::-1]}[layout]
+            "reversed": base[:, ::-1],
+            "sliced flow": np.moveaxis(wide[:, 1:3], 1, -1),
+            "components reversed": np.moveaxis(wide[:, 1::-1], 1, -1)}[layout]
     ran = _spy(monkeypatch)
     got = gridsample.grid_sample(x, grid)
     assert ran == [False]
@@ -172,6 +178,14 @@ def test_contiguous_grid_interleaves_a_planar_grid(rng, shape, dtype):
     np.testing.assert_array_equal(wider, grid.reshape(view.shape).astype(np.float64))
     odd = grid.reshape(view.shape)[:, ::-1]
     np.testing.assert_array_equal(_engine.contiguous_grid(odd), np.ascontiguousarray(odd))
+    # planes of points from a wider flow field, in reverse order, every other item
+    wide = np.concatenate([np.moveaxis(grid, -1, 1)] * 2, axis=1)[::-1]
+    for flow in (wide[:, 1:1 + shape[-1]], wide[:, shape[-1] - 1::-1], wide[::2, :shape[-1]]):
+        sliced = np.moveaxis(flow, 1, -1).reshape(flow.shape[0], -1, shape[-1])
+        assert not sliced.flags.c_contiguous or flow.shape[0] == 1
+        out = _engine.contiguous_grid(sliced)
+        assert out.flags.c_contiguous
+        np.testing.assert_array_equal(out, np.ascontiguousarray(sliced))
 
 
 @pytest.mark.parametrize("family", ["auto", "general"])

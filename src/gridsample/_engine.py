@@ -270,18 +270,17 @@ def flat_view(a: np.ndarray, writeable: bool = False):
 
 
 def contiguous_grid(grid3: np.ndarray, dtype=None) -> np.ndarray:
-    """``np.ascontiguousarray(grid3, dtype)`` for a grid seen as ``(Ng, P, r)``; a grid held
-    planar (a flow field's view: ``grid3.transpose(0, 2, 1)`` C-contiguous) of ``dtype`` is
-    interleaved by compiled code (:func:`gridsample._vector.interleave_grid`), where NumPy's
-    transposing copy takes ~2.5 ns a point."""
+    """``np.ascontiguousarray(grid3, dtype)`` for a grid seen as ``(Ng, P, r)``; a grid of
+    ``dtype`` whose points are contiguous within each coordinate's plane (a flow field's
+    view, also one sliced from a wider array) is interleaved by compiled code
+    (:func:`gridsample._vector.interleave_grid`), where NumPy's transposing copy takes
+    ~2.5 ns a point."""
     dtype = grid3.dtype if dtype is None else np.dtype(dtype)
-    if grid3.flags.c_contiguous or grid3.dtype != dtype or grid3.shape[2] not in (2, 3):
+    if (grid3.flags.c_contiguous or grid3.dtype != dtype or grid3.shape[2] not in (2, 3)
+            or grid3.strides[1] != grid3.itemsize):
         return np.ascontiguousarray(grid3, dtype)
-    planar = grid3.transpose(0, 2, 1)
-    if not planar.flags.c_contiguous:
-        return np.ascontiguousarray(grid3)
     out = np.empty(grid3.shape, dtype)
-    interleave_grid(read_only(planar), out)
+    interleave_grid(read_only(grid3.transpose(0, 2, 1)), out)
     return out
 
 

@@ -1538,17 +1538,29 @@ def interleave_block(gflat, start, P, nb, rank, points):
 
 @function
 def interleave_grid(planar, out):
-    """The grid held planar in ``planar`` (Ng, r, P), r = 2 or 3, into ``out`` (Ng, P, r),
-    C-contiguous, of the same dtype (what ``np.ascontiguousarray`` of the grid view makes,
-    at a fraction of its time: it transposes an element at a time)."""
+    """The grid held planar in ``planar`` (Ng, r, P), r = 2 or 3, any strides, into ``out``
+    (Ng, P, r), C-contiguous, of the same dtype: what ``np.ascontiguousarray`` of the grid
+    view makes, at a fraction of its time (it transposes an element at a time, ~2.5 ns a
+    point).  Each item's planes are views: where ``planar`` is C-contiguous (a flow field's
+    view) Numba knows their unit stride and the loop vectorizes; other strides (a flow
+    sliced from a wider array) are read element by element."""
     Ng, rank, P = planar.shape
-    gflat = planar.reshape(planar.size)
-    oflat = out.reshape(out.size)
     for n in range(Ng):
+        dst = out[n].reshape(P * rank)
         if rank == 2:
-            interleave_points(gflat, n * 2 * P, P, P, 2, oflat[n * 2 * P:])
+            _interleave_planes(planar[n, 0], planar[n, 1], planar[n, 1], P, 2, dst)
         else:
-            interleave_points(gflat, n * 3 * P, P, P, 3, oflat[n * 3 * P:])
+            _interleave_planes(planar[n, 0], planar[n, 1], planar[n, 2], P, 3, dst)
+
+
+@skeleton
+def _interleave_planes(u, v, w, nb, rank, points):
+    """:func:`interleave_points` from one view per coordinate (``w`` unread for rank 2)."""
+    for j in range(nb):
+        points[rank * j] = u[j]
+        points[rank * j + 1] = v[j]
+        if rank == 3:
+            points[rank * j + 2] = w[j]
 
 
 @skeleton
