@@ -87,6 +87,31 @@ def test_compile_covers_every_form_a_call_may_take(tmp_path):
     assert _engine.ONE_PASS_ENTRIES  # the table the one-pass name comes from
 
 
+_COMPILE_FLOW = """
+from gridsample import _jit
+from gridsample.cli import main
+assert main(["compile", "--rank", "2", "--mode", "linear", "--padding", "zeros", "--dtype",
+             "float32", "--flow-fields", "--backward", "-q"]) == 0
+print("\\n".join(sorted(_jit.compiled_functions())))
+"""
+
+
+def test_compile_flow_fields(tmp_path):
+    """``--flow-fields``: the planar entries that read a flow field's view in place, of the
+    form the contiguous grid's call takes, and the backward's interleaving."""
+    env = dict(os.environ, GRIDSAMPLE_CACHE_DIR=str(tmp_path), GRIDSAMPLE_KERNELS="auto")
+    for name in ("GRIDSAMPLE_ROW_LOADS", "GRIDSAMPLE_ONE_PASS"):
+        env.pop(name, None)
+    proc = subprocess.run([sys.executable, "-c", _COMPILE_FLOW], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = {name.rsplit(".", 1)[-1] for name in proc.stdout.split()}
+    planar = {name for name in found if name.endswith("_planar")}
+    # one channel and four (compile_combination's two calls), each the twin of a grid entry
+    assert planar and {name[:-len("_planar")] for name in planar} <= found, sorted(found)
+    assert "interleave_grid" in found
+
+
 def _dtypes_listed(text, entry):
     """The x dtypes ``gridsample info`` lists for ``entry``."""
     found = re.search(rf"\b{entry} \(([^)]*)\)", text)
@@ -105,6 +130,12 @@ def test_combinations_cover_the_choices():
     assert len(combos) == 120 + 60
     assert Combination("int16", "float32", 3, "cubic", "reflection", True) in combos
     assert Combination("int16", "float32", 2, "linear", "zeros", False, True) not in combos
+    flows = combinations(("float32",), ("float32",), (1, 2, 3), ("linear",), ("zeros",),
+                         backward=True, flow_fields=True)
+    # ranks 1-3 forward and backward, and a flow field's view at ranks 2 and 3
+    assert len(flows) == 6 + 4
+    assert Combination("float32", "float32", 3, "linear", "zeros", backward=True,
+                       flow_field=True) in flows
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -63,21 +63,27 @@ class Combination:
     channel_last: bool = False
     backward: bool = False
     channels: int | None = None  # None: 1, or more than the planar sweep takes (channel-last)
+    # the grid a flow field (N, r, D1, ..., Dr) with its component axis moved last
+    flow_field: bool = False
 
     def __str__(self) -> str:
         layout = ", channel-last" if self.channel_last else ""
+        grid = ", a flow field's view" if self.flow_field else ""
         what = "backward" if self.backward else "forward"
         return (f"{what} {self.rank}-D {self.mode} {self.padding}, x {self.x_dtype}, "
-                f"grid {self.grid_dtype}{layout}")
+                f"grid {self.grid_dtype}{grid}{layout}")
 
 
 def combinations(x_dtypes=DEFAULT_DTYPES, grid_dtypes=("float32",), ranks=DEFAULT_RANKS,
-                 modes=None, paddings=None, channel_last=False, backward=False) -> list:
+                 modes=None, paddings=None, channel_last=False, backward=False,
+                 flow_fields=False) -> list:
     """Every :class:`Combination` of the choices (``None``: the defaults, ``DEFAULT_*``).
 
     3-D and higher cubic, and ranks other than 2 and 3, run the general N-D
     kernels; they are listed like the others.  Backward combinations are
-    added for floating ``x`` only (the gradients' domain).
+    added for floating ``x`` only (the gradients' domain); ``flow_fields``: each forward
+    and backward combination of rank 2 or 3 also with a flow field's view as the grid (the
+    forward's planar entries, the backward's interleaving).
     """
     modes = tuple(modes or DEFAULT_MODES)
     paddings = tuple(paddings or DEFAULT_PADDINGS)
@@ -85,9 +91,11 @@ def combinations(x_dtypes=DEFAULT_DTYPES, grid_dtypes=("float32",), ranks=DEFAUL
     out = []
     for xd, gd, r, m, p, cl in itertools.product(x_dtypes, grid_dtypes, ranks, modes, paddings,
                                                    layouts):
-        out.append(Combination(xd, gd, r, m, p, cl))
-        if backward and np.dtype(resolve_dtype(xd)).kind == "f":
-            out.append(Combination(xd, gd, r, m, p, cl, backward=True))
+        grids = (False, True) if flow_fields and r in (2, 3) else (False,)
+        for flow in grids:
+            out.append(Combination(xd, gd, r, m, p, cl, flow_field=flow))
+            if backward and np.dtype(resolve_dtype(xd)).kind == "f":
+                out.append(Combination(xd, gd, r, m, p, cl, backward=True, flow_field=flow))
     return out
 
 
@@ -101,9 +109,12 @@ def _example(c: Combination, channels: int | None = None):
     channels = channels or c.channels or (_INTERLEAVED_CHANNELS if c.channel_last else 1)
     shape = (1, *spatial, channels) if c.channel_last else (1, channels, *spatial)
     x = np.zeros(shape, xd)
-    grid = np.zeros((1, *(1,) * c.rank, c.rank), gd)
-    out_shape = (1, *(1,) * c.rank, channels) if c.channel_last else (1, channels,
-                                                                       *(1,) * c.rank)
+    # (a flow field's view needs two points: with one, its strides are those of a C grid)
+    out_spatial = (1,) * (c.rank - 1) + ((2,) if c.flow_field else (1,))
+    grid = np.zeros((1, *out_spatial, c.rank), gd)
+    if c.flow_field:
+        grid = np.moveaxis(np.zeros((1, c.rank, *out_spatial), gd), 1, -1)
+    out_shape = (1, *out_spatial, channels) if c.channel_last else (1, channels, *out_spatial)
     return x, grid, np.zeros(out_shape, xd)
 
 

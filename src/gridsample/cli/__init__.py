@@ -5,7 +5,7 @@ Subcommands (each in its own module, imported when it runs)::
     gridsample warp INPUT [INPUT ...] OUTPUT [transform] [sampling] [output options]
     gridsample demo [--output gridsample-demo.png] [--size 256]
     gridsample bench [benchmark options]       # benchmarks/bench_forward.py
-    gridsample compile [--dtype ... --rank ... --mode ... --padding ... --backward]
+    gridsample compile [--dtype ... --rank ... --mode ... --padding ... --backward --flow-fields]
     gridsample info
 
 ``import gridsample.cli`` imports no imaging library: pillow, tifffile,

@@ -50,6 +50,10 @@ def add_compile_parser(sub) -> None:
                    help="also the channel-last kernels (x of shape (N, ..., C))")
     c.add_argument("--backward", action="store_true",
                    help="also the gradients (grid_sample_backward, gridsample.torch)")
+    c.add_argument("--flow-fields", action="store_true",
+                   help="also the kernels that read a flow field (N, r, ...) passed as the "
+                        "grid with its component axis moved last (np.moveaxis(flow, 1, -1), "
+                        "flow.permute(0, 2, 3, 1))")
     c.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
                    help="compile in N processes at once (default: one per CPU core)")
     c.add_argument("-q", "--quiet", action="store_true", help="print nothing")
@@ -100,7 +104,7 @@ def run_compile(args) -> int:
         raise CLIError(f"--grid-dtype {bad[0]}: grids are float16, bfloat16, float32 or "
                        "float64", USAGE)
     todo = combinations(args.dtype, args.grid_dtype, args.rank, args.mode, args.padding,
-                        args.channel_last, args.backward)
+                        args.channel_last, args.backward, args.flow_fields)
     mode = "never" if args.quiet else ("always" if args.progress else "auto")
     start = time.perf_counter()
     with progress_bar(len(todo), "compiling", "kernel", mode) as bar:
