@@ -57,6 +57,18 @@ print("\\n".join(sorted(_jit.compiled_functions())))
 """
 
 
+def _compiled_in_a_process(tmp_path, code: str) -> set:
+    """The names of the functions compiled by ``code`` run in a process of its own, with a
+    cache folder of its own and the strategies this machine picks (no forcing setting)."""
+    env = dict(os.environ, GRIDSAMPLE_CACHE_DIR=str(tmp_path), GRIDSAMPLE_KERNELS="auto")
+    for name in ("GRIDSAMPLE_ROW_LOADS", "GRIDSAMPLE_ONE_PASS"):
+        env.pop(name, None)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {name.rsplit(".", 1)[-1] for name in proc.stdout.split()}
+
+
 def test_compile_covers_every_form_a_call_may_take(tmp_path):
     """A single channel and several, rows a row of taps wide: the planned sweep, the one
     pass (2-D linear, one channel, 512-bit vectors; 2-D nearest with explicit vectors) and
@@ -66,13 +78,7 @@ def test_compile_covers_every_form_a_call_may_take(tmp_path):
     from gridsample._simd import AVAILABLE
     from gridsample._target import fast_gathers, vector_width
 
-    env = dict(os.environ, GRIDSAMPLE_CACHE_DIR=str(tmp_path), GRIDSAMPLE_KERNELS="auto")
-    for name in ("GRIDSAMPLE_ROW_LOADS", "GRIDSAMPLE_ONE_PASS"):
-        env.pop(name, None)
-    proc = subprocess.run([sys.executable, "-c", _COMPILE_FORMS], env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    found = {name.rsplit(".", 1)[-1] for name in proc.stdout.split()}
+    found = _compiled_in_a_process(tmp_path, _COMPILE_FORMS)
     def rows(mode):
         return _row_loads.LITTLE_ENDIAN and _row_loads.row_loads(2, mode) == "rows"
 
@@ -99,13 +105,7 @@ print("\\n".join(sorted(_jit.compiled_functions())))
 def test_compile_flow_fields(tmp_path):
     """``--flow-fields``: the planar entries that read a flow field's view in place, of the
     form the contiguous grid's call takes, and the backward's interleaving."""
-    env = dict(os.environ, GRIDSAMPLE_CACHE_DIR=str(tmp_path), GRIDSAMPLE_KERNELS="auto")
-    for name in ("GRIDSAMPLE_ROW_LOADS", "GRIDSAMPLE_ONE_PASS"):
-        env.pop(name, None)
-    proc = subprocess.run([sys.executable, "-c", _COMPILE_FLOW], env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    found = {name.rsplit(".", 1)[-1] for name in proc.stdout.split()}
+    found = _compiled_in_a_process(tmp_path, _COMPILE_FLOW)
     planar = {name for name in found if name.endswith("_planar")}
     # one channel and four (compile_combination's two calls), each the twin of a grid entry
     assert planar and {name[:-len("_planar")] for name in planar} <= found, sorted(found)
