@@ -22,9 +22,19 @@ NAME = "gridsample_baseline"
 
 
 def load_baseline(rev: str):
-    """Import gridsample as of git revision ``rev`` under the name ``gridsample_baseline``."""
-    commit = subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, check=True,
-                            capture_output=True, text=True).stdout.strip()
+    """Import gridsample as of git revision ``rev`` under the name ``gridsample_baseline``.
+
+    Raises
+    ------
+    ValueError
+        ``rev`` is not a revision of this repository (or git is missing).
+    """
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "--short",
+                                 f"{rev}^{{commit}}"], cwd=ROOT, check=True,
+                                capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        raise ValueError(f"{rev!r} is not a git revision of {ROOT}") from None
     home = ROOT / "bench-results" / f"baseline-{commit}"
     package = home / NAME
     if not package.is_dir():
@@ -37,3 +47,11 @@ def load_baseline(rev: str):
         sys.path.insert(0, str(home))
     module = importlib.import_module(NAME)
     return module, commit
+
+
+def baseline_option(parser, rev: str):
+    """``--baseline REV``: :func:`load_baseline`, a bad revision being ``parser.error``."""
+    try:
+        return load_baseline(rev)
+    except ValueError as exc:
+        parser.error(f"argument --baseline: {exc}")

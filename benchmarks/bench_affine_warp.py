@@ -16,7 +16,7 @@ import tracemalloc
 
 import numpy as np
 
-from benchmarks.timing import interleaved_medians, machine_line, report
+from benchmarks.timing import checked_cases, interleaved_medians, machine_line, report
 
 CASES = {
     "image 1x3x1024² linear zeros": ((1, 3, 1024, 1024), "linear", "zeros"),
@@ -91,15 +91,14 @@ def main(argv=None):
                         help="only cases whose name contains this (repeatable)")
     parser.add_argument("--markdown", default=None, help="also write the table to this file")
     args = parser.parse_args(argv)
+    selected = checked_cases(parser, args, list(CASES))
     import numba
 
     print(machine_line())
     print(f"{numba.get_num_threads()} Numba threads, {args.repeats} repeats", flush=True)
     lines = ["| case | affine_warp ms | ÷pair | ÷torch pair | MiB beyond the output: "
              "affine_warp, pair |", "|---|---|---|---|---|"]
-    for name in CASES:
-        if args.case and not any(s in name for s in args.case):
-            continue
+    for name in selected:
         run = runners(name)
         med = interleaved_medians(run, args.repeats)
         ours = med["affine_warp"]

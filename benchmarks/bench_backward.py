@@ -17,18 +17,18 @@ measured in fresh processes, cold (empty Numba cache) and warm.
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 
 from benchmarks.bench_forward import default_cases as forward_cases
 from benchmarks.timing import (
     SETTLE_SECONDS,
+    checked_cases,
     first_call_seconds,
     interleaved_medians,
     machine_line,
     report,
     set_threads,
+    table_parser,
 )
 
 TORCH_MODE = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}
@@ -90,35 +90,31 @@ def compile_times():
         "print(time.perf_counter() - t0)")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="3 repeats instead of 9")
-    parser.add_argument("--repeats", type=int, default=None)
-    parser.add_argument("--case", action="append", default=[],
-                        help="only cases whose name contains this (repeatable)")
-    parser.add_argument("--markdown", default=None, help="also write the table to this file")
-    parser.add_argument("--no-compile", action="store_true", help="skip compile-time runs")
-    parser.add_argument("--baseline", metavar="REV", default=None,
-                        help="also time gridsample as of this git revision (before/after)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="threads for gridsample and every peer (default: each its own)")
+def main(argv=None, fail=None):
+    """Run the benchmark with the command-line arguments ``argv`` (``fail``: see
+    :func:`benchmarks.timing.table_parser`)."""
+    parser = table_parser(__doc__, fail)
     parser.add_argument("--settle", type=float, default=0.0, metavar="SECONDS",
                         help=f"pause before each timed call (default 0; {SETTLE_SECONDS} was "
                              "the default before PyTorch's workers waited passively)")
     args = parser.parse_args(argv)
+    all_cases = default_cases()
+    selected = checked_cases(parser, args, [c.name for c in all_cases])
+    if not args.settle >= 0:
+        parser.error(f"argument --settle: must be 0 or more seconds, not {args.settle}")
     if args.threads:
         set_threads(args.threads)
     repeats = args.repeats or (3 if args.quick else 9)
-    cases = [c for c in default_cases() if not args.case or any(s in c.name for s in args.case)]
+    cases = [c for c in all_cases if c.name in selected]
 
     import numba
     import torch
 
     baseline = None
     if args.baseline:
-        from benchmarks.baseline import load_baseline
+        from benchmarks.baseline import baseline_option
 
-        module, commit = load_baseline(args.baseline)
+        module, commit = baseline_option(parser, args.baseline)
         baseline = (f"gridsample@{commit}", module)
     print(machine_line())
     print(f"gridsample backward benchmark: {numba.get_num_threads()} threads (torch "

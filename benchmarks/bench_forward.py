@@ -11,7 +11,6 @@ cache) and warm (cache filled by the cold run).
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,11 +18,13 @@ import numpy as np
 from benchmarks.grids import random_grid, smooth_grid
 from benchmarks.peers import PEERS, Unsupported, make_gridsample, make_gridsample_of
 from benchmarks.timing import (
+    checked_cases,
     first_call_seconds,
     interleaved_medians,
     machine_line,
     report,
     set_threads,
+    table_parser,
 )
 
 
@@ -148,32 +149,30 @@ def format_table(rows, peer_names):
     return "\n".join(lines)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="3 repeats instead of 9")
-    parser.add_argument("--repeats", type=int, default=None)
-    parser.add_argument("--case", action="append", default=[],
-                        help="only cases whose name contains this (repeatable)")
+def main(argv=None, fail=None):
+    """Run the benchmark with the command-line arguments ``argv``; ``fail``: what a bad option
+    calls with its message (:func:`benchmarks.timing.table_parser`)."""
+    parser = table_parser(__doc__, fail)
     parser.add_argument("--peers", default=",".join(PEERS),
                         help=f"comma-separated peers, any of {', '.join(PEERS)} "
                              f"(default: all; a peer not installed is skipped)")
-    parser.add_argument("--markdown", default=None, help="also write the table to this file")
-    parser.add_argument("--no-compile", action="store_true", help="skip compile-time runs")
-    parser.add_argument("--baseline", metavar="REV", default=None,
-                        help="also time gridsample as of this git revision (before/after)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="threads for gridsample and every peer (default: each its own)")
     args = parser.parse_args(argv)
+    all_cases = default_cases()
+    selected = checked_cases(parser, args, [c.name for c in all_cases])
+    unknown = [p for p in args.peers.split(",") if p and p not in PEERS]
+    if unknown:
+        parser.error(f"argument --peers: {', '.join(map(repr, unknown))} is not a peer; "
+                     f"choose from {', '.join(PEERS)}")
     if args.threads:
         set_threads(args.threads)
     repeats = args.repeats or (3 if args.quick else 9)
     peers = {p: PEERS[p] for p in args.peers.split(",") if p}
     if args.baseline:
-        from benchmarks.baseline import load_baseline
+        from benchmarks.baseline import baseline_option
 
-        base, commit = load_baseline(args.baseline)
+        base, commit = baseline_option(parser, args.baseline)
         peers = {f"gridsample@{commit}": make_gridsample_of(base), **peers}
-    cases = [c for c in default_cases() if not args.case or any(s in c.name for s in args.case)]
+    cases = [c for c in all_cases if c.name in selected]
 
     import numba
 

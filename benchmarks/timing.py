@@ -195,6 +195,55 @@ def report(table: str, compile_line, markdown) -> None:
             fh.write(text + "\n")
 
 
+def table_parser(doc: str, fail=None) -> argparse.ArgumentParser:
+    """The options ``bench_forward`` and ``bench_backward`` share: ``--quick``, ``--repeats``,
+    ``--case``, ``--markdown``, ``--no-compile``, ``--baseline``, ``--threads``.
+
+    ``fail``: called with the message of a bad option in place of argparse's usage and exit
+    (``gridsample bench`` raises its one-line error).
+    """
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    if fail is not None:
+        parser.error = fail
+    parser.add_argument("--quick", action="store_true", help="3 repeats instead of 9")
+    parser.add_argument("--repeats", type=int, default=None, help="rounds of timed calls")
+    parser.add_argument("--case", action="append", default=[],
+                        help="only cases whose name contains this (repeatable)")
+    parser.add_argument("--markdown", default=None, help="also write the table to this file")
+    parser.add_argument("--no-compile", action="store_true", help="skip compile-time runs")
+    parser.add_argument("--baseline", metavar="REV", default=None,
+                        help="also time gridsample as of this git revision (before/after)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for gridsample and every peer (default: each its own)")
+    return parser
+
+
+def checked_cases(parser: argparse.ArgumentParser, args, names: list) -> list:
+    """The case ``names`` that ``args.case`` selects, once the options every table benchmark
+    may have (``--repeats``, ``--threads``, ``--case``, ``--markdown``) are checked: a bad
+    one is ``parser.error``, before anything is timed."""
+    if args.repeats is not None and args.repeats < 1:
+        parser.error(f"argument --repeats: must be at least 1, not {args.repeats}")
+    threads = getattr(args, "threads", None)
+    if threads is not None:
+        import numba
+
+        most = numba.config.NUMBA_NUM_THREADS
+        if not 1 <= threads <= most:
+            parser.error(f"argument --threads: must be from 1 to {most} (Numba's "
+                         f"NUMBA_NUM_THREADS), not {threads}")
+    selected = [n for n in names if not args.case or any(s in n for s in args.case)]
+    if not selected:
+        parser.error(f"argument --case: no case name contains "
+                     f"{' or '.join(repr(s) for s in args.case)}; the names are "
+                     f"{', '.join(repr(n) for n in names)}")
+    if args.markdown:
+        folder = os.path.dirname(os.path.abspath(os.path.expanduser(args.markdown)))
+        if not os.path.isdir(folder):
+            parser.error(f"argument --markdown: the folder {folder!r} does not exist")
+    return selected
+
+
 def case_arguments(doc: str, argv, repeats: int = 7):
     """The options of a table benchmark: ``--repeats``, ``--case`` (repeatable), ``--markdown``."""
 

@@ -408,6 +408,32 @@ def test_bench_runs_the_benchmark_table(tmp_path):
     assert "| volume 1x2x96³ nearest |" in proc.stdout
 
 
+@pytest.mark.skipif(not (REPO / "benchmarks" / "bench_forward.py").is_file(),
+                    reason="needs the source checkout's benchmarks/")
+@pytest.mark.parametrize("options, says", [
+    (["--peers", "bogus"], "argument --peers: 'bogus' is not a peer; choose from torch"),
+    (["--baseline", "no-such-revision"], "argument --baseline: 'no-such-revision' is not a git "
+                                         "revision"),
+    (["--repeats", "-3"], "argument --repeats: must be at least 1, not -3"),
+    (["--repeats", "0"], "argument --repeats: must be at least 1, not 0"),
+    (["--threads", "0"], "argument --threads: must be from 1 to"),
+    (["--threads", "100000"], "argument --threads: must be from 1 to"),
+    (["--case", "no such case"], "argument --case: no case name contains 'no such case'; "
+                                 "the names are 'image 1x3x1024² linear smooth'"),
+    (["--markdown", "/no/such/folder/table.md"], "argument --markdown: the folder "
+                                                 "'/no/such/folder' does not exist"),
+    (["--no-such-option"], "unrecognized arguments: --no-such-option"),
+])
+def test_bench_refuses_a_bad_option_in_one_line(options, says, capsys):
+    # Before anything is timed (a bad --markdown used to fail after the whole run); the small
+    # cases only, should a check be missing.
+    few = [] if "--case" in options else ["--case", "small", "--repeats", "1", "--peers", ""]
+    assert main(["bench", *few, *options]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gridsample: error: bench: " + says), err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
 def test_bench_without_a_checkout_says_so(tmp_path, monkeypatch, capsys):
     from gridsample.cli import _bench
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import gridsample
 
-from ._errors import FAILURE, CLIError
+from ._errors import FAILURE, USAGE, CLIError
 
 __all__ = ["run_bench", "find_benchmark"]
 
@@ -44,13 +44,24 @@ def find_benchmark():
             "pip install -e \".[bench]\" && gridsample bench --quick", FAILURE) from None
 
 
+def _bad_option(message: str):
+    """A bad benchmark option, as the command's other mistakes read: one line, exit 2."""
+    raise CLIError(f"bench: {message}", USAGE)
+
+
 def run_bench(argv) -> int:
-    """Run the benchmark's ``main`` with ``argv``; returns 0 (argparse exits 2 on bad options)."""
+    """Run the benchmark's ``main`` with ``argv``; returns 0.
+
+    Raises
+    ------
+    CLIError
+        A bad option (exit 2), before anything is timed.
+    """
     module = find_benchmark()
     saved = sys.argv[0]
     sys.argv[0] = "gridsample bench"  # its argparse names the program from argv[0]
     try:
-        module.main(list(argv))
+        module.main(list(argv), fail=_bad_option)
     finally:
         sys.argv[0] = saved
     return 0
