@@ -46,6 +46,12 @@ def test_compile_then_info_lists_the_entries(tmp_path):
     assert "float32" in _dtypes_listed(text, "nearest_2d_border")
     assert "uint8" in _dtypes_listed(text, "nearest_2d_border_int")  # integer results' entry
     assert "float32" in _dtypes_listed(text, "input_grad_nearest_2d_border")
+    # Every compiled entry is listed, whatever its form (one pass, rows, channel-last, ...).
+    entry_modules = ("_vector_entries", "_affine_entries", "_planar_entries",
+                     "_grad_vector_entries")
+    entries = [name.split(".")[-1] for name in found.split()
+               if name.split(".")[-2] in entry_modules]
+    assert entries and all(_dtypes_listed(text, entry) for entry in entries), (entries, text)
 
 
 _COMPILE_FORMS = """

@@ -77,33 +77,44 @@ def _cache_lines():
     """Where compiled kernels are kept, and which entries are compiled, by x dtype."""
     from .. import _engine, _jit
     from .._grad_kernels import BACKWARD_ENTRIES, backward_nd
-    from .._grad_vector_entries import GRID_GRAD_ENTRIES, INPUT_GRAD_ENTRIES
     from .._kernels import task_nd
 
     folder = _jit.cache_dir()
     found = _jit.compiled_functions()
-    others = [p for p in folder.parent.iterdir() if p.is_dir() and p != folder] \
-        if folder.parent.is_dir() else []
-    stale = f"; {len(others)} folders of other builds beside it" if others else ""
-    lines = [f"cache: {folder} ({len(found)} compiled functions{stale})"]
-    groups = (("vector", [*_engine.VECTOR_ENTRIES.values(),
-                          *_engine.CHANNEL_LAST_ENTRIES.values()]),
-              ("general", [*_engine.GENERAL_KERNELS.values(), task_nd]),
-              ("backward", [*BACKWARD_ENTRIES.values(), backward_nd]),
-              ("backward vector", [*INPUT_GRAD_ENTRIES.values(), *GRID_GRAD_ENTRIES.values()]))
-    for label, entries in groups:
-        ready = []
-        for entry in dict.fromkeys(entries):  # once each (an index entry serves three paddings)
-            name = f"{entry.py_func.__module__.rsplit('.', 1)[-1]}.{entry.py_func.__name__}"
-            # X's dtype: the first array, after the forward vector entries' claims array.
-            dtypes = sorted({m.group(1) for sig in found.get(name, ())
-                             for m in [re.search(r"[Aa]rray\((\w+)", _after_claims(sig))]
-                             if m})
-            if dtypes:
-                ready.append(f"{entry.py_func.__name__} ({', '.join(dtypes)})")
-        lines.append(f"  compiled {label}: " + ("; ".join(ready) if ready else "none"))
+    # Other builds' folders are named as this one is (_jit.cache_key: 16 hex digits); Numba's
+    # own cache folders may share the root where NUMBA_CACHE_DIR is the same folder.
+    others = [p for p in folder.parent.iterdir() if p.is_dir() and p != folder
+              and re.fullmatch(r"[0-9a-f]{16}", p.name)] if folder.parent.is_dir() else []
+    stale = (f"; {_count(len(others), 'folder')} of other builds beside it" if others
+             else "")
+    lines = [f"cache: {folder} ({_count(len(found), 'compiled function')}{stale})"]
+    # Each compiled function under the kernels it belongs to, by its module (the generated
+    # entry modules hold every form: gathers, rows, one pass, channel-last, ...).
+    label_of = {"_vector_entries": "vector", "_affine_entries": "affine warp",
+                "_planar_entries": "flow field", "_grad_vector_entries": "backward vector"}
+    for label, entries in (("general", [*_engine.GENERAL_KERNELS.values(), task_nd]),
+                           ("backward", [*BACKWARD_ENTRIES.values(), backward_nd])):
+        for entry in entries:
+            label_of.setdefault(entry.py_func.__module__.rsplit(".", 1)[-1], label)
+    ready = {label: [] for label in dict.fromkeys(label_of.values())}
+    for name, signatures in sorted(found.items()):
+        module, _, function = name.partition(".")
+        if module not in label_of:
+            continue  # the entries' helpers, the thread pool's spins
+        # X's dtype: the first array, after the forward vector entries' claims array.
+        dtypes = sorted({m.group(1) for sig in signatures
+                         for m in [re.search(r"[Aa]rray\((\w+)", _after_claims(sig))] if m})
+        ready[label_of[module]].append(f"{function} ({', '.join(dtypes)})" if dtypes
+                                       else function)
+    for label, functions in ready.items():
+        lines.append(f"  compiled {label}: " + ("; ".join(functions) if functions else "none"))
     lines.append("  (gridsample compile --help: compile ahead of use)")
     return lines
+
+
+def _count(n: int, noun: str) -> str:
+    """``"1 folder"``, ``"2 folders"``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _after_claims(sig: str) -> str:
