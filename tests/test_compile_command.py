@@ -126,7 +126,7 @@ def _dtypes_listed(text, entry):
 
 def test_compile_prints_a_summary(capsys):
     assert main(["compile", "--rank", "2", "--mode", "linear", "--padding", "zeros"]) == 0
-    assert "1 combinations ready" in capsys.readouterr().out
+    assert "1 combination ready" in capsys.readouterr().out
 
 
 def test_combinations_cover_the_choices():

@@ -17,7 +17,7 @@ from .._errors import GridSampleError
 from .._options import MODE_NAMES, PADDING_NAMES
 from .._registry import DEFAULT_PADDINGS
 from ._errors import USAGE, CLIError
-from ._progress import progress_bar
+from ._progress import count, progress_bar
 
 __all__ = ["add_compile_parser", "run_compile"]
 
@@ -110,6 +110,6 @@ def run_compile(args) -> int:
     with progress_bar(len(todo), "compiling", "kernel", mode) as bar:
         compile_many(todo, jobs, bar.update)
     if not args.quiet:
-        print(f"gridsample: {len(todo)} combinations ready in {time.perf_counter() - start:.1f} s "
-              f"({_jit.cache_dir()})")
+        print(f"gridsample: {count(len(todo), 'combination')} ready in "
+              f"{time.perf_counter() - start:.1f} s ({_jit.cache_dir()})")
     return 0

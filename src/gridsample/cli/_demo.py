@@ -34,6 +34,7 @@ from .._registry import MODES as _MODES
 from .._registry import PADDINGS as _PADDINGS
 from ._errors import FAILURE, USAGE, CLIError, require
 from ._io import atomic_path
+from ._progress import count
 from ._transforms import AffineSpec, base_coordinates, forward_matrix, theta_from_forward
 
 __all__ = ["test_chart", "demo_grid", "sheet_size", "render_sheet", "run_demo",
@@ -251,7 +252,7 @@ def render_sheet(chart, panels, times, box, size, align_corners, threads):
         f"warp: rotate {ROTATE_DEG:g} deg, zoom {ZOOM:g}, swirl {SWIRL_DEG:g} deg at the centre",
         f"align_corners={align_corners}; uint8 RGB, channel-last, float32 grid",
         "right of each panel: 4x crop (pixels replicated) of the yellow box",
-        f"times: median of 3 calls after a warm-up, {threads} threads",
+        f"times: median of 3 calls after a warm-up, {count(threads, 'thread')}",
         "rows: linear, nearest, cubic; columns: zeros, border, reflection",
     ]
     x0, y0 = MARGIN + cell_w + MARGIN, MARGIN + CAPTION
@@ -308,7 +309,7 @@ def run_demo(args) -> int:
     x = chart[None]  # (1, H, W, 3): channel-last
     grid = demo_grid(size, align)
     say(f"gridsample demo: {size}x{size} RGB uint8 test chart; rotate {ROTATE_DEG:g} deg, "
-        f"zoom {ZOOM:g}, swirl {SWIRL_DEG:g} deg; {threads} threads")
+        f"zoom {ZOOM:g}, swirl {SWIRL_DEG:g} deg; {count(threads, 'thread')}")
     t0 = time.perf_counter()
     # A cold cache: the first panel's compile starts workers on the other panels' kernels,
     # and this process compiles its share of them after the first.

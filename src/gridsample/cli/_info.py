@@ -18,6 +18,8 @@ import numpy as np
 
 import gridsample
 
+from ._progress import count
+
 __all__ = ["info_lines", "run_info"]
 
 # (distribution names, import name, what gridsample uses it for)
@@ -85,9 +87,9 @@ def _cache_lines():
     # own cache folders may share the root where NUMBA_CACHE_DIR is the same folder.
     others = [p for p in folder.parent.iterdir() if p.is_dir() and p != folder
               and re.fullmatch(r"[0-9a-f]{16}", p.name)] if folder.parent.is_dir() else []
-    stale = (f"; {_count(len(others), 'folder')} of other builds beside it" if others
+    stale = (f"; {count(len(others), 'folder')} of other builds beside it" if others
              else "")
-    lines = [f"cache: {folder} ({_count(len(found), 'compiled function')}{stale})"]
+    lines = [f"cache: {folder} ({count(len(found), 'compiled function')}{stale})"]
     # Each compiled function under the kernels it belongs to, by its module (the generated
     # entry modules hold every form: gathers, rows, one pass, channel-last, ...).
     label_of = {"_vector_entries": "vector", "_affine_entries": "affine warp",
@@ -110,11 +112,6 @@ def _cache_lines():
         lines.append(f"  compiled {label}: " + ("; ".join(functions) if functions else "none"))
     lines.append("  (gridsample compile --help: compile ahead of use)")
     return lines
-
-
-def _count(n: int, noun: str) -> str:
-    """``"1 folder"``, ``"2 folders"``."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _after_claims(sig: str) -> str:

@@ -1,4 +1,5 @@
-"""Progress bars (tqdm, on stderr) that disappear with ``--quiet`` or without tqdm.
+"""Progress bars (tqdm, on stderr) that disappear with ``--quiet`` or without tqdm, and the
+counts the command's messages print.
 
 ``mode`` is ``"auto"`` (a bar when stderr is a terminal), ``"always"``
 (``--progress``: a bar even when stderr is a file or a pipe) or ``"never"``
@@ -10,7 +11,12 @@ from __future__ import annotations
 import importlib
 import sys
 
-__all__ = ["progress_bar", "NullBar"]
+__all__ = ["progress_bar", "NullBar", "count"]
+
+
+def count(n: int, noun: str) -> str:
+    """``n`` and ``noun`` as a message says them: ``"1 thread"``, ``"2 threads"``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 class NullBar:
