@@ -655,8 +655,9 @@ ERRORS = [
      "cannot write a uint16 image to {out}/deep.jpg"),
     (["warp", "{in}/rgb.png", "{in}/deep.png", "{out}/new/", "--ext", ".jpg"], 1,
      "cannot write a uint16 image"),
-    # A GridSampleError from the operator: strings cannot be interpolated.
-    (["warp", "{in}/strings.npy", "{out}/o.npy"], 1, "strings cannot be interpolated"),
+    # Strings are sampled with nearest only (the message speaks of the command's option).
+    (["warp", "{in}/strings.npy", "{out}/o.npy"], 1,
+     "{in}/strings.npy: strings are sampled with --mode nearest only, not --mode linear"),
     (["demo", "--output", "{out}/sheet.jpg"], 2, "the demo writes a PNG"),
     # An empty or non-.npy file, sizes beyond any array, a matrix beyond any grid, an
     # operator's refusal among several inputs (before anything is written).
@@ -678,7 +679,7 @@ ERRORS = [
     (["warp", "{in}/rgb.png", "{out}/o.png", "--matrix", "{in}/huge.txt"], 1,
      "the transform maps the output beyond what a grid holds"),
     (["warp", "{in}/rgb.png", "{in}/strings.npy", "{out}/"], 1,
-     "strings cannot be interpolated"),
+     "{in}/strings.npy: strings are sampled with --mode nearest only"),
     (["warp", "{in}/rgb.png", "{in}/deep.png", "{out}/", "--ext", "bmp"], 2,
      "--ext 'bmp' is not a file type gridsample writes"),
 ]

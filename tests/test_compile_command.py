@@ -151,7 +151,8 @@ def test_combinations_cover_the_choices():
     (["compile", "--grid-dtype", "float33"], "--grid-dtype float33: dtype='float33'"),
     (["compile", "--grid-dtype", "int8"], "--grid-dtype int8: grids are"),
     (["compile", "--dtype", "datetime64"], "--dtype datetime64: x has dtype datetime64"),
-    (["compile", "--dtype", "str"], "--dtype str: mode='linear' is not defined for x of string"),
+    (["compile", "--dtype", "str"], "--dtype str: strings are sampled with --mode nearest only, "
+                                    "not --mode linear cubic"),
     (["compile", "--dtype", "object", "--mode", "nearest"], "--dtype object: give the element"),
 ])
 def test_bad_options_name_the_argument(capsys, argv, message):

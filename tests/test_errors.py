@@ -25,8 +25,10 @@ GRID = np.zeros((1, 3, 3, 2))
     (dict(padding_mode=("wrap", "wobble")), GridSampleError, ["padding_mode[1]", "'wobble'"]),
     (dict(padding_mode="constant", fill_value="red"), GridSampleTypeError,
      ["fill_value", "'red'", "a number or a sequence of 2"]),
-    (dict(padding_mode="constant", fill_value=[1, 2, 3]), GridSampleTypeError,
-     ["fill_value", "sequence of 2"]),
+    (dict(padding_mode="constant", fill_value=[1, 2, 3]), GridSampleError,
+     ["fill_value=[1, 2, 3] has 3 entries", "sequence of 2"]),
+    (dict(padding_mode="constant", fill_value=[[1, 2]]), GridSampleTypeError,
+     ["fill_value=[[1, 2]]", "a number or a sequence of 2"]),
     (dict(fill_value=5), GridSampleError, ["fill_value=5", "no effect", "'constant'"]),
     (dict(padding_mode=("zeros", "constant"), fill_value=1), GridSampleError,
      ["mixes 'zeros' and 'constant'"]),
@@ -71,6 +73,11 @@ def test_bad_shapes(x, grid, words):
     (X, GRID.astype(np.complex64), "grid"),
     ([[[1, 2], [3]]], GRID, "x"),
     (X.astype(object), GRID, "x has dtype object and holds numbers"),  # convert them
+    (np.array([[[None, "a"]]], object), GRID[..., :1],
+     "x has dtype object and holds None (a NoneType); object arrays are sampled as strings"),
+    (None, GRID, "x=None is not an array"),
+    ({"a": 1}, GRID, "x={'a': 1} is not an array"),
+    (X, None, "grid=None is not an array"),
 ])
 def test_bad_dtypes(x, grid, name):
     with pytest.raises(GridSampleTypeError) as info:
@@ -112,6 +119,13 @@ def test_errors_name_the_argument_that_asks(call, words):
         call()
     for word in words:
         assert word in str(info.value)
+
+
+@pytest.mark.parametrize("x", [np.full((1, 2, 4, 5), "a"), None])
+def test_gradients_of_strings_or_non_arrays_are_type_errors(x):
+    # The x's dtype first: the forward's advice for strings (mode='nearest') has no gradient.
+    with pytest.raises(GridSampleTypeError, match="^x"):
+        gridsample.grid_sample_backward(np.ones((1, 2, 3, 3)), x, GRID)
 
 
 def test_error_types_are_value_and_type_errors():

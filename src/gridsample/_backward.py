@@ -106,12 +106,14 @@ def plan_backward(grad_output, x, grid, mode, padding_mode, align_corners, chann
 
     ``extras`` are :func:`gridsample._plan.plan_forward`'s keyword options.
     """
-    plan, x, grid = plan_forward(x, grid, mode, padding_mode, align_corners, channel_last,
-                                 **extras)
+    x = as_array("x", x)
+    # Before the forward's checks, whose advice for strings (mode='nearest') has no gradient.
     if is_string(x.dtype) or dtype_name(x.dtype) not in GRAD_DTYPE_NAMES:
         raise GridSampleTypeError(
             f"x has dtype {x.dtype}; gradients are defined for {', '.join(GRAD_DTYPE_NAMES)}"
         )
+    plan, x, grid = plan_forward(x, grid, mode, padding_mode, align_corners, channel_last,
+                                 **extras)
     g = as_array("grad_output", grad_output)
     if dtype_name(g.dtype) not in GRAD_DTYPE_NAMES:
         raise GridSampleTypeError(

@@ -167,9 +167,17 @@ def as_array(name: str, value: object) -> np.ndarray:
             raise GridSampleTypeError(
                 f"{name}={describe(value)} cannot be read as an array: {exc}"
             ) from None
+        if arr.dtype.kind == "O" and arr.ndim == 0:  # None, a dict, any other lone object
+            raise GridSampleTypeError(
+                f"{name}={describe(value)} is not an array: pass a NumPy array (or a nested "
+                f"list, a tensor, anything np.asarray reads as an array of numbers or "
+                f"strings)")
     if arr.dtype.byteorder not in ("=", "|") and not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
     return arr
+
+
+_ALL_STRINGS = object()  # what _check_dtypes finds in an object array of strings only
 
 
 def _check_dtypes(x: np.ndarray, grid: np.ndarray, mode_code: int) -> None:
@@ -179,13 +187,17 @@ def _check_dtypes(x: np.ndarray, grid: np.ndarray, mode_code: int) -> None:
             f"and str / bytes / object (strings, mode='nearest' only)"
         )
     if x.dtype.kind == "O":
-        number = next((v for v in x.flat if isinstance(v, numbers.Number)), None)
-        if number is not None:
+        other = next((v for v in x.flat if not isinstance(v, (str, bytes))), _ALL_STRINGS)
+        if isinstance(other, numbers.Number):
             raise GridSampleTypeError(
-                f"x has dtype object and holds numbers (such as {number!r}, a "
-                f"{type(number).__name__}); object arrays are sampled as strings, so convert "
+                f"x has dtype object and holds numbers (such as {other!r}, a "
+                f"{type(other).__name__}); object arrays are sampled as strings, so convert "
                 f"numbers to a numeric dtype first, e.g. np.asarray(x, dtype=np.float64)"
             )
+        if other is not _ALL_STRINGS:
+            raise GridSampleTypeError(
+                f"x has dtype object and holds {describe(other)} (a {type(other).__name__}); "
+                f"object arrays are sampled as strings: every element must be a str or bytes")
     if is_string(x.dtype) and mode_code != MODE_NEAREST:
         raise GridSampleError(
             f"mode={MODE_NAMES[mode_code]!r} is not defined for x of string dtype {x.dtype}: "
@@ -213,12 +225,16 @@ def _parse_fill(fill_value, paddings, x: np.ndarray, channels: int):
         arr = np.asarray(values, dtype=kind)
     except (TypeError, ValueError):
         arr = None
-    if arr is None or arr.ndim != 1 or (arr.size not in (1, channels)) or (
+    what = "a string" if strings else "a number"
+    if arr is None or arr.ndim != 1 or (
             strings and not all(isinstance(v, (str, bytes)) for v in arr)):
-        what = "a string" if strings else "a number"
         raise GridSampleTypeError(
             f"fill_value={describe(fill_value)} must be {what} or a sequence of {channels} "
             f"(one per channel of x)")
+    if arr.size not in (1, channels):  # the right type, the wrong length: a bad value
+        raise GridSampleError(
+            f"fill_value={describe(fill_value)} has {arr.size} entries; it must be {what} or "
+            f"a sequence of {channels} (one per channel of x)")
     if strings:
         fill = np.array(list(arr) * (channels // arr.size if arr.size == 1 else 1),
                         dtype=x.dtype)

@@ -16,7 +16,7 @@ import numpy as np
 from .._errors import GridSampleError
 from .._options import MODE_NAMES, PADDING_NAMES
 from .._registry import DEFAULT_PADDINGS
-from ._errors import USAGE, CLIError
+from ._errors import USAGE, CLIError, check_string_modes
 from ._progress import count, progress_bar
 
 __all__ = ["add_compile_parser", "run_compile"]
@@ -72,6 +72,7 @@ def _check_x_dtype(name: str, modes) -> None:
     if dtype.kind == "O":  # (what an object array holds decides how it is sampled)
         raise CLIError(f"--dtype {name}: give the element type the arrays hold (str for "
                        f"strings, or a numeric type); object arrays are converted first", USAGE)
+    check_string_modes(f"--dtype {name}", dtype, modes)
     x, grid = stand_in((1, 1, 2, 2), dtype), stand_in((1, 1, 1, 2), np.float32)
     for mode in modes:
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["CLIError", "USAGE", "FAILURE", "require"]
+__all__ = ["CLIError", "USAGE", "FAILURE", "require", "check_string_modes"]
 
 #: Exit code of a bad command line (unknown option, bad value, options that
 #: conflict): found before any file is read.
@@ -73,3 +73,21 @@ def numpy_complaint(exc: Exception) -> str:
     if "allow_pickle" in text:
         return "it is not a .npy/.npz array file (or it holds Python objects)"
     return "the file is empty or cut short" if isinstance(exc, EOFError) else text
+
+
+def check_string_modes(what: str, dtype, modes, code: int = USAGE) -> None:
+    """Strings are sampled with ``--mode nearest`` only: a :class:`CLIError` (exit ``code``)
+    that names ``what`` (the file or the option that brings them) where ``dtype`` is a string type
+    and ``modes`` ask for another mode (the operator's own message speaks of its argument,
+    ``mode='nearest'``)."""
+    import numpy as np
+
+    from .._dtypes import is_string
+    from .._options import MODE_NAMES, parse_mode
+
+    if not is_string(np.dtype(dtype)):
+        return
+    others = [m for m in modes if MODE_NAMES[parse_mode(m)] != "nearest"]
+    if others:
+        raise CLIError(f"{what}: strings are sampled with --mode nearest only, not --mode "
+                       f"{' '.join(others)}", code)

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._plan import check_allocatable, plan_forward, stand_in
 from .._splines import prefiltered_sampler
-from ._errors import FAILURE, USAGE, CLIError
+from ._errors import FAILURE, USAGE, CLIError, check_string_modes
 from ._io import (
     FORMATS,
     Raster,
@@ -368,6 +368,7 @@ def run_warp(args) -> int:
         # read twice; a single input is checked just before its write).
         for inp, dst in zip(inputs, outputs):
             raster = read_raster(inp, args.spatial_dims, args.key)
+            check_string_modes(str(inp), raster.array.dtype, [args.mode], FAILURE)
             source = _source(args, kind, raster, loaded, _world_grid(args, kind, raster))
             _check_sampling(args, raster, source, *_sampling(args, raster))
             check_writable(dst, raster.array.dtype, raster.spatial_dims, raster.channels)
@@ -375,6 +376,7 @@ def run_warp(args) -> int:
     with progress_bar(len(inputs), "warp", "file", progress_mode) as files_bar:
         for inp, dst in zip(inputs, outputs):
             raster = read_raster(inp, args.spatial_dims, args.key)
+            check_string_modes(str(inp), raster.array.dtype, [args.mode], FAILURE)
             world = _world_grid(args, kind, raster)
             source = _source(args, kind, raster, loaded, world)
             padding, fill = _sampling(args, raster)
