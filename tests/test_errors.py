@@ -113,6 +113,13 @@ _THETA = np.eye(2, 3, dtype=np.float32)[None]
      ["last axis", "values"]),
     (lambda: gridsample.grid_push(np.ones((1, 3, 2, 2)), _G, (0, 6)),
      ["shape=(0, 6)", "empty spatial axis", "values"]),
+    # affine_warp: out_shape against x's axes first, theta named as passed
+    (lambda: gridsample.affine_warp(np.zeros((1, 1, 4, 4), np.float32), _THETA, (4, 4, 4)),
+     ["out_shape=(4, 4, 4) has 3 axes", "(2 spatial axes), so it must have 2"]),
+    (lambda: gridsample.affine_warp(np.zeros((1, 1, 4, 4), np.float32), np.eye(3)),
+     ["theta has shape (3, 3); for x of shape (1, 1, 4, 4)", "(N, 2, 3) or (2, 3)"]),
+    (lambda: gridsample.affine_warp(np.zeros((1, 1, 4, 4), np.float32), np.eye(3), (5, 6)),
+     ["theta has shape (3, 3); for out_shape=(5, 6)"]),
 ])
 def test_errors_name_the_argument_that_asks(call, words):
     with pytest.raises(GridSampleError) as info:
@@ -126,6 +133,16 @@ def test_gradients_of_strings_or_non_arrays_are_type_errors(x):
     # The x's dtype first: the forward's advice for strings (mode='nearest') has no gradient.
     with pytest.raises(GridSampleTypeError, match="^x"):
         gridsample.grid_sample_backward(np.ones((1, 2, 3, 3)), x, GRID)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: gridsample.grid_count(_G, (5.0, 6)),
+    lambda: gridsample.grid_push(_V, _G, (4, "5")),
+    lambda: gridsample.affine_grid(_THETA, (1, 1, 4.5, 4)),
+])
+def test_shapes_of_non_integers_are_type_errors(call):
+    with pytest.raises(GridSampleTypeError, match="non-integers"):
+        call()
 
 
 def test_error_types_are_value_and_type_errors():

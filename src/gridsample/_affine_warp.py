@@ -48,33 +48,40 @@ def warp_arguments(x_shape, theta, out_shape, align_corners, channel_last):
         raise GridSampleError(f"x has shape {x_shape}; affine_warp takes 2 or 3 spatial axes "
                               "(N, C, H, W) or (N, C, D, H, W) (or channel-last)")
     in_spatial = x_shape[1:-1] if parse_flag("channel_last", channel_last) else x_shape[2:]
+    if out_shape is not None:
+        out_shape = _parse_out_shape(out_shape)  # (once: it may be an iterator)
+        if len(out_shape) != rank:
+            raise GridSampleError(f"out_shape={out_shape} has {len(out_shape)} axes; x has "
+                                  f"shape {x_shape} ({rank} spatial axes), so it must have "
+                                  f"{rank}")
     theta, out_spatial, align = warp_theta(
-        theta, in_spatial if out_shape is None else out_shape, align_corners)
-    if len(out_spatial) != rank:
-        raise GridSampleError(f"theta has shape {theta.shape} ({len(out_spatial)} spatial "
-                              f"axes) but x has shape {x_shape} ({rank}); they must agree")
+        theta, in_spatial if out_shape is None else out_shape, align_corners,
+        None if out_shape is not None else f"x of shape {x_shape}")
     if theta.shape[0] not in (1, x_shape[0]):
         raise GridSampleError(f"theta has batch size {theta.shape[0]} (shape {theta.shape}); "
                               f"it must equal x's batch size {x_shape[0]} or be 1 to broadcast")
     return theta, out_spatial, align
 
 
-def warp_theta(theta, out_spatial, align_corners):
+def warp_theta(theta, out_spatial, align_corners, shape_from=None):
     """Validate an affine warp's ``theta`` for the output spatial shape ``out_spatial``
     (the argument ``out_shape``).
 
     ``theta`` of shape ``(r, r + 1)`` is a batch of one.  Returns ``theta`` (N', r, r + 1),
-    the output spatial shape as a tuple and ``align_corners`` as a bool.
+    the output spatial shape as a tuple and ``align_corners`` as a bool.  ``shape_from``:
+    what gave ``out_spatial`` where the caller did not pass it (``"x of shape ..."``), for
+    the messages.
     """
     theta = as_array("theta", theta)
+    given = theta.shape  # (named as passed in the message below)
     if theta.ndim == 2:
         theta = theta[None]
     spatial = _parse_out_shape(out_spatial)
     r = len(spatial)
     if theta.ndim != 3 or theta.shape[1:] != (r, r + 1):
         raise GridSampleError(
-            f"theta has shape {theta.shape}; for out_shape={spatial} ({r} spatial axes) it must "
-            f"be (N, {r}, {r + 1}) or ({r}, {r + 1})")
+            f"theta has shape {given}; for {shape_from or f'out_shape={spatial}'} ({r} spatial "
+            f"axes) it must be (N, {r}, {r + 1}) or ({r}, {r + 1})")
     # affine_grid's own checks (theta's dtype) for the grid the warp stands for
     theta, spatial, align = parse_affine_args(theta, (theta.shape[0], 1, *spatial),
                                               align_corners)

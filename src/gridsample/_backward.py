@@ -550,6 +550,9 @@ def grid_sample_backward(grad_output, x, grid, mode="linear", padding_mode="zero
         ``"constant"``; ``grad_x`` never depends on the fill.  With
         ``displacement`` the gradient is w.r.t. the displacements (the same
         as w.r.t. the absolute positions).
+    prefilter : bool, default True
+        B-spline modes: as in :func:`gridsample.grid_sample`; with it, ``grad_x`` is taken
+        through the prefilter (w.r.t. the samples ``x``, not their coefficients).
 
     Returns
     -------

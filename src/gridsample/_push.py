@@ -35,7 +35,10 @@ def parse_push_shape(shape, values_shape, rank: int, channel_last: bool,
             f"shape={describe(shape)} must be a sequence of ints: the pushed array's shape "
             f"(N, C, d1, ..., dr), or its spatial shape (d1, ..., dr)")
     dims = list(shape)
-    if not all(is_integer(d) and int(d) >= 0 for d in dims):
+    if not all(is_integer(d) for d in dims):  # (as affine_grid's size: a type error)
+        raise GridSampleTypeError(f"shape={describe(shape)} holds non-integers; it must hold "
+                                  f"non-negative ints")
+    if not all(int(d) >= 0 for d in dims):
         raise GridSampleError(f"shape={describe(shape)} must hold non-negative ints")
     dims = [int(d) for d in dims]
     batch = values_shape[0]
@@ -124,7 +127,7 @@ def grid_push(values, grid, shape, mode="linear", padding_mode="zeros", align_co
     >>> import numpy as np, gridsample
     >>> grid = np.array([[[[0.25, 0.0]]]])          # between columns 1 and 2 of a 1x4 row
     >>> gridsample.grid_push(np.ones((1, 1, 1, 1)), grid, (1, 4), align_corners=True)
-    array([[[[0.  , 0.125, 0.875, 0.  ]]]])
+    array([[[[0.   , 0.125, 0.875, 0.   ]]]])
     """
     return _push(values, grid, shape, mode, padding_mode, align_corners, channel_last, cubic_a,
                  grid_units, displacement, prefilter, "values")
@@ -177,6 +180,13 @@ def grid_count(grid, shape, mode="linear", padding_mode="zeros", align_corners=F
     -------
     ndarray, shape (N, 1, d1, ..., dr), or (N, d1, ..., dr, 1) with ``channel_last``
         In the grid's dtype (float32 for float16/bfloat16 grids).
+
+    Examples
+    --------
+    >>> import numpy as np, gridsample
+    >>> grid = np.array([[[[0.25, 0.0], [-1.0, 0.0]]]])  # at column 1.875, and at column 0
+    >>> gridsample.grid_count(grid, (1, 4), align_corners=True)
+    array([[[[1.   , 0.125, 0.875, 0.   ]]]])
     """
     g = as_array("grid", grid)
     if g.ndim < 3:
