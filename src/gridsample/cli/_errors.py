@@ -62,7 +62,8 @@ def require(module: str, what: str):
         extra = _EXTRA.get(top, "cli")
         package = _PACKAGE.get(top, top)
         raise CLIError(f"{package} is needed for {what} but is not installed; "
-                       f'install it with: pip install "gridsample[{extra}]"') from None
+                       f'install it with: pip install "gridsample[{extra}]" (in a checkout '
+                       f'of gridsample: pip install -e ".[{extra}]")') from None
 
 
 def numpy_complaint(exc: Exception) -> str:
