@@ -668,6 +668,9 @@ ERRORS = [
     (["warp", "{in}/garbage.npy", "{out}/o.npy"], 1, "it is not a .npy/.npz array file"),
     (["warp", "{in}/rgb.png", "{out}/o.png", "--size", "99999999999999999999x1"], 2,
      "is not a size"),
+    # (a value argparse would take for an option: the size's own message instead)
+    (["warp", "{in}/rgb.png", "{out}/o.png", "--size", "-5x10"], 2,
+     "argument --size: '-5x10' is not a size"),
     (["warp", "{in}/rgb.png", "{out}/o.png", "--size", "1152921504606846976x1"], 1,
      "--size 1152921504606846976x1 asks for an output that would hold"),
     (["warp", "{in}/vol.npy", "{out}/o.npy", "--size", "2097152x2097152x2097152"], 1,

@@ -213,6 +213,22 @@ def _run_info(args) -> int:
     return run_info(args)
 
 
+def _attach_negative_sizes(argv: list) -> list:
+    """``--size -5x10`` as ``--size=-5x10``: argparse takes a value that starts with ``-`` and
+    is not a plain negative number for an option, and would say ``--size`` lacks its value;
+    attached, the size's own check names what is wrong with it."""
+    out, i = [], 0
+    while i < len(argv):
+        if (argv[i] == "--size" and i + 1 < len(argv) and argv[i + 1][:1] == "-"
+                and argv[i + 1][1:2].isdigit()):
+            out.append(f"--size={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
 def main(argv=None) -> int:
     """Run the ``gridsample`` command; returns the exit status.
 
@@ -233,7 +249,7 @@ def main(argv=None) -> int:
 
             return run_bench(argv[1:])
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_attach_negative_sizes(argv))
         if args.command is None:
             parser.print_help(sys.stderr)
             return USAGE
