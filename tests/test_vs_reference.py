@@ -288,6 +288,33 @@ def test_nearest_at_high_rank(rng):
     assert_twins(x, grid, "nearest", "border", False)
 
 
+@pytest.mark.parametrize("rank,mode,padding,fill", [
+    (2, "linear", "zeros", 0), (2, "linear", "constant", 2.87), (2, "cubic", "reflection", 0),
+    (2, "bspline3", "mirror", 0), (3, "linear", "border", 0), (3, "linear", "constant", -1.5)])
+@pytest.mark.parametrize("x_dtype,grid_dtype", [
+    (np.float32, np.float64), (np.float64, np.float32), (np.complex64, np.float64)])
+def test_mixed_dtypes_give_the_same_bits_in_every_kernel_family(rng, rank, mode, padding, fill,
+                                                                x_dtype, grid_dtype):
+    # A float64 grid's weights are formed in float64 and rounded to float32 once for float32
+    # x, by every planner (the general N-D one rounded each axis's weight first: 1 ulp off).
+    from gridsample import _engine
+
+    x_shape = (2, 3, 6, 7) if rank == 2 else (1, 2, 4, 5, 6)
+    out_spatial = (9, 10) if rank == 2 else (5, 6, 7)
+    x, grid = random_case(rng, x_shape, out_spatial, spread=1.6, x_dtype=np.float64,
+                          grid_dtype=grid_dtype)
+    x = (x + 1j * x[::-1] if np.dtype(x_dtype).kind == "c" else x).astype(x_dtype)
+    grid.reshape(-1)[::11] = np.array([np.nan, np.inf, -1e30, 1.0])[
+        np.arange(grid.size)[::11] % 4]
+    results = {}
+    for family in ("vector", "general", "nd"):
+        with _engine.use_kernels(family):
+            results[family] = gridsample.grid_sample(x, grid, mode, padding, True,
+                                                     fill_value=fill)
+    np.testing.assert_array_equal(results["general"], results["nd"])
+    np.testing.assert_array_equal(results["vector"], results["nd"])
+
+
 @pytest.mark.parametrize("rank,mode", [(2, "linear"), (2, "nearest"), (2, "cubic"),
                                        (3, "linear"), (3, "nearest")])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -307,3 +334,24 @@ def test_specialised_kernels_equal_the_general_kernel(monkeypatch, rng, rank, mo
         with _engine.use_kernels("nd"):
             general = gridsample.grid_sample(x, grid, mode, padding, align)
         np.testing.assert_array_equal(fast, general)
+
+
+@pytest.mark.parametrize("padding", ["wrap", "symmetric", "mirror"])
+def test_index_paddings_past_float32s_integers_follow_the_float32_rule(padding):
+    # An axis longer than 2**24 with a float32 grid: the period is rounded to float32 (§2,
+    # §6.2) and every index clipped into X.  The reference computes the same (it read past
+    # the end under wrap, an IndexError), and no kernel family differs from it.
+    from gridsample import _engine
+
+    size = 2**24 + 7
+    x = (np.arange(size, dtype=np.float32) % 9973)[None, None]
+    pos = np.concatenate([np.arange(-8, 8), np.arange(size - 8, size + 8),
+                          np.arange(2 * size - 8, 2 * size + 8), np.arange(-size - 8, -size + 8)])
+    pos = np.concatenate([pos, pos + 0.5, [1e30, -1e30, 3e38]]).astype(np.float32)
+    grid = pos[None, :, None]
+    for mode in ("nearest", "linear", "cubic"):
+        want = reference.grid_sample(x, grid, mode, padding, grid_units="pixels")
+        for family in ("general", "nd"):
+            with _engine.use_kernels(family):
+                got = gridsample.grid_sample(x, grid, mode, padding, grid_units="pixels")
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-3)

@@ -78,25 +78,37 @@ def keys(t, a=A):
 
 
 def pad_indices(i, size, padding):
-    """An index padding (docs/semantics.md §3.3) applied to float tap indices ``i``.
+    """An index padding (docs/semantics.md §3.3) applied to float tap indices ``i``, in their
+    dtype (the coordinate dtype, §6.2) as the kernels compute it.
 
     mirror (whole-sample symmetric, period ``2(S-1)``): ``m = |i| mod 2(S-1)``,
     then ``m`` or ``2(S-1) - m``; symmetric (half-sample, period ``2S``):
-    ``m = i mod 2S``, then ``m`` or ``2S - 1 - m``; wrap: ``i mod S``.
+    ``m = i mod 2S``, then ``m`` or ``2S - 1 - m``; wrap: ``i mod S``.  ``S`` is rounded to
+    the dtype (to nearest) and ``S - 1`` rounded down (§2): exact below ``2**24`` in float32;
+    past it the period is float32's and the result is clipped into ``[0, S-1]``.
     Non-finite indices map to 0 (their points are NaN points).
     """
-    i = np.where(np.isfinite(i), i, 0.0)
+    i = np.where(np.isfinite(i), i, 0.0).astype(np.result_type(i, np.float32))
+    t = i.dtype.type
+    high = t(size - 1)
+    if float(high) > size - 1:
+        high = np.nextafter(high, t(0))
     if padding == PAD_MIRROR:
         if size == 1:
             return np.zeros_like(i)
-        m = np.mod(np.abs(i), 2 * (size - 1))
-        return np.where(m <= size - 1, m, 2 * (size - 1) - m)
-    if padding == PAD_SYMMETRIC:
-        m = np.mod(i, 2 * size)
-        return np.where(m < size, m, 2 * size - 1 - m)
-    if padding == PAD_WRAP:
-        return np.mod(i, size)
-    raise ValueError(f"padding code {padding} is not an index padding")
+        m = np.fmod(np.abs(i), high + high)
+        m = np.where(m > high, (high + high) - m, m)
+    elif padding == PAD_SYMMETRIC:
+        period = t(size) + t(size)
+        m = np.fmod(i, period)
+        m = np.where(m < 0, m + period, m)
+        m = np.where(m >= t(size), period - t(1) - m, m)
+    elif padding == PAD_WRAP:
+        m = np.fmod(i, t(size))
+        m = np.where(m < 0, m + t(size), m)
+    else:
+        raise ValueError(f"padding code {padding} is not an index padding")
+    return np.clip(m, t(0), high)
 
 
 def _index_axis_taps(x, size, mode, padding, a):

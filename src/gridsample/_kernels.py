@@ -78,13 +78,16 @@ __all__ = ["task_nd", "task_fill", "task_linear_2d",
 
 
 @helper
-def _scratch(points, K, r, wconst):
-    """Scratch for planning ``points`` points: the plan and the general planner's per-axis lists."""
+def _scratch(points, K, r, wconst, axc):
+    """Scratch for planning ``points`` points: the plan and the general planner's per-axis lists
+    (:func:`gridsample._planners.plan_point`), whose weights are formed in the wider of the
+    weight and coordinate dtypes (``axc``'s)."""
     off = np.empty(points * K, np.int64)
     wts = np.empty(points * K, wconst.dtype)
     cnt = np.empty(points, np.int64)
     ax_off = np.empty(r * MAX_AXIS_TAPS, np.int64)
-    ax_w = np.empty(r * MAX_AXIS_TAPS, wconst.dtype)
+    wide = wconst[:1] * axc[0, :1]  # (an array of the promoted dtype)
+    ax_w = np.empty(r * MAX_AXIS_TAPS + K, wide.dtype)
     ax_n = np.empty(r, np.int64)
     return off, wts, cnt, ax_off, ax_w, ax_n
 
@@ -109,7 +112,7 @@ def run_general(first, stop, args, K, planner, sweeper, fillv):
     (xflat, xs_n, xs_c, sizes, strides, axc, kc, grid, outflat, os_n, os_c, os_p, N, C, _K,
      mode, pad, block, interleaved, wconst, kind, azero) = args
     nblk = (grid.shape[1] + block - 1) // block
-    off, wts, cnt, ax_off, ax_w, ax_n = _scratch(block, K, grid.shape[2], wconst)
+    off, wts, cnt, ax_off, ax_w, ax_n = _scratch(block, K, grid.shape[2], wconst, axc)
     for task in range(first, stop):
         n, gn, p0, nb = _locate(task, nblk, block, grid)
         planner(grid, gn, p0, nb, K, mode, pad, axc, kc, sizes, strides, off, wts, cnt, ax_off,

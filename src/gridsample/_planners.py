@@ -6,11 +6,11 @@ rank-specialised planners compute the same lists with the per-axis helpers
 in registers: a straight-line path for a point whose taps all lie inside
 ``X``, and short inline paths for a NaN point and for a point near or past
 an edge under zeros padding (only its taps inside ``X`` are listed).  Each
-fast planner lists the same taps in the same order as the general one; the weights agree exactly
-when x and the grid
-share a dtype (for mixed dtypes the general planner rounds each axis weight
-to the weight dtype before the product, the fast ones round the product
-once).  The tests compare both against the NumPy reference.
+fast planner lists the same taps in the same order as the general one, with the same weights
+bit for bit: every planner forms a point's weights in the wider of the weight and coordinate
+dtypes (a float64 grid's per-axis weights stay float64 for float32 ``x``) and rounds their
+product to the weight dtype once.  The tests compare them against the NumPy reference and
+against each other.
 
 All planners share one signature (some arguments are used by
 :func:`plan_general` only), so the kernels can call them alike.  Each axis
@@ -55,10 +55,14 @@ def plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
 
     A NaN point gets one tap at offset 0 with weight NaN, so every sweep
     yields NaN for it without a branch.  ``ax_off``/``ax_w``/``ax_n`` are
-    scratch of length ``MAX_AXIS_TAPS r``, ``MAX_AXIS_TAPS r`` and ``r``.
+    scratch of length ``MAX_AXIS_TAPS r``, ``MAX_AXIS_TAPS r + K`` and ``r``;
+    ``ax_w``, in the wider of the weight and coordinate dtypes, holds the
+    per-axis weights and after them the point's products, which are rounded
+    to the weight dtype once (as the fast planners' products are).
     """
     r = grid.shape[2]
     base = j * K
+    prods = r * MAX_AXIS_TAPS  # ax_w[prods + e]: the product of combination e
     for a in range(r):
         na = axis_taps(grid[gn, p, a], mode, int(axc[a, AXIS_PAD]), axc[a], kc, sizes[a],
                        strides[a], ax_off, ax_w, a * MAX_AXIS_TAPS)
@@ -73,7 +77,7 @@ def plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
     # in-place t = 0 copy comes last and no source is overwritten early).
     c = 1
     off[base] = 0
-    wts[base] = wconst[WCONST_ONE]
+    ax_w[prods] = 1
     for a in range(r):
         na = ax_n[a]
         if na == 0:
@@ -82,11 +86,12 @@ def plan_point(grid, gn, p, j, K, mode, pad, axc, kc, sizes, strides,
         for t in range(na - 1, -1, -1):
             ao = ax_off[a * MAX_AXIS_TAPS + t]
             aw = ax_w[a * MAX_AXIS_TAPS + t]
-            dst = base + t * c
             for e in range(c):
-                off[dst + e] = off[base + e] + ao
-                wts[dst + e] = wts[base + e] * aw
+                off[base + t * c + e] = off[base + e] + ao
+                ax_w[prods + t * c + e] = ax_w[prods + e] * aw
         c *= na
+    for e in range(c):
+        wts[base + e] = ax_w[prods + e]
     cnt[j] = c
 
 
