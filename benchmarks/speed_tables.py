@@ -3,7 +3,8 @@
 Run:  python -m benchmarks.speed_tables [--repeats 9] [--output FILE] [--avx2] [--warm-up]
 
 Runs, one after the other, each in a process of its own (thread settings are per process):
-``bench_forward`` at the default threads and at one thread (PyTorch only), ``bench_backward``
+``bench_forward`` with every library's default threads (Numba's: every core) and at one
+thread each (PyTorch only), ``bench_backward``
 and ``bench_affine_warp``, then writes one Markdown file (default
 ``bench-results/speed-<LLVM CPU name>-<date>.md``) with the CPU line, the date, the commit,
 every table and the rows over their targets (:data:`TARGETS`, the speed issue's: forward ≤
@@ -34,7 +35,7 @@ AVX2_ENVIRONMENT = {"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": "",
 
 #: (title, benchmark module, its options) of each table, in the order they run.
 TABLES = (
-    ("Forward, two threads", "benchmarks.bench_forward", ["--no-compile"]),
+    ("Forward, every thread", "benchmarks.bench_forward", ["--no-compile"]),
     ("Forward, one thread each", "benchmarks.bench_forward",
      ["--no-compile", "--threads", "1", "--peers", "torch"]),
     ("Backward, both gradients", "benchmarks.bench_backward", ["--no-compile"]),
@@ -44,7 +45,7 @@ TABLES = (
 #: The most each ratio column of a table may read: title -> {column: (limit, rows)}, where
 #: ``rows`` is None for every row or a test of the case's name.
 TARGETS = {
-    "Forward, two threads": {
+    "Forward, every thread": {
         "÷torch": (0.6, None),
         "÷onnxruntime": (1.0, None),
         "÷opencv": (1.0, lambda case: "linear channel-last" in case and "image" in case),

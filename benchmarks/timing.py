@@ -221,7 +221,8 @@ def table_parser(doc: str, fail=None) -> argparse.ArgumentParser:
 def checked_cases(parser: argparse.ArgumentParser, args, names: list) -> list:
     """The case ``names`` that ``args.case`` selects, once the options every table benchmark
     may have (``--repeats``, ``--threads``, ``--case``, ``--markdown``) are checked: a bad
-    one is ``parser.error``, before anything is timed."""
+    one is ``parser.error``, before anything is timed (``args.markdown`` becomes the absolute
+    path it will be written to)."""
     if args.repeats is not None and args.repeats < 1:
         parser.error(f"argument --repeats: must be at least 1, not {args.repeats}")
     threads = getattr(args, "threads", None)
@@ -238,9 +239,12 @@ def checked_cases(parser: argparse.ArgumentParser, args, names: list) -> list:
                      f"{' or '.join(repr(s) for s in args.case)}; the names are "
                      f"{', '.join(repr(n) for n in names)}")
     if args.markdown:
-        folder = os.path.dirname(os.path.abspath(os.path.expanduser(args.markdown)))
+        args.markdown = os.path.abspath(os.path.expanduser(args.markdown))  # (as written)
+        folder = os.path.dirname(args.markdown)
         if not os.path.isdir(folder):
             parser.error(f"argument --markdown: the folder {folder!r} does not exist")
+        if os.path.isdir(args.markdown):
+            parser.error(f"argument --markdown: {args.markdown!r} is a folder; give a file")
     return selected
 
 

@@ -422,6 +422,7 @@ def test_bench_runs_the_benchmark_table(tmp_path):
                                  "the names are 'image 1x3x1024² linear smooth'"),
     (["--markdown", "/no/such/folder/table.md"], "argument --markdown: the folder "
                                                  "'/no/such/folder' does not exist"),
+    (["--markdown", "/"], "argument --markdown: '/' is a folder; give a file"),
     (["--no-such-option"], "unrecognized arguments: --no-such-option"),
 ])
 def test_bench_refuses_a_bad_option_in_one_line(options, says, capsys):

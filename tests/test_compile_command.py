@@ -158,3 +158,30 @@ def test_combinations_cover_the_choices():
 def test_bad_options_name_the_argument(capsys, argv, message):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_info_lists_entries_not_their_helpers(monkeypatch):
+    """``info`` reads the cache's index: every function of the generated entry modules, the
+    named entries of the others, none of the compiled helpers beside them."""
+    from gridsample import _jit
+    from gridsample.cli._info import info_lines
+
+    x32 = "(Array(float32, 1, 'C', True, aligned=True), int64)"
+    claims = "(int64, Array(int64, 1, 'C', False, aligned=True), "
+    monkeypatch.setattr(_jit, "compiled_functions", lambda: {
+        "_vector_entries.linear_2d_zeros_rows": [claims + x32[1:]],
+        "_kernels.task_nd": [x32, x32.replace("float32", "uint8")],
+        "_kernels._scratch": [x32], "_kernels._locate": [x32],
+        "_grad_kernels._setup": [x32],
+        "_affine._affine_rows": [x32.replace("float32", "float64")],
+        "_vector.interleave_grid": [x32],
+        "_spin.spin_until_set": ["(Array(int64, 1, 'C', False, aligned=True), int64, int64)"],
+    })
+    text = "\n".join(info_lines())
+    assert "compiled vector: linear_2d_zeros_rows (float32)" in text
+    assert "compiled general: task_nd (float32, uint8)" in text
+    assert "compiled affine grid: _affine_rows (float64)" in text
+    assert "compiled flow field: interleave_grid (float32)" in text
+    assert "compiled backward: none" in text
+    for helper in ("_scratch", "_locate", "_setup", "spin_until_set"):
+        assert helper not in text, helper

@@ -36,7 +36,7 @@ def test_the_forward_table_is_read_back_by_column():
 
 
 def test_rows_over_their_targets_are_named():
-    over = over_targets("Forward, two threads", parse_table(_table()))
+    over = over_targets("Forward, every thread", parse_table(_table()))
     # 0.5 ÷torch passes; OpenCV's limit holds for 2-D linear channel-last only (1.25 there;
     # the first row's 1.5 is no target); the small call is over two limits.
     assert over == ["image 1x1024²x3 linear channel-last: ÷opencv 1.25 > 1.0",

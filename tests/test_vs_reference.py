@@ -340,7 +340,8 @@ def test_specialised_kernels_equal_the_general_kernel(monkeypatch, rng, rank, mo
 def test_index_paddings_past_float32s_integers_follow_the_float32_rule(padding):
     # An axis longer than 2**24 with a float32 grid: the period is rounded to float32 (§2,
     # §6.2) and every index clipped into X.  The reference computes the same (it read past
-    # the end under wrap, an IndexError), and no kernel family differs from it.
+    # the end under wrap, an IndexError), and the general kernel agrees with it (rank 1:
+    # "general" and "nd" run the same N-D kernel; no 2-D or 3-D planner runs here).
     from gridsample import _engine
 
     size = 2**24 + 7

@@ -78,8 +78,11 @@ def _kernel_lines():
 def _cache_lines():
     """Where compiled kernels are kept, and which entries are compiled, by x dtype."""
     from .. import _engine, _jit
+    from .._affine import _affine_rows
     from .._grad_kernels import BACKWARD_ENTRIES, backward_nd
-    from .._kernels import task_nd
+    from .._kernels import task_fill, task_nd
+    from .._prefilter import _filter_lines
+    from .._vector import interleave_grid
 
     folder = _jit.cache_dir()
     found = _jit.compiled_functions()
@@ -90,24 +93,30 @@ def _cache_lines():
     stale = (f"; {count(len(others), 'folder')} of other builds beside it" if others
              else "")
     lines = [f"cache: {folder} ({count(len(found), 'compiled function')}{stale})"]
-    # Each compiled function under the kernels it belongs to, by its module (the generated
-    # entry modules hold every form: gathers, rows, one pass, channel-last, ...).
-    label_of = {"_vector_entries": "vector", "_affine_entries": "affine warp",
-                "_planar_entries": "flow field", "_grad_vector_entries": "backward vector"}
-    for label, entries in (("general", [*_engine.GENERAL_KERNELS.values(), task_nd]),
-                           ("backward", [*BACKWARD_ENTRIES.values(), backward_nd])):
+    # Each compiled entry under the kernels it belongs to: every function of the generated
+    # entry modules (every form: gathers, rows, one pass, channel-last, ...), and the named
+    # entries of the others (whose modules also hold compiled helpers, not listed).
+    by_module = {"_vector_entries": "vector", "_affine_entries": "affine warp",
+                 "_planar_entries": "flow field", "_grad_vector_entries": "backward vector"}
+    by_name = {}
+    for label, entries in (("general", [*_engine.GENERAL_KERNELS.values(), task_nd, task_fill]),
+                           ("backward", [*BACKWARD_ENTRIES.values(), backward_nd]),
+                           ("flow field", [interleave_grid]),
+                           ("affine grid", [_affine_rows]),
+                           ("B-spline prefilter", [_filter_lines])):
         for entry in entries:
-            label_of.setdefault(entry.py_func.__module__.rsplit(".", 1)[-1], label)
-    ready = {label: [] for label in dict.fromkeys(label_of.values())}
+            by_name[f"{entry.py_func.__module__.rsplit('.', 1)[-1]}."
+                    f"{entry.py_func.__name__}"] = label
+    ready = {label: [] for label in dict.fromkeys([*by_module.values(), *by_name.values()])}
     for name, signatures in sorted(found.items()):
         module, _, function = name.partition(".")
-        if module not in label_of:
+        label = by_module.get(module) or by_name.get(name)
+        if label is None:
             continue  # the entries' helpers, the thread pool's spins
         # X's dtype: the first array, after the forward vector entries' claims array.
         dtypes = sorted({m.group(1) for sig in signatures
                          for m in [re.search(r"[Aa]rray\((\w+)", _after_claims(sig))] if m})
-        ready[label_of[module]].append(f"{function} ({', '.join(dtypes)})" if dtypes
-                                       else function)
+        ready[label].append(f"{function} ({', '.join(dtypes)})" if dtypes else function)
     for label, functions in ready.items():
         lines.append(f"  compiled {label}: " + ("; ".join(functions) if functions else "none"))
     lines.append("  (gridsample compile --help: compile ahead of use)")
