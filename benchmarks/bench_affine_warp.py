@@ -11,12 +11,11 @@ beyond the output (``tracemalloc``: NumPy's allocations).
 
 from __future__ import annotations
 
-import argparse
 import tracemalloc
 
 import numpy as np
 
-from benchmarks.timing import checked_cases, interleaved_medians, machine_line, report
+from benchmarks.timing import case_arguments, interleaved_medians, machine_line, report
 
 CASES = {
     "image 1x3x1024² linear zeros": ((1, 3, 1024, 1024), "linear", "zeros"),
@@ -85,13 +84,7 @@ def extra_peak(call) -> float:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--case", action="append", default=[],
-                        help="only cases whose name contains this (repeatable)")
-    parser.add_argument("--markdown", default=None, help="also write the table to this file")
-    args = parser.parse_args(argv)
-    selected = checked_cases(parser, args, list(CASES))
+    args, selected = case_arguments(__doc__, argv, CASES, repeats=15)
     import numba
 
     print(machine_line())

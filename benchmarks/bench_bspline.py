@@ -94,7 +94,7 @@ def _peers() -> list:
 
 
 def main(argv=None):
-    args = case_arguments(__doc__, argv)
+    args, selected = case_arguments(__doc__, argv, CASES)
     import numba
 
     peers = _peers()
@@ -102,9 +102,8 @@ def main(argv=None):
     print(f"{numba.get_num_threads()} Numba threads, {args.repeats} repeats", flush=True)
     lines = ["| case | prefilter | gridsample ms | ÷SciPy | ÷torch-interpol | ÷cubic |",
              "|---|---|---|---|---|---|"]
-    for name, shape in CASES.items():
-        if args.case and not any(s in name for s in args.case):
-            continue
+    for name in selected:
+        shape = CASES[name]
         med = interleaved_medians(runners(shape, peers), args.repeats)
         for label, suffix in (("included", ""), ("excluded", " coefficients")):
             ours = med["gridsample" + suffix]

@@ -146,7 +146,7 @@ def runners_for(name):
 
 
 def main(argv=None):
-    args = case_arguments(__doc__, argv)
+    args, selected = case_arguments(__doc__, argv, CASES)
     import numba
     import torch
 
@@ -156,9 +156,7 @@ def main(argv=None):
           flush=True)
     lines = ["| case | gridsample steps/s | F.grid_sample steps/s | time ÷torch |",
              "|---|---|---|---|"]
-    for name in CASES:
-        if args.case and not any(s in name for s in args.case):
-            continue
+    for name in selected:
         med = interleaved_medians(runners_for(name), args.repeats, settle=SETTLE_SECONDS)
         ratio = med["gridsample"] / med["torch"]
         lines.append(f"| {name} | {1 / med['gridsample']:.1f} | {1 / med['torch']:.1f} "

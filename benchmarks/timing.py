@@ -248,12 +248,15 @@ def checked_cases(parser: argparse.ArgumentParser, args, names: list) -> list:
     return selected
 
 
-def case_arguments(doc: str, argv, repeats: int = 7):
-    """The options of a table benchmark: ``--repeats``, ``--case`` (repeatable), ``--markdown``."""
+def case_arguments(doc: str, argv, names, repeats: int = 7):
+    """The options of a table benchmark of the cases ``names``: ``--repeats``, ``--case``
+    (repeatable), ``--markdown``.  Returns the options and the names ``--case`` selects
+    (:func:`checked_cases`: a bad option stops here)."""
 
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=repeats)
     parser.add_argument("--case", action="append", default=[],
                         help="only cases whose name contains this (repeatable)")
     parser.add_argument("--markdown", default=None, help="also write the table to this file")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    return args, checked_cases(parser, args, list(names))
