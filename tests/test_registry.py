@@ -116,3 +116,21 @@ def test_footprint_contains_every_read(pair, size, align, values):
         inner = _reads(finite, size, m, p, align)
         if inner:
             assert span is not None and all(span[0] <= i <= span[1] for i in inner)
+
+
+@pytest.mark.parametrize("padding", ["wrap", "symmetric", "mirror"])
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("size", [2**24 + 7, 2**23 + 1, 1000])
+def test_the_interval_window_covers_float32_points_past_float32s_integers(padding, mode, size):
+    # float32 coordinates fold by float32's rounded period past 2**24 (semantics §2); an
+    # affine Dask block's window (float64, from its corners) must still cover what its
+    # points read (it did not: the task then found its footprint outside the window).
+    m, p = mode_of(parse_mode(mode)), padding_of(parse_padding(padding))
+    for first in (size - 3.0, size + 2.0, 2.0 * size + 1.0, -5.0, -size - 2.0):
+        u = np.array([first, first + 1.0, first + 2.0], np.float32)
+        points = points_window(u[:, None], (size,), m.code, p.code, False, np.float32,
+                               pixels=True)
+        span = interval_window(float(u[0]), float(u[-1]), size, m.code, p.code, False)
+        if points is not None:
+            (lo, hi), = points
+            assert span is not None and span[0] <= lo and hi <= span[1], (u, points, span)

@@ -84,6 +84,11 @@ def _index_padding(pad: int) -> bool:
     return padding_of(pad).index and pad != PAD_CONSTANT
 
 
+#: The longest axis whose index paddings float32 computes exactly (every tap index and every
+#: period, up to symmetric's 2S, an integer below 2**24).
+_FLOAT32_EXACT_SIZE = 2**23
+
+
 def _period(pad: int, size: int) -> int:
     """The period of an index padding's pattern (mirror 2(S-1), symmetric 2S, wrap S)."""
     name = padding_of(pad).name
@@ -264,6 +269,10 @@ def interval_window(u_lo: float, u_hi: float, size: int, mode: int, pad: int, al
     if _index_padding(pad):
         if not (math.isfinite(u_lo) and math.isfinite(u_hi)):
             return 0, size - 1  # an unbounded interval covers every period
+        if size > _FLOAT32_EXACT_SIZE:
+            # float32 coordinates fold by float32's rounded period past 2**24 (semantics.md
+            # §2), which float64 here does not reproduce: any element may be read.
+            return 0, size - 1
         top = math.floor(u_hi) if m.anchor == "floor" else math.ceil(u_hi)  # rint's ties too
         t_lo, t_hi = math.floor(u_lo) + k0, top + k1
         if t_hi - t_lo + 1 >= _period(pad, size):
