@@ -427,6 +427,17 @@ def test_bad_chunks_and_unknown_sizes_are_gridsample_errors():
         gdask.grid_sample(x, grid, chunks={1: 3, 2: 2})  # Dask's dict form: refused
     with pytest.raises(gridsample.GridSampleError, match="chunks=.*has 1"):
         gdask.affine_warp(x, np.eye(2, 3), None, chunks=(2,))
+    # Dask normalizes a negative size without a word (a graph of negative shapes)
+    with pytest.raises(gridsample.GridSampleError, match=r"chunks=\(-3, 2\) holds a negative"):
+        gdask.grid_sample(x, grid, chunks=(-3, 2))
+    with pytest.raises(gridsample.GridSampleError, match=r"chunks=\(-3, 2\) holds a negative"):
+        gdask.affine_warp(x, np.eye(2, 3), (4, 5), chunks=(-3, 2))
+    # kernel_threads: a wrong type is a type error, a bad count a value error
+    for bad in ("2", 1.5, [1], True):
+        with pytest.raises(gridsample.GridSampleTypeError, match="kernel_threads="):
+            gdask.grid_sample(x, grid, kernel_threads=bad)
+    with pytest.raises(gridsample.GridSampleError, match="kernel_threads=0"):
+        gdask.grid_sample(x, grid, kernel_threads=0)
     xd = da.from_array(x, chunks=(1, 1, 2, 5))
     unknown = xd[xd[:, 0, 0, 0] > -1]
     with pytest.raises(gridsample.GridSampleError, match="x has unknown chunk sizes"):
@@ -455,6 +466,18 @@ def test_list_input_and_empty_chunks_as_in_memory(rng):
                                       gridsample.affine_warp(x, theta))
     np.testing.assert_array_equal(gdask.affine_warp(x, theta, chunks=((3, 0), (4,))).compute(),
                                   gridsample.affine_warp(x, theta))
+
+
+def test_a_tensor_x_is_read_as_the_in_memory_calls_read_it():
+    """x with a shape and a dtype NumPy does not know (a torch tensor): read through NumPy,
+    as ``gridsample.grid_sample`` reads it (Dask's own wrapping failed on its dtype)."""
+    torch = pytest.importorskip("torch")
+    x = torch.arange(30.0).reshape(1, 2, 3, 5)
+    grid, theta = np.zeros((1, 2, 3, 2), np.float32), np.eye(2, 3, dtype=np.float32)
+    np.testing.assert_array_equal(gdask.grid_sample(x, grid).compute(),
+                                  gridsample.grid_sample(x.numpy(), grid))
+    np.testing.assert_array_equal(gdask.affine_warp(x, theta).compute(),
+                                  gridsample.affine_warp(x.numpy(), theta))
 
 
 def test_affine_warp_errors_and_non_finite_theta_as_in_memory():

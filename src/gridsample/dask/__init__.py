@@ -71,12 +71,18 @@ def _as_dask(a, name, chunks="auto"):
         a = as_array(name, a)
         _check_numeric(a.dtype)  # (before Dask, which cannot chunk object arrays)
         return da.from_array(a, chunks=chunks)
+    try:
+        dtype = np.dtype(a.dtype)
+    except TypeError:  # (a tensor's dtype, say): NumPy reads the values, without a copy
+        a = as_array(name, a)  # where it can
+        _check_numeric(a.dtype)
+        return da.from_array(a, chunks=chunks)
     own = getattr(a, "chunks", None)
     if isinstance(own, tuple) and len(own) == len(a.shape) and \
             all(isinstance(c, (int, np.integer)) for c in own):
         chunks = own
     return da.from_array(a, chunks=chunks, inline_array=False,
-                         meta=np.empty((0,) * len(a.shape), np.dtype(a.dtype)))
+                         meta=np.empty((0,) * len(a.shape), dtype))
 
 
 def _region_source(x, xd):
@@ -182,11 +188,11 @@ def _prefiltered(xd, plan, options, threads):
 def _threads_arg(kernel_threads):
     if kernel_threads is None:
         return None
-    if isinstance(kernel_threads, bool) or not isinstance(kernel_threads, (int, np.integer)) \
-            or kernel_threads < 1:
-        raise GridSampleError(
-            f"kernel_threads={kernel_threads!r}; it must be a positive integer or None "
-            f"(None: Numba's own setting)")
+    allowed = "a positive integer or None (None: Numba's own setting)"
+    if isinstance(kernel_threads, bool) or not isinstance(kernel_threads, (int, np.integer)):
+        raise GridSampleTypeError(f"kernel_threads={kernel_threads!r}; it must be {allowed}")
+    if kernel_threads < 1:
+        raise GridSampleError(f"kernel_threads={kernel_threads!r}; it must be {allowed}")
     return int(kernel_threads)
 
 
@@ -372,10 +378,14 @@ def _spatial_chunks(chunks, spatial, dtype):
         raise GridSampleError(f"chunks={describe(given)} has {len(chunks)} entries; it must "
                               f"have {allowed}")
     try:
-        return da.core.normalize_chunks(chunks, shape=spatial, dtype=dtype)
+        normal = da.core.normalize_chunks(chunks, shape=spatial, dtype=dtype)
     except (ValueError, TypeError, ArithmeticError) as exc:  # (0: a division by zero)
         raise GridSampleError(f"chunks={describe(given)} does not fit the output's spatial "
                               f"shape {spatial}: {exc}") from None
+    if any(c < 0 for axis in normal for c in axis):  # (Dask lets a negative size through)
+        raise GridSampleError(f"chunks={describe(given)} holds a negative chunk size; it must "
+                              f"have {allowed}")
+    return normal
 
 
 def _known_shape(name: str, a) -> None:
