@@ -159,14 +159,15 @@ def main(argv=None, fail=None):
     args = parser.parse_args(argv)
     all_cases = default_cases()
     selected = checked_cases(parser, args, [c.name for c in all_cases])
-    unknown = [p for p in args.peers.split(",") if p and p not in PEERS]
+    names = [p for p in args.peers.split(",") if p]
+    unknown = [p for p in names if p not in PEERS]
     if unknown:
         parser.error(f"argument --peers: {', '.join(map(repr, unknown))} is not a peer; "
                      f"choose from {', '.join(PEERS)}")
     if args.threads:
         set_threads(args.threads)
     repeats = args.repeats or (3 if args.quick else 9)
-    peers = {p: PEERS[p] for p in args.peers.split(",") if p}
+    peers = {p: PEERS[p] for p in names}
     if args.baseline:
         from benchmarks.baseline import baseline_option
 

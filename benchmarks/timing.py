@@ -195,9 +195,9 @@ def report(table: str, compile_line, markdown) -> None:
             fh.write(text + "\n")
 
 
-def table_parser(doc: str, fail=None) -> argparse.ArgumentParser:
-    """The options ``bench_forward`` and ``bench_backward`` share: ``--quick``, ``--repeats``,
-    ``--case``, ``--markdown``, ``--no-compile``, ``--baseline``, ``--threads``.
+def case_parser(doc: str, fail=None, repeats=None) -> argparse.ArgumentParser:
+    """The options every table benchmark has: ``--repeats`` (default ``repeats``), ``--case``
+    (repeatable), ``--markdown``.
 
     ``fail``: called with the message of a bad option in place of argparse's usage and exit
     (``gridsample bench`` raises its one-line error).
@@ -205,11 +205,18 @@ def table_parser(doc: str, fail=None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     if fail is not None:
         parser.error = fail
-    parser.add_argument("--quick", action="store_true", help="3 repeats instead of 9")
-    parser.add_argument("--repeats", type=int, default=None, help="rounds of timed calls")
+    parser.add_argument("--repeats", type=int, default=repeats, help="rounds of timed calls")
     parser.add_argument("--case", action="append", default=[],
                         help="only cases whose name contains this (repeatable)")
     parser.add_argument("--markdown", default=None, help="also write the table to this file")
+    return parser
+
+
+def table_parser(doc: str, fail=None) -> argparse.ArgumentParser:
+    """The options ``bench_forward`` and ``bench_backward`` share: :func:`case_parser`'s and
+    ``--quick``, ``--no-compile``, ``--baseline``, ``--threads``."""
+    parser = case_parser(doc, fail)
+    parser.add_argument("--quick", action="store_true", help="3 repeats instead of 9")
     parser.add_argument("--no-compile", action="store_true", help="skip compile-time runs")
     parser.add_argument("--baseline", metavar="REV", default=None,
                         help="also time gridsample as of this git revision (before/after)")
@@ -249,14 +256,9 @@ def checked_cases(parser: argparse.ArgumentParser, args, names: list) -> list:
 
 
 def case_arguments(doc: str, argv, names, repeats: int = 7):
-    """The options of a table benchmark of the cases ``names``: ``--repeats``, ``--case``
-    (repeatable), ``--markdown``.  Returns the options and the names ``--case`` selects
-    (:func:`checked_cases`: a bad option stops here)."""
-
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=repeats)
-    parser.add_argument("--case", action="append", default=[],
-                        help="only cases whose name contains this (repeatable)")
-    parser.add_argument("--markdown", default=None, help="also write the table to this file")
+    """The options of a table benchmark of the cases ``names`` (:func:`case_parser`).
+    Returns the options and the names ``--case`` selects (:func:`checked_cases`: a bad
+    option stops here)."""
+    parser = case_parser(doc, repeats=repeats)
     args = parser.parse_args(argv)
     return args, checked_cases(parser, args, list(names))

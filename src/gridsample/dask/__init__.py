@@ -66,16 +66,10 @@ def _as_dask(a, name, chunks="auto"):
     (zarr, h5py) is not read."""
     if isinstance(a, da.Array):
         return a
-    if isinstance(a, np.ndarray) or not all(hasattr(a, n) for n in ("shape", "dtype",
-                                                                      "__getitem__")):
+    dtype = _store_dtype(a)
+    if dtype is None:
         a = as_array(name, a)
         _check_numeric(a.dtype)  # (before Dask, which cannot chunk object arrays)
-        return da.from_array(a, chunks=chunks)
-    try:
-        dtype = np.dtype(a.dtype)
-    except TypeError:  # (a tensor's dtype, say): NumPy reads the values, without a copy
-        a = as_array(name, a)  # where it can
-        _check_numeric(a.dtype)
         return da.from_array(a, chunks=chunks)
     own = getattr(a, "chunks", None)
     if isinstance(own, tuple) and len(own) == len(a.shape) and \
@@ -83,6 +77,19 @@ def _as_dask(a, name, chunks="auto"):
         chunks = own
     return da.from_array(a, chunks=chunks, inline_array=False,
                          meta=np.empty((0,) * len(a.shape), dtype))
+
+
+def _store_dtype(a):
+    """The NumPy dtype of an array-like that Dask may wrap without reading it (zarr, h5py:
+    a shape, a NumPy dtype, slicing); None for NumPy arrays and anything else, which NumPy
+    reads first (lists, and tensors, whose dtype is not NumPy's)."""
+    if isinstance(a, np.ndarray) or not all(hasattr(a, n) for n in ("shape", "dtype",
+                                                                      "__getitem__")):
+        return None
+    try:
+        return np.dtype(a.dtype)
+    except TypeError:
+        return None
 
 
 def _region_source(x, xd):
