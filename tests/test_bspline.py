@@ -332,6 +332,49 @@ def test_bad_arguments_name_themselves(call, match):
         call()
 
 
+@pytest.mark.parametrize("fill", [np.nan, np.inf, -np.inf, [1.0, np.nan]])
+def test_a_non_finite_fill_with_the_prefilter_is_refused(fill):
+    """The prefilter runs over the fill's samples too (semantics §4.2), so one NaN or
+    infinite fill would make every coefficient, and every output, NaN: refused by name, on
+    every path that prefilters, and the input left alone."""
+    x = np.random.default_rng(5).standard_normal((1, 2, 8, 9))
+    before = x.copy()
+    grid = np.zeros((1, 3, 3, 2))
+    calls = [
+        lambda: gs.grid_sample(x, grid, "bspline3", "constant", fill_value=fill),
+        lambda: gs.grid_sample(x, grid, "bspline5", ("constant", "mirror"), fill_value=fill),
+        lambda: gs.grid_sample_backward(np.ones((1, 2, 3, 3)), x, grid, "bspline2",
+                                        "constant", fill_value=fill),
+        lambda: gs.affine_warp(x, np.eye(2, 3), None, "bspline4", "constant",
+                               fill_value=fill),
+    ]
+    for call in calls:
+        with pytest.raises(gs.GridSampleError, match="fill_value=.*not finite.*prefilter=False"):
+            call()
+    np.testing.assert_array_equal(x, before)
+
+
+def test_a_non_finite_fill_marks_the_points_outside_without_the_prefilter():
+    """The way the refusal points to: coefficients once (SciPy's spline_filter), then a NaN
+    fill reaches exactly the points with a tap outside; the others are SciPy's
+    map_coordinates of those coefficients."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((40, 42))
+    coords = _coords(rng, x.shape, 200)
+    c = gs.spline_coefficients(x[None, None], 3, "constant")
+    got = gs.grid_sample(c, _pixel_grid(coords), "bspline3", "constant", fill_value=np.nan,
+                         grid_units="pixels", prefilter=False).reshape(-1)
+    # cubic B-spline taps: floor(u) - 1 ... floor(u) + 2 on each axis
+    first = np.floor(coords) - 1
+    outside = np.any((first < 0) | (first + 3 > np.array(x.shape)[:, None] - 1), axis=0)
+    assert outside.any() and (~outside).any()
+    np.testing.assert_array_equal(np.isnan(got), outside)
+    coefficients = scipy_ndimage.spline_filter(x, 3, mode="grid-constant")
+    expected = scipy_ndimage.map_coordinates(coefficients, coords[:, ~outside], order=3,
+                                             mode="grid-constant", prefilter=False)
+    np.testing.assert_allclose(got[~outside], expected, rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("prefilter", [True, False])
 def test_torch_operators_with_autograd(prefilter):
     """gridsample.torch: the NumPy results, and gradients / second derivatives that check."""

@@ -120,4 +120,5 @@ def cast_values(values, dtype):
         out[low] = info.min
         out[mid] = v[mid].astype(dtype)
         return out
-    return values.astype(dtype)
+    with np.errstate(over="ignore"):  # (overflow gives ±inf, as §6.1 has it)
+        return values.astype(dtype)

@@ -406,4 +406,25 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last, *, fi
         displacement=parse_flag("displacement", displacement),
         prefilter=parse_flag("prefilter", prefilter) and mode_of(mode_code).spline > 0,
     )
+    if plan.prefilter and fill is not None:
+        _check_prefiltered_fill(fill_value, fill, mode_of(mode_code))
     return plan, x, grid
+
+
+def _check_prefiltered_fill(fill_value, fill: np.ndarray, mode) -> None:
+    """Refuse a non-finite fill that the B-spline prefilter would spread everywhere.
+
+    With ``prefilter=True`` the fill is part of the line the recursive filter runs over
+    (docs/semantics.md §4.2: 12 samples of it past each constant edge), and every coefficient
+    is a sum over the whole line with nonzero weights: one NaN or infinite sample makes them
+    all NaN, so every output would be NaN.
+    """
+    if fill.dtype.kind not in "fc" or np.all(np.isfinite(fill)):
+        return
+    raise GridSampleError(
+        f"fill_value={describe(fill_value)} is not finite; with mode={mode.name!r} and "
+        "prefilter=True the fill is filtered with the samples and would make every output NaN. "
+        "Use a finite fill_value, or prefilter once and sample the coefficients: "
+        f"grid_sample(spline_coefficients(x, {mode.spline}, padding_mode), grid, mode, "
+        "padding_mode, fill_value=..., prefilter=False), where a non-finite fill reaches only "
+        "the points with a tap outside")
