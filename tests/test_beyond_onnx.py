@@ -10,6 +10,8 @@ non-finite rules.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -267,6 +269,17 @@ def test_fill_is_cast_like_results_and_never_leaks_inside(rng):
     for fill in (np.inf, np.nan):
         got = gridsample.grid_sample(xf, grid, "cubic", "constant", True, fill_value=fill)
         assert got[0, 0, 0, 0] == 7.0 and not np.isfinite(got[0, 0, 0, 1:]).any()
+
+
+def test_a_fill_past_float16_range_is_infinite_without_a_warning():
+    """§6.1: the fill is cast as results are; past float16's range that is ±inf, quietly
+    (NumPy's cast warns of the overflow)."""
+    x = np.ones((1, 2, 4), np.float16)
+    grid = np.array([[[9.0]]], np.float32)  # entirely outside
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = gridsample.grid_sample(x, grid, "nearest", "constant", fill_value=[1e6, -1e6])
+    assert out.dtype == np.float16 and out.ravel().tolist() == [np.inf, -np.inf]
 
 
 def test_strings_take_fill_and_the_new_paddings():
