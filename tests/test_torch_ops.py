@@ -244,7 +244,9 @@ _BAD_SAMPLE_SHAPES = [
 
 @pytest.mark.parametrize("x_shape, grid_shape, grid_dtype, match", _BAD_SAMPLE_SHAPES)
 def test_shape_inference_refuses_what_the_call_refuses(x_shape, grid_shape, grid_dtype, match):
-    with pytest.raises((gridsample.GridSampleError, gridsample.GridSampleTypeError)) as cpu:
+    # (the same words eagerly: the tensors by their names, input and grid)
+    with pytest.raises((gridsample.GridSampleError, gridsample.GridSampleTypeError),
+                       match=match) as cpu:
         gt.grid_sample(torch.zeros(x_shape), torch.zeros(grid_shape, dtype=grid_dtype),
                        align_corners=False)
     with pytest.raises(type(cpu.value), match=match):
@@ -371,6 +373,38 @@ def test_non_cpu_tensors_are_refused():
         gt._check_device("grid", meta, allowed=("cpu",))
     with pytest.raises(gridsample.GridSampleTypeError, match="grid has type ndarray"):
         gt.grid_sample(torch.zeros(1, 1, 4, 4), np.zeros((1, 2, 2, 2)), align_corners=False)
+
+
+@pytest.mark.parametrize("call", [
+    lambda cpu, meta: gt.grid_sample(cpu((1, 1, 4, 4)), meta((1, 2, 2, 2)), align_corners=False),
+    lambda cpu, meta: gt.grid_sample(meta((1, 1, 4, 4)), cpu((1, 2, 2, 2)), align_corners=False),
+    lambda cpu, meta: gt.grid_push(cpu((1, 1, 2, 2)), meta((1, 2, 2, 2)), (4, 4)),
+    lambda cpu, meta: gt.grid_push(meta((1, 1, 2, 2)), cpu((1, 2, 2, 2)), (4, 4)),
+])
+def test_a_cpu_tensor_beside_a_meta_one_is_refused(call):
+    """Shape inference alone would answer: an output of memory never written (PyTorch's own
+    operators refuse the mix too)."""
+    def cpu(shape):
+        return torch.zeros(shape)
+
+    def meta(shape):
+        return torch.zeros(shape, device="meta")
+
+    with pytest.raises(gridsample.GridSampleError, match="on device meta and .* on cpu|"
+                                                         "on device cpu and .* on meta"):
+        call(cpu, meta)
+
+
+@pytest.mark.parametrize("fill", [torch.nn.Parameter(torch.tensor([1.0, 2.0])),
+                                  torch.tensor(0.5, requires_grad=True)])
+def test_a_fill_value_that_requires_grad_is_refused(fill):
+    """The fill is a constant of the operator: read as numbers, a fill that wants a gradient
+    would get none, silently."""
+    x, grid = torch.zeros(1, 2, 4, 4), torch.zeros(1, 2, 2, 2)
+    with pytest.raises(gridsample.GridSampleTypeError, match="fill_value=.*requires grad"):
+        gt.grid_sample(x, grid, "bilinear", "constant", False, fill_value=fill)
+    out = gt.grid_sample(x, grid, "bilinear", "constant", False, fill_value=fill.detach())
+    assert out.shape == (1, 2, 2, 2)
 
 
 def test_third_derivative_is_refused():

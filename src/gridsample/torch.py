@@ -70,7 +70,7 @@ from ._options import (
     parse_mode,
     parse_paddings,
 )
-from ._plan import check_rank, check_shapes
+from ._plan import PLAIN_LOGIC, check_rank, check_shapes
 from ._push import check_push_shapes, parse_push_shape
 from ._push import grid_push as _grid_push_numpy
 from ._second_order import grid_sample_double_backward
@@ -103,6 +103,20 @@ def _check_device(name: str, t, allowed=("cpu", "meta")) -> None:
             f"{name} is on device {t.device}; gridsample.torch runs on CPU tensors only "
             f"(move it with .cpu())"
         )
+
+
+def _check_devices(*named) -> None:
+    """Each ``(name, tensor)`` passes :func:`_check_device`, and all are on one device: a CPU
+    tensor beside a meta one would run the shape-only implementation and return memory never
+    written."""
+    for name, t in named:
+        _check_device(name, t)
+    first, head = named[0]
+    for name, t in named[1:]:
+        if t.device != head.device:
+            raise GridSampleError(
+                f"{name} is on device {t.device} and {first} on {head.device}; they must be on "
+                f"one device (the CPU, or meta for shape inference)")
 
 
 def _to_numpy(name: str, t) -> np.ndarray:
@@ -164,14 +178,28 @@ def _to_torch(a: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(a)
 
 
+def _check_sample_tensors(input, grid, mode: int, channel_last: bool, logic=PLAIN_LOGIC) -> None:
+    """:func:`gridsample.grid_sample`'s checks of dtypes and shapes, without data, naming the
+    tensors as the operators do (``input``; the NumPy API says ``x``).  ``logic``:
+    :func:`gridsample._plan.check_shapes`' (symbolic for shape inference)."""
+    _check_dtypes("input", input, X_DTYPE_NAMES)
+    _check_dtypes("grid", grid, GRID_DTYPE_NAMES)
+    check_shapes(input.shape, grid.shape, mode, channel_last, "input", logic)
+
+
 def _sample(input, grid, mode, padding_mode, align_corners, channel_last, paddings, fill_value,
             cubic_a, pixels, displacement, prefilter) -> torch.Tensor:
     """The forward on CPU tensors, options as the operators take them: the NumPy API on views
     of the tensors' memory."""
     options = _numpy_options(padding_mode, paddings, fill_value, cubic_a, pixels, displacement,
                              prefilter)
-    out = _grid_sample_numpy(_to_numpy("input", input), _to_numpy("grid", grid), mode,
-                             align_corners=align_corners, channel_last=channel_last, **options)
+    try:
+        out = _grid_sample_numpy(_to_numpy("input", input), _to_numpy("grid", grid), mode,
+                                 align_corners=align_corners, channel_last=channel_last,
+                                 **options)
+    except GridSampleError:  # (and its type error) the tensors' own names, as traced calls
+        _check_sample_tensors(input, grid, mode, channel_last)
+        raise
     return _to_torch(out)
 
 
@@ -181,10 +209,15 @@ def _sample_backward(grad_output, input, grid, mode, padding_mode, align_corners
     """``(dL/dinput or None, dL/dgrid or None)`` on CPU tensors, as :func:`_sample` runs."""
     options = _numpy_options(padding_mode, paddings, fill_value, cubic_a, pixels, displacement,
                              prefilter)
-    gx, gg = grid_sample_backward(
-        _to_numpy("grad_output", grad_output), _to_numpy("input", input),
-        _to_numpy("grid", grid), mode, align_corners=align_corners,
-        channel_last=channel_last, output_mask=tuple(output_mask), **options)
+    try:
+        gx, gg = grid_sample_backward(
+            _to_numpy("grad_output", grad_output), _to_numpy("input", input),
+            _to_numpy("grid", grid), mode, align_corners=align_corners,
+            channel_last=channel_last, output_mask=tuple(output_mask), **options)
+    except GridSampleError:  # the tensors' own names, as in _sample
+        _check_dtypes("input", input, GRAD_DTYPE_NAMES)
+        _check_sample_tensors(input, grid, mode, channel_last)
+        raise
     return (None if gx is None else _to_torch(gx)), (None if gg is None else _to_torch(gg))
 
 
@@ -292,10 +325,7 @@ def _grid_sample_op(input, grid, mode, padding_mode, align_corners, channel_last
 @_grid_sample_op.register_fake
 def _(input, grid, mode, padding_mode, align_corners, channel_last, paddings=(), fill_value=(),
       cubic_a=-0.75, pixels=False, displacement=False, prefilter=True):
-    # gridsample.grid_sample's checks of shapes and dtypes, without data
-    _check_dtypes("input", input, X_DTYPE_NAMES)
-    _check_dtypes("grid", grid, GRID_DTYPE_NAMES)
-    check_shapes(input.shape, grid.shape, mode, channel_last, "input", _SYMBOLIC)
+    _check_sample_tensors(input, grid, mode, channel_last, _SYMBOLIC)
     out_spatial = tuple(grid.shape[1:-1])
     if channel_last:
         shape = (input.shape[0], *out_spatial, input.shape[-1])
@@ -523,8 +553,13 @@ def _fill_list(fill_value) -> list:
     """``fill_value`` as the operators' list of floats (empty for the default 0)."""
     if isinstance(fill_value, int) and not isinstance(fill_value, bool) and fill_value == 0:
         return []
-    values = fill_value.tolist() if isinstance(fill_value, torch.Tensor) else fill_value
-    values = [values] if not isinstance(values, (list, tuple)) else list(values)
+    if isinstance(fill_value, torch.Tensor):
+        if fill_value.requires_grad:  # (read as numbers, it would be cut from autograd)
+            raise GridSampleTypeError(
+                f"fill_value={describe(fill_value)} requires grad; the fill is a constant of "
+                f"the operator, without a gradient: pass fill_value.detach() or numbers")
+        fill_value = fill_value.tolist()  # (read at each call)
+    values = [fill_value] if not isinstance(fill_value, (list, tuple)) else list(fill_value)
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         raise GridSampleTypeError(
             f"fill_value={describe(fill_value)} must be a real number or a sequence of them "
@@ -622,7 +657,10 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         ``input`` is ``(N, d1, ..., dr, C)`` and so is the output.
     fill_value, cubic_a, grid_units, displacement, prefilter
         As in :func:`gridsample.grid_sample` (``fill_value`` real: a number
-        or one per channel; the B-spline modes ``"bspline2"`` …
+        or one per channel, or a tensor of them read at each call as a
+        constant -- not one that requires grad, and numbers under
+        ``torch.compile(fullgraph=True)``, which cannot read a tensor's
+        values while it traces; the B-spline modes ``"bspline2"`` …
         ``"bspline7"`` prefilter ``input`` unless ``prefilter=False``);
         gradients, second ones included, follow them.
 
@@ -660,8 +698,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                           (input, grid, *_parsed_sample_options(
                               _spatial_rank("input", input, channel_last), *values)),
                           (input, grid))
-    for name, t in (("input", input), ("grid", grid)):
-        _check_device(name, t)
+    _check_devices(("input", input), ("grid", grid))
     return torch.ops.gridsample.grid_sample(input, grid,
                                             *_sample_options(
                                                 _spatial_rank("input", input, channel_last),
@@ -688,8 +725,7 @@ def grid_push(values, grid, shape, mode="bilinear", padding_mode="zeros", align_
     Tensor of ``shape``, dtype of ``values``
         The adjoint of :func:`grid_sample` in ``input``: splatting.
     """
-    for name, t in (("values", values), ("grid", grid)):
-        _check_device(name, t)
+    _check_devices(("values", values), ("grid", grid))
     _refuse_forward_mode("grid_push", values, grid)
     mode = parse_mode(mode)
     rank = _spatial_rank("values", values, channel_last)
