@@ -354,6 +354,40 @@ def test_a_non_finite_fill_with_the_prefilter_is_refused(fill):
     np.testing.assert_array_equal(x, before)
 
 
+@pytest.mark.parametrize("dtype, fill", [("bfloat16", np.nan), ("bfloat16", 1e39),
+                                         ("float16", 1e6), ("complex64", complex(np.inf, 0))])
+def test_a_fill_not_finite_in_the_dtype_of_x_is_refused_with_the_prefilter(dtype, fill):
+    """What the prefilter reads is the fill cast to X's dtype (§6.1): past float16's or
+    bfloat16's range that is ±inf, and bfloat16 (an ml_dtypes type) is no NumPy float."""
+    x = np.zeros((1, 1, 8, 8), np.complex64 if dtype == "complex64" else gs_dtype(dtype))
+    with pytest.raises(gs.GridSampleError, match=f"not finite in x's dtype {dtype}"):
+        gs.grid_sample(x, np.zeros((1, 2, 2, 2)), "bspline3", "constant", fill_value=fill)
+
+
+def gs_dtype(name):
+    import ml_dtypes
+
+    return ml_dtypes.bfloat16 if name == "bfloat16" else np.dtype(name)
+
+
+def test_a_non_finite_fill_with_the_prefilter_is_refused_by_dask_and_torch():
+    da = pytest.importorskip("dask.array")
+    torch = pytest.importorskip("torch")
+    import gridsample.dask as gd
+    import gridsample.torch as gt
+
+    x = np.zeros((1, 1, 8, 8))
+    grid = np.zeros((1, 2, 2, 2))
+    with pytest.raises(gs.GridSampleError, match="not finite"):
+        gd.grid_sample(da.from_array(x, chunks=4), grid, "bspline3", "constant",
+                       fill_value=np.nan)
+    for device in ("cpu", "meta"):  # eager, and the shape inference of traced calls
+        with pytest.raises(gs.GridSampleError, match="not finite"):
+            gt.grid_sample(torch.zeros(1, 1, 8, 8, device=device),
+                           torch.zeros(1, 2, 2, 2, device=device), "bspline3", "constant",
+                           False, fill_value=float("inf"))
+
+
 def test_a_non_finite_fill_marks_the_points_outside_without_the_prefilter():
     """The way the refusal points to: coefficients once (SciPy's spline_filter), then a NaN
     fill reaches exactly the points with a tap outside; the others are SciPy's

@@ -380,6 +380,8 @@ def test_non_cpu_tensors_are_refused():
     lambda cpu, meta: gt.grid_sample(meta((1, 1, 4, 4)), cpu((1, 2, 2, 2)), align_corners=False),
     lambda cpu, meta: gt.grid_push(cpu((1, 1, 2, 2)), meta((1, 2, 2, 2)), (4, 4)),
     lambda cpu, meta: gt.grid_push(meta((1, 1, 2, 2)), cpu((1, 2, 2, 2)), (4, 4)),
+    lambda cpu, meta: torch.ops.gridsample.grid_sample(cpu((1, 1, 4, 4)), meta((1, 2, 2, 2)),
+                                                       0, 0, False, False),
 ])
 def test_a_cpu_tensor_beside_a_meta_one_is_refused(call):
     """Shape inference alone would answer: an output of memory never written (PyTorch's own
@@ -395,6 +397,11 @@ def test_a_cpu_tensor_beside_a_meta_one_is_refused(call):
         call(cpu, meta)
 
 
+def test_grid_count_of_a_meta_grid_infers_its_shape():
+    out = gt.grid_count(torch.zeros(2, 3, 3, 2, device="meta"), (4, 5))
+    assert out.device.type == "meta" and out.shape == (2, 1, 4, 5)
+
+
 @pytest.mark.parametrize("fill", [torch.nn.Parameter(torch.tensor([1.0, 2.0])),
                                   torch.tensor(0.5, requires_grad=True)])
 def test_a_fill_value_that_requires_grad_is_refused(fill):
@@ -404,7 +411,9 @@ def test_a_fill_value_that_requires_grad_is_refused(fill):
     with pytest.raises(gridsample.GridSampleTypeError, match="fill_value=.*requires grad"):
         gt.grid_sample(x, grid, "bilinear", "constant", False, fill_value=fill)
     out = gt.grid_sample(x, grid, "bilinear", "constant", False, fill_value=fill.detach())
-    assert out.shape == (1, 2, 2, 2)
+    with torch.no_grad():  # (no gradient to lose)
+        same = gt.grid_sample(x, grid, "bilinear", "constant", False, fill_value=fill)
+    torch.testing.assert_close(out, same, rtol=0, atol=0)
 
 
 def test_third_derivative_is_refused():

@@ -407,24 +407,31 @@ def plan_forward(x, grid, mode, padding_mode, align_corners, channel_last, *, fi
         prefilter=parse_flag("prefilter", prefilter) and mode_of(mode_code).spline > 0,
     )
     if plan.prefilter and fill is not None:
-        _check_prefiltered_fill(fill_value, fill, mode_of(mode_code))
+        check_prefiltered_fill(fill_value, fill, mode_code, align, chan_last)
     return plan, x, grid
 
 
-def _check_prefiltered_fill(fill_value, fill: np.ndarray, mode) -> None:
-    """Refuse a non-finite fill that the B-spline prefilter would spread everywhere.
+def check_prefiltered_fill(fill_value, fill: np.ndarray, mode_code: int, align_corners: bool,
+                           channel_last: bool) -> None:
+    """Refuse a non-finite fill (``fill``: ``fill_value`` cast to X's dtype) that the
+    prefilter of the B-spline mode ``mode_code`` would spread everywhere.
 
     With ``prefilter=True`` the fill is part of the line the recursive filter runs over
     (docs/semantics.md §4.2: 12 samples of it past each constant edge), and every coefficient
     is a sum over the whole line with nonzero weights: one NaN or infinite sample makes them
     all NaN, so every output would be NaN.
     """
-    if fill.dtype.kind not in "fc" or np.all(np.isfinite(fill)):
+    if fill.dtype.kind in "iubUSO":  # (integers saturate, NaN becomes 0: always finite)
         return
+    if np.all(np.isfinite(np.asarray(fill, np.complex128 if fill.dtype.kind == "c"
+                                     else np.float64))):
+        return
+    mode = mode_of(mode_code)
+    layout = f"align_corners={align_corners}, channel_last={channel_last}"
     raise GridSampleError(
-        f"fill_value={describe(fill_value)} is not finite; with mode={mode.name!r} and "
-        "prefilter=True the fill is filtered with the samples and would make every output NaN. "
-        "Use a finite fill_value, or prefilter once and sample the coefficients: "
-        f"grid_sample(spline_coefficients(x, {mode.spline}, padding_mode), grid, mode, "
-        "padding_mode, fill_value=..., prefilter=False), where a non-finite fill reaches only "
-        "the points with a tap outside")
+        f"fill_value={describe(fill_value)} is not finite in x's dtype {fill.dtype}; with "
+        f"mode={mode.name!r} and prefilter=True the fill is filtered with the samples and "
+        "would make every output NaN. Use a finite fill_value, or prefilter once and sample "
+        f"the coefficients: grid_sample(spline_coefficients(x, {mode.spline}, padding_mode, "
+        f"{layout}), grid, mode, padding_mode, {layout}, fill_value=..., prefilter=False), "
+        "where a non-finite fill reaches only the points with a tap outside")

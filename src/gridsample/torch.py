@@ -70,9 +70,10 @@ from ._options import (
     parse_mode,
     parse_paddings,
 )
-from ._plan import PLAIN_LOGIC, check_rank, check_shapes
+from ._plan import PLAIN_LOGIC, check_prefiltered_fill, check_rank, check_shapes
 from ._push import check_push_shapes, parse_push_shape
 from ._push import grid_push as _grid_push_numpy
+from ._registry import mode_of
 from ._second_order import grid_sample_double_backward
 
 __all__ = ["grid_sample", "grid_push", "grid_count", "affine_grid"]
@@ -325,7 +326,11 @@ def _grid_sample_op(input, grid, mode, padding_mode, align_corners, channel_last
 @_grid_sample_op.register_fake
 def _(input, grid, mode, padding_mode, align_corners, channel_last, paddings=(), fill_value=(),
       cubic_a=-0.75, pixels=False, displacement=False, prefilter=True):
+    _check_devices(("input", input), ("grid", grid))
     _check_sample_tensors(input, grid, mode, channel_last, _SYMBOLIC)
+    if prefilter and len(fill_value) and mode_of(mode).spline:
+        check_prefiltered_fill(list(fill_value), np.asarray(fill_value, np.float64), mode,
+                               align_corners, channel_last)
     out_spatial = tuple(grid.shape[1:-1])
     if channel_last:
         shape = (input.shape[0], *out_spatial, input.shape[-1])
@@ -501,6 +506,7 @@ def _(values, grid, shape, mode, padding_mode, align_corners, channel_last, padd
       cubic_a=-0.75, pixels=False, displacement=False, prefilter=True):
     # gridsample.grid_push's checks, without data: the pushed array (``shape``) against the
     # grid as grid_sample's input, and values against what sampling it would give
+    _check_devices(("values", values), ("grid", grid))
     _check_dtypes("values", values, GRAD_DTYPE_NAMES)
     _check_dtypes("grid", grid, GRID_DTYPE_NAMES)
     check_push_shapes(tuple(values.shape), tuple(grid.shape), tuple(shape), mode, channel_last,
@@ -554,7 +560,8 @@ def _fill_list(fill_value) -> list:
     if isinstance(fill_value, int) and not isinstance(fill_value, bool) and fill_value == 0:
         return []
     if isinstance(fill_value, torch.Tensor):
-        if fill_value.requires_grad:  # (read as numbers, it would be cut from autograd)
+        if fill_value.requires_grad and torch.is_grad_enabled():
+            # (read as numbers, it would be cut from autograd)
             raise GridSampleTypeError(
                 f"fill_value={describe(fill_value)} requires grad; the fill is a constant of "
                 f"the operator, without a gradient: pass fill_value.detach() or numbers")
@@ -758,7 +765,8 @@ def grid_count(grid, shape, mode="bilinear", padding_mode="zeros", align_corners
     out = tuple(grid.shape[1:-1])
     ones_shape = (grid.shape[0], *out, 1) if channel_last else (grid.shape[0], 1, *out)
     wide = grid.dtype in (torch.float32, torch.float64)
-    ones = torch.ones((), dtype=grid.dtype if wide else torch.float32).expand(ones_shape)
+    ones = torch.ones((), dtype=grid.dtype if wide else torch.float32,
+                      device=grid.device).expand(ones_shape)
     return grid_push(ones, grid, shape, mode, padding_mode, align_corners,
                      channel_last=channel_last, cubic_a=cubic_a, grid_units=grid_units,
                      displacement=displacement, prefilter=prefilter)
