@@ -70,16 +70,25 @@ def assert_same_bits(a, b):
 def table_rows(monkeypatch) -> list:
     """The plan tables' row counts of the vector launches that follow, checking that the
     row-load entries run exactly when the table has the row loads' rows."""
-    from gridsample._affine_entries import AFFINE_ROW_LOAD_ENTRIES
+    from gridsample._affine_entries import AFFINE_CHANNEL_LAST_ENTRIES, AFFINE_ROW_LOAD_ENTRIES
+    from gridsample._planar_entries import PLANAR_CHANNEL_LAST_ENTRIES, PLANAR_ROW_LOAD_ENTRIES
 
     rows = []
     launch = _engine.run_claimed  # how the engine runs its vector entries
-    by_rows = {*_engine.ROW_LOAD_ENTRIES.values(), *AFFINE_ROW_LOAD_ENTRIES.values()}
+    by_rows = {*_engine.ROW_LOAD_ENTRIES.values(), *AFFINE_ROW_LOAD_ENTRIES.values(),
+               *PLANAR_ROW_LOAD_ENTRIES.values()}
+    # channel-last RGB: 2-D linear's channel-last entries read rows where the table has them
+    rgb = {table[(2, MODE_LINEAR, pad, "native")]
+           for table in (_engine.CHANNEL_LAST_ENTRIES, AFFINE_CHANNEL_LAST_ENTRIES,
+                         PLANAR_CHANNEL_LAST_ENTRIES)
+           for pad in {key[2] for key in table if key[:2] == (2, MODE_LINEAR)}
+           if (2, MODE_LINEAR, pad, "native") in table}
 
     def spy(entry, tasks, args, threads, scratch=()):
         if scratch:
             rows.append(scratch[0][0][0])
-            assert (rows[-1] not in GATHER_ROWS) == (entry in by_rows)
+            if entry not in rgb:
+                assert (rows[-1] not in GATHER_ROWS) == (entry in by_rows)
         return launch(entry, tasks, args, threads, scratch)
 
     monkeypatch.setattr(_engine, "run_claimed", spy)
@@ -164,6 +173,93 @@ def test_rows_with_fill_values_per_axis_paddings_and_strided_views(rng, monkeypa
     assert_same_bits(got, sample(monkeypatch, "gather", xl, grid, mode, "border",
                                  channel_last=True))
     np.testing.assert_array_equal(got, general(xl, grid, mode, "border", channel_last=True))
+
+
+RGB = pytest.mark.xdist_group("vector-linear-2d")
+
+
+def channel_last(x):
+    return np.ascontiguousarray(np.moveaxis(x, 1, -1))
+
+
+@RGB
+@pytest.mark.parametrize("pad", PADDINGS)
+def test_rgb_rows_equal_gathers_the_general_kernels_and_channel_first(rng, monkeypatch, pad):
+    """Channel-last float32 RGB reads each row of 2-D linear taps as one run of 6 elements
+    (_row_loads.sweep_linear_2d_rgb_rows): the bits of the gathering sweeps, of the general
+    kernels and of the same image channel-first; narrow X (a row of taps wide), NaN, ±inf
+    and huge points, whole groups and tails of either lane count."""
+    out_spatial = SPATIAL[2][1]
+    for align, in_spatial in ((False, SPATIAL[2][0]), (True, SPATIAL[2][0]),
+                              (False, NARROWEST[("linear", 2)]), (True, (40, 37))):
+        x, grid = inputs(rng, (2, 3) + in_spatial, out_spatial)
+        xl = channel_last(x)
+        rows = table_rows(monkeypatch)
+        got = sample(monkeypatch, "rows", xl, grid, "linear", pad, align, channel_last=True)
+        assert rows and set(rows) == {with_rows("linear", 2)}
+        assert_same_bits(got, sample(monkeypatch, "gather", xl, grid, "linear", pad, align,
+                                     channel_last=True))
+        np.testing.assert_array_equal(got, general(xl, grid, "linear", pad, align,
+                                                   channel_last=True))
+        first = sample(monkeypatch, "rows", x, grid, "linear", pad, align)
+        assert_same_bits(got, np.ascontiguousarray(np.moveaxis(first, 1, -1)))
+
+
+@RGB
+def test_rgb_rows_with_fill_values_per_axis_paddings_affine_maps_and_flow_fields(rng,
+                                                                                monkeypatch):
+    x, grid = inputs(rng, (3, 3, 16, 21), (15, 19), batch_grid=1)
+    xl = channel_last(x)
+    cases = [("constant", dict(fill_value=[1.0, -3.0, np.inf])), (("wrap", "mirror"), {}),
+             (("symmetric", "wrap"), {})]
+    for pad, kw in cases:
+        rows = table_rows(monkeypatch)
+        got = sample(monkeypatch, "rows", xl, grid, "linear", pad, channel_last=True, **kw)
+        assert set(rows) == {with_rows("linear", 2)}
+        assert_same_bits(got, sample(monkeypatch, "gather", xl, grid, "linear", pad,
+                                     channel_last=True, **kw))
+    # the grid held planar (a flow field's view) and affine maps: their channel-last entries
+    flow = np.moveaxis(np.ascontiguousarray(np.moveaxis(grid, -1, 1)), 1, -1)
+    rows.clear()
+    got = sample(monkeypatch, "rows", xl, flow, "linear", "zeros", channel_last=True)
+    assert set(rows) == {with_rows("linear", 2)}
+    assert_same_bits(got, sample(monkeypatch, "gather", xl, grid, "linear", "zeros",
+                                 channel_last=True))
+    theta = (rng.uniform(-0.3, 0.3, (3, 2, 3)) + np.eye(2, 3)).astype(np.float32)
+    for loads in ("rows", "gather"):
+        monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", loads)
+        rows.clear()
+        warped = gridsample.affine_warp(xl, theta, (17, 23), "linear", "border",
+                                        channel_last=True)
+        assert set(rows) == ({with_rows("linear", 2)} if loads == "rows" else {4})
+        affine = gridsample.affine_grid(theta, (3, 3, 17, 23))
+        assert_same_bits(warped, sample(monkeypatch, "gather", xl, affine, "linear", "border",
+                                        channel_last=True))
+
+
+@RGB
+@pytest.mark.parametrize("case", ["four channels", "float64", "float16", "channel-first output",
+                                  "strided channels", "one pixel wide"])
+def test_rgb_rows_only_where_they_apply(rng, monkeypatch, case):
+    """Float32, exactly 3 channels, channel-last in X and in the output, each contiguous, rows
+    at least 2 pixels wide: elsewhere no row-load rows (and the general kernels' results)."""
+    x = rng.standard_normal((1, 3, 6, 9)).astype(np.float32)
+    if case == "four channels":
+        x = rng.standard_normal((1, 4, 6, 9)).astype(np.float32)
+    elif case in ("float64", "float16"):
+        x = x.astype(case)
+    elif case == "one pixel wide":
+        x = x[..., :1]
+    xl = channel_last(x)
+    if case == "strided channels":  # a pixel's channels 2 elements apart
+        xl = channel_last(rng.standard_normal((1, 6, 6, 9)).astype(np.float32))[..., ::2]
+    kw = {} if case == "channel-first output" else {"channel_last": True}
+    grid = nasty_grid(rng, (1, 5, 7, 2), np.float32)
+    data = x if case == "channel-first output" else xl
+    rows = table_rows(monkeypatch)
+    got = sample(monkeypatch, "rows", data, grid, "linear", "border", **kw)
+    assert rows and (set(rows) <= GATHER_ROWS) == (case != "channel-first output")
+    np.testing.assert_array_equal(got, general(data, grid, "linear", "border", **kw))
 
 
 @pytest.mark.parametrize("mode, rank", KERNELS)

@@ -39,6 +39,7 @@ from ._plan import ForwardPlan, common_padding
 from ._registry import MODES, PAD_CONSTANT, PAD_ZEROS, kernel_name, padding_of, taps_per_point
 from ._row_loads import (
     LITTLE_ENDIAN,
+    RGB_ROW_CHANNELS,
     ROW_LOAD_ROWS,
     ROW_LOADS_VARIABLE,
     ROW_TAPS,
@@ -161,8 +162,9 @@ def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kin
         (VECTOR_ENTRIES, CHANNEL_LAST_ENTRIES, ROW_LOAD_ENTRIES, ONE_PASS_ENTRIES,
          INTERLEAVED_ENTRIES) if tables is None else tables)
     key = (rank, mode, pad, family)
-    table = (points if interleaved else one_pass if one else by_rows if rows
-             else other if strided else first)
+    # (strided rows: channel-last RGB, whose channel-last sweeps read the rows themselves)
+    table = (points if interleaved else one_pass if one else other if strided
+             else by_rows if rows else first)
     entry = table.get(key)
     if entry is None or not fits_int32(sizes, strides):
         return None
@@ -463,6 +465,20 @@ def row_loads_apply(plan: ForwardPlan, sizes: np.ndarray, strides: np.ndarray, o
             and row_loads(plan.rank, plan.kernel_mode) == "rows")
 
 
+def rgb_rows_apply(plan: ForwardPlan, sizes: np.ndarray, strides: np.ndarray, xs_c: int,
+                   os_c: int, os_p: int) -> bool:
+    """Whether the channel-last sweep reads each row of 2-D linear taps as one run of X's
+    elements (:func:`gridsample._row_loads.sweep_linear_2d_rgb_rows`): float32 channel-last
+    RGB, X's and the output's channels contiguous and a pixel apart (``xs_c == os_c == 1``,
+    the innermost spatial stride and ``os_p`` the channel count), rows at least 2 pixels
+    wide, where :func:`~gridsample._row_loads.row_loads` says rows for 2-D linear."""
+    channels = RGB_ROW_CHANNELS
+    return (plan.rank == 2 and plan.kernel_mode == MODE_LINEAR and LITTLE_ENDIAN
+            and plan.out_dtype == np.float32 and plan.channels == channels
+            and xs_c == 1 and os_c == 1 and os_p == channels and strides[0] == channels
+            and sizes[0] >= 2 and row_loads(2, MODE_LINEAR) == "rows")
+
+
 #: The environment variable that forces the one-pass entries on or off
 #: (:func:`one_pass_applies`), and what it may say.
 ONE_PASS_VARIABLE = "GRIDSAMPLE_ONE_PASS"
@@ -636,7 +652,9 @@ class PreparedForward:
             if self.vector_interleaved:
                 self.vector = entry(interleaved=True)
                 self.vector_interleaved = self.vector is not None
-            self.by_rows = self.vector is None and row_loads_apply(plan, sizes, strides, os_p)
+            self.by_rows = self.vector is None and (
+                row_loads_apply(plan, sizes, strides, os_p)
+                or rgb_rows_apply(plan, sizes, strides, self.xs_c, self.os_c, os_p))
             if (self.vector is None
                     and one_pass_applies(plan, os_p, self.by_rows, self.vector_pad, self.axc)):
                 self.vector = entry(one=True)  # None for the other element families

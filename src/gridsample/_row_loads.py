@@ -49,6 +49,7 @@ import platform
 import sys
 
 import numba
+import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
@@ -64,7 +65,8 @@ __all__ = ["ROW_LOAD_ROWS", "ROW_TAPS", "LANES", "LITTLE_ENDIAN", "ROW_LOADS",
            "ROW_LOADS_VARIABLE", "row_loads", "table_width",
            "plan_rows_cubic_2d", "group_cubic_2d", "pair_cubic_2d",
            "plan_rows_linear_2d", "group_linear_2d", "pair_linear_2d",
-           "plan_rows_linear_3d", "group_linear_3d", "pair_linear_3d"]
+           "plan_rows_linear_3d", "group_linear_3d", "pair_linear_3d",
+           "sweep_linear_2d_rgb_rows", "RGB_ROW_CHANNELS"]
 
 #: The environment variable that forces a strategy (:func:`row_loads`), and what it may say.
 ROW_LOADS_VARIABLE = "GRIDSAMPLE_ROW_LOADS"
@@ -95,6 +97,11 @@ class _Kernel:
 
     plan_rows: int
     rows: tuple
+    #: Elements between neighbouring taps of a row, and channels read with each tap: 1 and 1,
+    #: or X's channel count for channel-last RGB (``stride == channels``: a row's taps and
+    #: their channels are one run of ``taps x channels`` elements).
+    stride: int = 1
+    channels: int = 1
 
     @property
     def taps(self) -> int:
@@ -113,9 +120,16 @@ _LINEAR_2D = _Kernel(4, (((0, 1), ()), ((2, 3), ())))
 # 3-D linear: x in rows 0-1, y in 2-3, z in 4-5; z outer, x inner, ((w_x w_y) w_z) (_sum_3d).
 _LINEAR_3D = _Kernel(6, tuple(((0, 1), (2 + ky, 4 + kz)) for kz in range(2) for ky in range(2)))
 
+# 2-D linear of 3 channel-last channels (RGB): _LINEAR_2D's plan, each row of taps one run of
+# 6 elements (r0 g0 b0 r1 g1 b1), the three channels summed apart and stored interleaved.
+_LINEAR_2D_RGB = _Kernel(4, _LINEAR_2D.rows, stride=3, channels=3)
+
 _KERNELS = {(2, MODE_CUBIC): _CUBIC_2D, (2, MODE_LINEAR): _LINEAR_2D, (3, MODE_LINEAR): _LINEAR_3D}
 #: int32 rows a row-load sweep adds to its kernel's plan table, by (rank, mode code).
 ROW_LOAD_ROWS = {key: len(kernel.rows) + 1 for key, kernel in _KERNELS.items()}
+#: Channel-last channels whose 2-D linear taps are read a run at a time
+#: (:func:`sweep_linear_2d_rgb_rows`).
+RGB_ROW_CHANNELS = _LINEAR_2D_RGB.channels
 #: Taps of a row, by (rank, mode code): X's rows must be at least this wide.
 ROW_TAPS = {key: kernel.taps for key, kernel in _KERNELS.items()}
 
@@ -271,8 +285,11 @@ class _Emitter:
                 for part in parts:
                     w = b.fmul(w, weight(part))
                 products.append(w)
-            taps = [self.taps([self.load(b.gep(plane.data, [s]), self.fl, kernel.taps)
-                               for s in starts], kernel.taps) for plane in planes]
+            if kernel.channels == 1:
+                taps = [self.taps([self.load(b.gep(plane.data, [s]), self.fl, kernel.taps)
+                                   for s in starts], kernel.taps) for plane in planes]
+            else:
+                taps = self._run_taps(kernel, planes[0], starts)
             if misses is not None:
                 # A point with no tap inside reads the outside value at every tap, as the
                 # gathering sweep does: its lanes of every tap vector replaced at once (a
@@ -286,7 +303,44 @@ class _Emitter:
                 for w, tap in zip(products, plane_taps):
                     term = b.fmul(w, tap)
                     totals[c] = term if totals[c] is None else b.fadd(totals[c], term)
-        self._store(totals, outs, count)
+        if kernel.channels == 1:
+            self._store(totals, outs, count)
+        else:
+            self._store_interleaved(totals, outs[0], count)
+
+    def _run_taps(self, kernel: _Kernel, plane, starts):
+        """Per channel, per tap of a row: the vectors of a channel-last row of taps, read as
+        the 64-bit pairs of each point's run of ``taps x channels`` elements (starting at
+        ``starts`` in ``plane``, the first channel's): pair ``k``'s even and odd elements
+        are elements ``2 k`` and ``2 k + 1`` of every run, element ``t stride + c`` tap
+        ``t`` of channel ``c``."""
+        b = self.builder
+        run = kernel.taps * kernel.channels
+        elements = []
+        for k in range(run // 2):
+            at = ir.Constant(self.i64, 2 * k)
+            elements += self.taps([self.load(b.gep(plane.data, [b.add(s, at)]), self.fl, 2)
+                                   for s in starts], 2)
+        return [[elements[t * kernel.stride + c] for t in range(kernel.taps)]
+                for c in range(kernel.channels)]
+
+    def _store_interleaved(self, totals, out, count):
+        """``out[C first : C (first + min(count, LANES))]`` = the ``C`` channels' ``totals``
+        interleaved (channel-last points, ``C`` elements apart)."""
+        b, channels = self.builder, len(totals)
+        whole = b.icmp_signed(">=", count, ir.Constant(self.i64, LANES))
+        at = b.gep(out.data, [b.mul(self.first, ir.Constant(self.i64, channels))])
+        with b.if_else(whole, likely=True) as (group, tail):
+            with group:
+                for i, vector in enumerate(Lanes(b, LANES).interleave(totals)):
+                    ptr = b.gep(at, [ir.Constant(self.i64, i * LANES)])
+                    b.store(vector, b.bitcast(ptr, ir.PointerType(vector.type))).align = 4
+            with tail:  # the block's last points: one store each
+                with cgutils.for_range(b, count) as loop:
+                    point = b.mul(loop.index, ir.Constant(self.i64, channels))
+                    for c, total in enumerate(totals):
+                        b.store(b.extract_element(total, loop.index),
+                                b.gep(at, [b.add(point, ir.Constant(self.i64, c))]))
 
     def _insert_misses(self, row, planes, zeros, misses, taps):
         """``taps`` (per plane, per tap of the row of taps ``row`` = ``(x_rows, parts)``: a
@@ -379,8 +433,9 @@ class _Emitter:
         for x_rows, parts in kernel.rows:
             x0 = off(x_rows[0])
             ok = b.icmp_signed(">=", x0, splat(0))
-            for t in range(1, len(x_rows)):  # contiguous, unpadded: x0 + t
-                ok = b.and_(ok, b.icmp_signed("==", off(x_rows[t]), b.add(x0, splat(t))))
+            for t in range(1, len(x_rows)):  # neighbours, unpadded: x0 + t stride
+                ok = b.and_(ok, b.icmp_signed("==", off(x_rows[t]),
+                                              b.add(x0, splat(t * kernel.stride))))
             start = x0
             row_in = None  # every part of the row's offsets inside
             for part in parts:
@@ -504,7 +559,7 @@ def _group_interpreted(kernel, xc, off, wts, j0, oc, nb, zero):
                 for part in parts:
                     w = w * wts[part, j]
                 if not miss:
-                    tap = xc[start + t]
+                    tap = xc[start + t * kernel.stride]
                 elif min(int(off[k, j]) for k in (x, *parts)) >= 0:
                     tap = xc[_tap_offset(kernel, off, r, t, j)]
                 else:
@@ -524,7 +579,8 @@ def _plan_interpreted(kernel, off, j0, nb):
             if not clean:
                 break
             x0 = int(off[x_rows[0], j])
-            clean &= x0 >= 0 and all(int(off[x, j]) == x0 + t for t, x in enumerate(x_rows))
+            clean &= x0 >= 0 and all(int(off[x, j]) == x0 + t * kernel.stride
+                                     for t, x in enumerate(x_rows))
             clean &= all(int(off[part, j]) >= 0 for part in parts)
         for r in range(len(kernel.rows)):
             off[kernel.plan_rows + r, j] = _tap_offset(kernel, off, r, 0, j) if clean else 0
@@ -562,6 +618,102 @@ def _functions(kernel: _Kernel):
 
     return plan, group, pair
 
+
+class _Plane:
+    """A channel of channel-last X for :class:`_Emitter`: its first element's pointer."""
+
+    def __init__(self, data):
+        self.data = data
+
+
+def _rgb_serves(xn, off, wts, on, azero) -> bool:
+    f32 = types.float32
+    return (all(_flat(a, f32) for a in (xn, on, azero)) and _contiguous_2d(off, types.int32)
+            and _contiguous_2d(wts, f32))
+
+
+def _rgb_intrinsic(kernel: _Kernel):
+    """The compiled :func:`sweep_linear_2d_rgb_rows` of ``kernel``."""
+
+    @intrinsic
+    def block(typingctx, xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
+        serves = _rgb_serves(xn, off, wts, on, azero)
+
+        def codegen(context, builder, signature, args):
+            if not serves:
+                return context.get_constant(types.intp, 0)
+            b, i64 = builder, ir.IntType(64)
+            xa, oa, wa, outa, za = _arrays(context, b, signature, args, (0, 3, 4, 6, 9))
+
+            def arg(i):
+                return context.cast(b, args[i], signature.args[i], types.int64)
+
+            def const(value):
+                return ir.Constant(i64, value)
+
+            channels = kernel.channels
+            nb = arg(5)
+            wanted = b.icmp_signed("==", b.extract_value(oa.shape, 0), const(kernel.mask_row + 1))
+            for i, value in ((2, channels), (1, 1), (7, 1), (8, channels)):  # C, xs_c, os_c, os_p
+                wanted = b.and_(wanted, b.icmp_signed("==", arg(i), const(value)))
+            done = cgutils.alloca_once_value(b, const(0))
+            with b.if_then(wanted):
+                groups = b.sdiv(b.add(nb, const(LANES - 1)), const(LANES))
+                with cgutils.for_range(b, groups) as loop:
+                    first = b.mul(loop.index, const(LANES))
+                    emitter = _Emitter(b, oa, None, first)
+                    masks = emitter.plan(kernel, b.sub(nb, first))
+                    b.store(b.trunc(masks, ir.IntType(32)), emitter.row(oa, kernel.mask_row))
+                planes = [_Plane(b.gep(xa.data, [const(c)])) for c in range(channels)]
+                zeros = [b.load(b.gep(za.data, [const(c)])) for c in range(channels)]
+                with cgutils.for_range(b, groups) as loop:
+                    first = b.mul(loop.index, const(LANES))
+                    _Emitter(b, oa, wa, first).sums(kernel, planes, [outa], zeros,
+                                                    b.sub(nb, first))
+                b.store(nb, done)
+            return b.load(done)
+
+        return types.intp(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero), codegen
+
+    return block
+
+
+def _rgb_interpreted(kernel, xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
+    """:func:`sweep_linear_2d_rgb_rows` as plain Python (``NUMBA_DISABLE_JIT=1``): the group
+    plans, then each channel's group sums (the same float32 operations in the same order)
+    into its interleaved places."""
+    channels = kernel.channels
+    if (off.shape[0] != kernel.mask_row + 1 or (C, xs_c, os_c, os_p) != (channels, 1, 1,
+                                                                          channels)):
+        return 0
+    for j0 in range(0, nb, LANES):
+        off[kernel.mask_row, j0] = _plan_interpreted(kernel, off, j0, nb)
+    sums = np.empty(nb, np.float32)
+    for c in range(channels):
+        for j0 in range(0, nb, LANES):
+            _group_interpreted(kernel, xn[c:], off, wts, j0, sums, nb, azero[c])
+        on[c:channels * nb:channels] = sums
+    return nb
+
+
+def _rgb_function(kernel: _Kernel):
+    """:func:`sweep_linear_2d_rgb_rows`: the intrinsic, or its interpreted twin."""
+    if not numba.config.DISABLE_JIT:
+        return _rgb_intrinsic(kernel)
+
+    def block(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
+        return _rgb_interpreted(kernel, xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero)
+
+    return block
+
+
+#: sweep_linear_2d_rgb_rows(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero): a planned
+#: 2-D linear block of float32 channel-last RGB (``C == 3`` channels ``xs_c == 1`` apart in X,
+#: output points ``os_p == 3`` apart, channels ``os_c == 1``) whose plan table has the row
+#: loads' rows: its groups' row starts and masks, then each group's three channels from the
+#: runs of 6 elements its rows of taps are, stored interleaved; returns ``nb``, or 0 (and
+#: does nothing) where any of that does not hold (other element types compile it as 0).
+sweep_linear_2d_rgb_rows = _rgb_function(_LINEAR_2D_RGB)
 
 plan_rows_cubic_2d, group_cubic_2d, pair_cubic_2d = _functions(_CUBIC_2D)
 plan_rows_linear_2d, group_linear_2d, pair_linear_2d = _functions(_LINEAR_2D)

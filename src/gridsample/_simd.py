@@ -64,6 +64,28 @@ class Lanes:
             self.builder.module, ir.FunctionType(result, [a.type for a in args]), name)
         return self.builder.call(function, args)
 
+    def interleave(self, sums: list) -> list:
+        """The sums of ``C`` channels (``lanes`` points each) in channel-last order, point
+        by point and channel within a point: ``C`` vectors, the ``k``-th holding elements
+        ``k lanes … (k + 1) lanes - 1`` of ``p0c0, p0c1, …, p1c0, …``.  The sums are joined
+        into one wide vector (pairwise shuffles; an undefined fourth for three), then each
+        output vector picks its elements from it."""
+        n, b = self.lanes, self.builder
+        parts = list(sums)
+        if len(parts) % 2:
+            parts.append(ir.Constant(parts[0].type, ir.Undefined))
+        while len(parts) > 1:
+            width = 2 * parts[0].type.count
+            parts = [b.shuffle_vector(parts[i], parts[i + 1],
+                                      ir.Constant(ir.VectorType(_I32, width), list(range(width))))
+                     for i in range(0, len(parts), 2)]
+        wide = parts[0]
+        C = len(sums)
+        undefined = ir.Constant(wide.type, ir.Undefined)
+        picks = [[(e % C) * n + e // C for e in range(k * n, (k + 1) * n)] for k in range(C)]
+        return [b.shuffle_vector(wide, undefined, ir.Constant(ir.VectorType(_I32, n), pick))
+                for pick in picks]
+
     def splat(self, scalar):
         """``lanes`` copies of a float32 or int32 scalar."""
         ty = ir.VectorType(scalar.type, self.lanes)

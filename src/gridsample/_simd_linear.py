@@ -488,33 +488,6 @@ _SWEEP_CL = ("xn", "xs_c", "C", "off", "wts", "nb", "on", "os_c", "os_p", "azero
 _INTERLEAVED = (3,)
 
 
-def _interleave(v, sums):
-    """The sums of ``C`` channels (``LANES`` points each) in the output's order, point by
-    point and channel within a point: ``C`` vectors, the ``k``-th holding elements
-    ``k LANES … (k + 1) LANES - 1`` of ``p0c0, p0c1, …, p1c0, …``.  The sums are joined
-    into one wide vector (pairwise shuffles; an undefined fourth for three), then each
-    output vector picks its elements from it."""
-    n = v.lanes
-    parts = list(sums)
-    if len(parts) % 2:
-        parts.append(ir.Constant(parts[0].type, ir.Undefined))
-    while len(parts) > 1:
-        width = 2 * parts[0].type.count
-        parts = [v.builder.shuffle_vector(parts[i], parts[i + 1],
-                                          ir.Constant(ir.VectorType(ir.IntType(32), width),
-                                                      list(range(width))))
-                 for i in range(0, len(parts), 2)]
-    wide = parts[0]
-    C = len(sums)
-    undefined = ir.Constant(wide.type, ir.Undefined)
-    out = []
-    for k in range(C):
-        picks = [(e % C) * n + e // C for e in range(k * n, (k + 1) * n)]
-        out.append(v.builder.shuffle_vector(
-            wide, undefined, ir.Constant(ir.VectorType(ir.IntType(32), n), picks)))
-    return out
-
-
 @intrinsic
 def _sweep_linear_2d_cl_groups(typingctx, xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
     # Where gathers are fast only: LLVM's strided loop may read taps without gathers on
@@ -544,7 +517,7 @@ def _sweep_linear_2d_cl_groups(typingctx, xn, xs_c, C, off, wts, nb, on, os_c, o
                     sums = [_emit_sum(v, base, taps, masks, weights, outside)
                             for base, outside in bases]
                     first = builder.mul(j, k.intp(C))
-                    for i, vector in enumerate(_interleave(v, sums)):
+                    for i, vector in enumerate(v.interleave(sums)):
                         v.store(k.at("on", builder.add(first, k.intp(i * LANES))), vector)
 
                 k.groups(count, group)
