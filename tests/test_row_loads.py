@@ -77,17 +77,18 @@ def table_rows(monkeypatch) -> list:
     launch = _engine.run_claimed  # how the engine runs its vector entries
     by_rows = {*_engine.ROW_LOAD_ENTRIES.values(), *AFFINE_ROW_LOAD_ENTRIES.values(),
                *PLANAR_ROW_LOAD_ENTRIES.values()}
-    # channel-last RGB: 2-D linear's channel-last entries read rows where the table has them
-    rgb = {table[(2, MODE_LINEAR, pad, "native")]
-           for table in (_engine.CHANNEL_LAST_ENTRIES, AFFINE_CHANNEL_LAST_ENTRIES,
-                         PLANAR_CHANNEL_LAST_ENTRIES)
-           for pad in {key[2] for key in table if key[:2] == (2, MODE_LINEAR)}
-           if (2, MODE_LINEAR, pad, "native") in table}
+    # channel-last X of 2 or 3 channels: 2-D linear's channel-last entries read rows where the
+    # table has them
+    cl_rows = {table[(2, MODE_LINEAR, pad, "native")]
+               for table in (_engine.CHANNEL_LAST_ENTRIES, AFFINE_CHANNEL_LAST_ENTRIES,
+                             PLANAR_CHANNEL_LAST_ENTRIES)
+               for pad in {key[2] for key in table if key[:2] == (2, MODE_LINEAR)}
+               if (2, MODE_LINEAR, pad, "native") in table}
 
     def spy(entry, tasks, args, threads, scratch=()):
         if scratch:
             rows.append(scratch[0][0][0])
-            if entry not in rgb:
+            if entry not in cl_rows:
                 assert (rows[-1] not in GATHER_ROWS) == (entry in by_rows)
         return launch(entry, tasks, args, threads, scratch)
 
@@ -175,24 +176,26 @@ def test_rows_with_fill_values_per_axis_paddings_and_strided_views(rng, monkeypa
     np.testing.assert_array_equal(got, general(xl, grid, mode, "border", channel_last=True))
 
 
-RGB = pytest.mark.xdist_group("vector-linear-2d")
+CL_ROWS = pytest.mark.xdist_group("vector-linear-2d")
 
 
 def channel_last(x):
     return np.ascontiguousarray(np.moveaxis(x, 1, -1))
 
 
-@RGB
+@CL_ROWS
+@pytest.mark.parametrize("channels", [2, 3])
 @pytest.mark.parametrize("pad", PADDINGS)
-def test_rgb_rows_equal_gathers_the_general_kernels_and_channel_first(rng, monkeypatch, pad):
-    """Channel-last float32 RGB reads each row of 2-D linear taps as one run of 6 elements
-    (_row_loads.sweep_linear_2d_rgb_rows): the bits of the gathering sweeps, of the general
-    kernels and of the same image channel-first; narrow X (a row of taps wide), NaN, ±inf
-    and huge points, whole groups and tails of either lane count."""
+def test_channel_last_rows_equal_gathers_the_general_kernels_and_channel_first(
+        rng, monkeypatch, pad, channels):
+    """Channel-last float32 X of 2 or 3 channels (RGB) reads each row of 2-D linear taps as
+    one run of 2 C elements (_row_loads.sweep_linear_2d_cl_rows): the bits of the gathering
+    sweeps, of the general kernels and of the same image channel-first; narrow X (a row of
+    taps wide), NaN, ±inf and huge points, whole groups and tails of either lane count."""
     out_spatial = SPATIAL[2][1]
     for align, in_spatial in ((False, SPATIAL[2][0]), (True, SPATIAL[2][0]),
                               (False, NARROWEST[("linear", 2)]), (True, (40, 37))):
-        x, grid = inputs(rng, (2, 3) + in_spatial, out_spatial)
+        x, grid = inputs(rng, (2, channels) + in_spatial, out_spatial)
         xl = channel_last(x)
         rows = table_rows(monkeypatch)
         got = sample(monkeypatch, "rows", xl, grid, "linear", pad, align, channel_last=True)
@@ -205,12 +208,14 @@ def test_rgb_rows_equal_gathers_the_general_kernels_and_channel_first(rng, monke
         assert_same_bits(got, np.ascontiguousarray(np.moveaxis(first, 1, -1)))
 
 
-@RGB
-def test_rgb_rows_with_fill_values_per_axis_paddings_affine_maps_and_flow_fields(rng,
-                                                                                monkeypatch):
-    x, grid = inputs(rng, (3, 3, 16, 21), (15, 19), batch_grid=1)
+@CL_ROWS
+@pytest.mark.parametrize("channels", [2, 3])
+def test_channel_last_rows_with_fills_per_axis_paddings_affine_maps_and_flow_fields(
+        rng, monkeypatch, channels):
+    x, grid = inputs(rng, (3, channels, 16, 21), (15, 19), batch_grid=1)
     xl = channel_last(x)
-    cases = [("constant", dict(fill_value=[1.0, -3.0, np.inf])), (("wrap", "mirror"), {}),
+    fills = [1.0, -3.0, np.inf][:channels]
+    cases = [("constant", dict(fill_value=fills)), (("wrap", "mirror"), {}),
              (("symmetric", "wrap"), {})]
     for pad, kw in cases:
         rows = table_rows(monkeypatch)
@@ -232,16 +237,16 @@ def test_rgb_rows_with_fill_values_per_axis_paddings_affine_maps_and_flow_fields
         warped = gridsample.affine_warp(xl, theta, (17, 23), "linear", "border",
                                         channel_last=True)
         assert set(rows) == ({with_rows("linear", 2)} if loads == "rows" else {4})
-        affine = gridsample.affine_grid(theta, (3, 3, 17, 23))
+        affine = gridsample.affine_grid(theta, (3, channels, 17, 23))
         assert_same_bits(warped, sample(monkeypatch, "gather", xl, affine, "linear", "border",
                                         channel_last=True))
 
 
-@RGB
+@CL_ROWS
 @pytest.mark.parametrize("case", ["four channels", "float64", "float16", "channel-first output",
                                   "strided channels", "one pixel wide"])
-def test_rgb_rows_only_where_they_apply(rng, monkeypatch, case):
-    """Float32, exactly 3 channels, channel-last in X and in the output, each contiguous, rows
+def test_channel_last_rows_only_where_they_apply(rng, monkeypatch, case):
+    """Float32, 2 or 3 channels, channel-last in X and in the output, each contiguous, rows
     at least 2 pixels wide: elsewhere no row-load rows (and the general kernels' results)."""
     x = rng.standard_normal((1, 3, 6, 9)).astype(np.float32)
     if case == "four channels":

@@ -38,8 +38,8 @@ from ._options import MODE_CUBIC, MODE_LINEAR, MODE_NEAREST
 from ._plan import ForwardPlan, common_padding
 from ._registry import MODES, PAD_CONSTANT, PAD_ZEROS, kernel_name, padding_of, taps_per_point
 from ._row_loads import (
+    CL_ROW_CHANNELS,
     LITTLE_ENDIAN,
-    RGB_ROW_CHANNELS,
     ROW_LOAD_ROWS,
     ROW_LOADS_VARIABLE,
     ROW_TAPS,
@@ -465,17 +465,18 @@ def row_loads_apply(plan: ForwardPlan, sizes: np.ndarray, strides: np.ndarray, o
             and row_loads(plan.rank, plan.kernel_mode) == "rows")
 
 
-def rgb_rows_apply(plan: ForwardPlan, sizes: np.ndarray, strides: np.ndarray, xs_c: int,
-                   os_c: int, os_p: int) -> bool:
+def cl_rows_apply(plan: ForwardPlan, sizes: np.ndarray, strides: np.ndarray, xs_c: int,
+                  os_c: int, os_p: int) -> bool:
     """Whether the channel-last sweep reads each row of 2-D linear taps as one run of X's
-    elements (:func:`gridsample._row_loads.sweep_linear_2d_rgb_rows`): float32 channel-last
-    RGB, X's and the output's channels contiguous and a pixel apart (``xs_c == os_c == 1``,
-    the innermost spatial stride and ``os_p`` the channel count), rows at least 2 pixels
-    wide, where :func:`~gridsample._row_loads.row_loads` says rows for 2-D linear."""
-    channels = RGB_ROW_CHANNELS
+    elements (:func:`gridsample._row_loads.sweep_linear_2d_cl_rows`): float32 channel-last X
+    of 2 or 3 channels, X's and the output's channels contiguous and a pixel apart
+    (``xs_c == os_c == 1``, the innermost spatial stride and ``os_p`` the channel count),
+    rows at least 2 pixels wide, where :func:`~gridsample._row_loads.row_loads` says rows
+    for 2-D linear."""
+    C = plan.channels
     return (plan.rank == 2 and plan.kernel_mode == MODE_LINEAR and LITTLE_ENDIAN
-            and plan.out_dtype == np.float32 and plan.channels == channels
-            and xs_c == 1 and os_c == 1 and os_p == channels and strides[0] == channels
+            and plan.out_dtype == np.float32 and C in CL_ROW_CHANNELS
+            and xs_c == 1 and os_c == 1 and os_p == C and strides[0] == C
             and sizes[0] >= 2 and row_loads(2, MODE_LINEAR) == "rows")
 
 
@@ -649,12 +650,12 @@ class PreparedForward:
             entry = functools.partial(vector_entry, r, plan.kernel_mode, self.vector_pad,
                                       plan.coord_dtype, plan.weight_dtype, sizes, strides,
                                       conv.kind)
+            cl_rows = cl_rows_apply(plan, sizes, strides, self.xs_c, self.os_c, os_p)
             if self.vector_interleaved:
                 self.vector = entry(interleaved=True)
                 self.vector_interleaved = self.vector is not None
             self.by_rows = self.vector is None and (
-                row_loads_apply(plan, sizes, strides, os_p)
-                or rgb_rows_apply(plan, sizes, strides, self.xs_c, self.os_c, os_p))
+                cl_rows or row_loads_apply(plan, sizes, strides, os_p))
             if (self.vector is None
                     and one_pass_applies(plan, os_p, self.by_rows, self.vector_pad, self.axc)):
                 self.vector = entry(one=True)  # None for the other element families

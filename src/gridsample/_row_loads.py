@@ -66,7 +66,7 @@ __all__ = ["ROW_LOAD_ROWS", "ROW_TAPS", "LANES", "LITTLE_ENDIAN", "ROW_LOADS",
            "plan_rows_cubic_2d", "group_cubic_2d", "pair_cubic_2d",
            "plan_rows_linear_2d", "group_linear_2d", "pair_linear_2d",
            "plan_rows_linear_3d", "group_linear_3d", "pair_linear_3d",
-           "sweep_linear_2d_rgb_rows", "RGB_ROW_CHANNELS"]
+           "sweep_linear_2d_cl_rows", "CL_ROW_CHANNELS"]
 
 #: The environment variable that forces a strategy (:func:`row_loads`), and what it may say.
 ROW_LOADS_VARIABLE = "GRIDSAMPLE_ROW_LOADS"
@@ -120,16 +120,19 @@ _LINEAR_2D = _Kernel(4, (((0, 1), ()), ((2, 3), ())))
 # 3-D linear: x in rows 0-1, y in 2-3, z in 4-5; z outer, x inner, ((w_x w_y) w_z) (_sum_3d).
 _LINEAR_3D = _Kernel(6, tuple(((0, 1), (2 + ky, 4 + kz)) for kz in range(2) for ky in range(2)))
 
-# 2-D linear of 3 channel-last channels (RGB): _LINEAR_2D's plan, each row of taps one run of
-# 6 elements (r0 g0 b0 r1 g1 b1), the three channels summed apart and stored interleaved.
-_LINEAR_2D_RGB = _Kernel(4, _LINEAR_2D.rows, stride=3, channels=3)
+# 2-D linear of C = 2 or 3 channel-last channels (RGB: r0 g0 b0 r1 g1 b1): _LINEAR_2D's
+# plan, each row of taps one run of 2 C elements, the channels summed apart and stored
+# interleaved.  (Four channels read a point at a time, a 128-bit load a tap, at least as fast:
+# _vector.sweep_linear_2d_il; as runs, a random warp of 1x1024²x4 took 1.5x its time.)
+_LINEAR_2D_CHANNEL_LAST = {C: _Kernel(4, _LINEAR_2D.rows, stride=C, channels=C)
+                           for C in (2, 3)}
 
 _KERNELS = {(2, MODE_CUBIC): _CUBIC_2D, (2, MODE_LINEAR): _LINEAR_2D, (3, MODE_LINEAR): _LINEAR_3D}
 #: int32 rows a row-load sweep adds to its kernel's plan table, by (rank, mode code).
 ROW_LOAD_ROWS = {key: len(kernel.rows) + 1 for key, kernel in _KERNELS.items()}
-#: Channel-last channels whose 2-D linear taps are read a run at a time
-#: (:func:`sweep_linear_2d_rgb_rows`).
-RGB_ROW_CHANNELS = _LINEAR_2D_RGB.channels
+#: Channel-last channel counts whose 2-D linear taps are read a run at a time
+#: (:func:`sweep_linear_2d_cl_rows`).
+CL_ROW_CHANNELS = tuple(_LINEAR_2D_CHANNEL_LAST)
 #: Taps of a row, by (rank, mode code): X's rows must be at least this wide.
 ROW_TAPS = {key: kernel.taps for key, kernel in _KERNELS.items()}
 
@@ -626,94 +629,92 @@ class _Plane:
         self.data = data
 
 
-def _rgb_serves(xn, off, wts, on, azero) -> bool:
+def _cl_serves(xn, off, wts, on, azero) -> bool:
     f32 = types.float32
     return (all(_flat(a, f32) for a in (xn, on, azero)) and _contiguous_2d(off, types.int32)
             and _contiguous_2d(wts, f32))
 
 
-def _rgb_intrinsic(kernel: _Kernel):
-    """The compiled :func:`sweep_linear_2d_rgb_rows` of ``kernel``."""
+def _cl_block(b, kernel: _Kernel, xa, oa, wa, outa, za, nb) -> None:
+    """:func:`sweep_linear_2d_cl_rows`' work for ``kernel``'s channel count: every group's
+    row starts and masks, then every group's sums."""
+    i64 = ir.IntType(64)
 
-    @intrinsic
-    def block(typingctx, xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
-        serves = _rgb_serves(xn, off, wts, on, azero)
+    def const(value):
+        return ir.Constant(i64, value)
 
-        def codegen(context, builder, signature, args):
-            if not serves:
-                return context.get_constant(types.intp, 0)
-            b, i64 = builder, ir.IntType(64)
-            xa, oa, wa, outa, za = _arrays(context, b, signature, args, (0, 3, 4, 6, 9))
+    groups = b.sdiv(b.add(nb, const(LANES - 1)), const(LANES))
+    with cgutils.for_range(b, groups) as loop:
+        first = b.mul(loop.index, const(LANES))
+        emitter = _Emitter(b, oa, None, first)
+        masks = emitter.plan(kernel, b.sub(nb, first))
+        b.store(b.trunc(masks, ir.IntType(32)), emitter.row(oa, kernel.mask_row))
+    planes = [_Plane(b.gep(xa.data, [const(c)])) for c in range(kernel.channels)]
+    zeros = [b.load(b.gep(za.data, [const(c)])) for c in range(kernel.channels)]
+    with cgutils.for_range(b, groups) as loop:
+        first = b.mul(loop.index, const(LANES))
+        _Emitter(b, oa, wa, first).sums(kernel, planes, [outa], zeros, b.sub(nb, first))
 
-            def arg(i):
-                return context.cast(b, args[i], signature.args[i], types.int64)
 
-            def const(value):
-                return ir.Constant(i64, value)
+@intrinsic
+def _sweep_linear_2d_cl_rows(typingctx, xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
+    serves = _cl_serves(xn, off, wts, on, azero)
 
-            channels = kernel.channels
-            nb = arg(5)
-            wanted = b.icmp_signed("==", b.extract_value(oa.shape, 0), const(kernel.mask_row + 1))
-            for i, value in ((2, channels), (1, 1), (7, 1), (8, channels)):  # C, xs_c, os_c, os_p
-                wanted = b.and_(wanted, b.icmp_signed("==", arg(i), const(value)))
-            done = cgutils.alloca_once_value(b, const(0))
+    def codegen(context, builder, signature, args):
+        if not serves:
+            return context.get_constant(types.intp, 0)
+        b, i64 = builder, ir.IntType(64)
+        xa, oa, wa, outa, za = _arrays(context, b, signature, args, (0, 3, 4, 6, 9))
+
+        def arg(i):
+            return context.cast(b, args[i], signature.args[i], types.int64)
+
+        def equal(value, constant):
+            return b.icmp_signed("==", value, ir.Constant(i64, constant))
+
+        nb, channels = arg(5), arg(2)
+        # (every channel-last kernel's table has the same rows: 2-D linear's and the loads')
+        rows = next(iter(_LINEAR_2D_CHANNEL_LAST.values())).mask_row + 1
+        layout = b.and_(equal(b.extract_value(oa.shape, 0), rows),
+                        b.and_(equal(arg(1), 1), equal(arg(7), 1)))  # xs_c, os_c
+        done = cgutils.alloca_once_value(b, ir.Constant(i64, 0))
+        for count, kernel in _LINEAR_2D_CHANNEL_LAST.items():
+            wanted = b.and_(layout, b.and_(equal(channels, count), equal(arg(8), count)))
             with b.if_then(wanted):
-                groups = b.sdiv(b.add(nb, const(LANES - 1)), const(LANES))
-                with cgutils.for_range(b, groups) as loop:
-                    first = b.mul(loop.index, const(LANES))
-                    emitter = _Emitter(b, oa, None, first)
-                    masks = emitter.plan(kernel, b.sub(nb, first))
-                    b.store(b.trunc(masks, ir.IntType(32)), emitter.row(oa, kernel.mask_row))
-                planes = [_Plane(b.gep(xa.data, [const(c)])) for c in range(channels)]
-                zeros = [b.load(b.gep(za.data, [const(c)])) for c in range(channels)]
-                with cgutils.for_range(b, groups) as loop:
-                    first = b.mul(loop.index, const(LANES))
-                    _Emitter(b, oa, wa, first).sums(kernel, planes, [outa], zeros,
-                                                    b.sub(nb, first))
+                _cl_block(b, kernel, xa, oa, wa, outa, za, nb)
                 b.store(nb, done)
-            return b.load(done)
+        return b.load(done)
 
-        return types.intp(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero), codegen
-
-    return block
+    return types.intp(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero), codegen
 
 
-def _rgb_interpreted(kernel, xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
-    """:func:`sweep_linear_2d_rgb_rows` as plain Python (``NUMBA_DISABLE_JIT=1``): the group
+def _cl_rows_interpreted(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
+    """:func:`sweep_linear_2d_cl_rows` as plain Python (``NUMBA_DISABLE_JIT=1``): the group
     plans, then each channel's group sums (the same float32 operations in the same order)
     into its interleaved places."""
-    channels = kernel.channels
-    if (off.shape[0] != kernel.mask_row + 1 or (C, xs_c, os_c, os_p) != (channels, 1, 1,
-                                                                          channels)):
+    kernel = _LINEAR_2D_CHANNEL_LAST.get(C)
+    if (kernel is None or off.shape[0] != kernel.mask_row + 1
+            or (xs_c, os_c, os_p) != (1, 1, C)):
         return 0
     for j0 in range(0, nb, LANES):
         off[kernel.mask_row, j0] = _plan_interpreted(kernel, off, j0, nb)
     sums = np.empty(nb, np.float32)
-    for c in range(channels):
+    for c in range(C):
         for j0 in range(0, nb, LANES):
             _group_interpreted(kernel, xn[c:], off, wts, j0, sums, nb, azero[c])
-        on[c:channels * nb:channels] = sums
+        on[c:C * nb:C] = sums
     return nb
 
 
-def _rgb_function(kernel: _Kernel):
-    """:func:`sweep_linear_2d_rgb_rows`: the intrinsic, or its interpreted twin."""
-    if not numba.config.DISABLE_JIT:
-        return _rgb_intrinsic(kernel)
-
-    def block(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
-        return _rgb_interpreted(kernel, xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero)
-
-    return block
-
-
-#: sweep_linear_2d_rgb_rows(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero): a planned
-#: 2-D linear block of float32 channel-last RGB (``C == 3`` channels ``xs_c == 1`` apart in X,
-#: output points ``os_p == 3`` apart, channels ``os_c == 1``) whose plan table has the row
-#: loads' rows: its groups' row starts and masks, then each group's three channels from the
-#: runs of 6 elements its rows of taps are, stored interleaved; returns ``nb``, or 0 (and
-#: does nothing) where any of that does not hold (other element types compile it as 0).
-sweep_linear_2d_rgb_rows = _rgb_function(_LINEAR_2D_RGB)
+#: sweep_linear_2d_cl_rows(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero): a planned 2-D
+#: linear block of float32 channel-last X with ``C`` in :data:`CL_ROW_CHANNELS` channels
+#: (``xs_c == 1`` apart in X, output points ``os_p == C`` apart, channels ``os_c == 1``) whose
+#: plan table has the row loads' rows: its groups' row starts and masks, then each group's
+#: channels from the runs of ``2 C`` elements its rows of taps are, stored interleaved;
+#: returns ``nb``, or 0 (and does nothing) where any of that does not hold (other element
+#: types compile it as 0).
+sweep_linear_2d_cl_rows = (_cl_rows_interpreted if numba.config.DISABLE_JIT
+                           else _sweep_linear_2d_cl_rows)
 
 plan_rows_cubic_2d, group_cubic_2d, pair_cubic_2d = _functions(_CUBIC_2D)
 plan_rows_linear_2d, group_linear_2d, pair_linear_2d = _functions(_LINEAR_2D)

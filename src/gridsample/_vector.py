@@ -70,7 +70,7 @@ from ._row_loads import (
     plan_rows_cubic_2d,
     plan_rows_linear_2d,
     plan_rows_linear_3d,
-    sweep_linear_2d_rgb_rows,
+    sweep_linear_2d_cl_rows,
 )
 from ._simd_linear import (
     plan_linear_2d_groups,
@@ -1057,13 +1057,13 @@ def sweep_linear_2d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, 
     whole groups of lanes with explicit vectors first, every channel of a group summed and
     interleaved in registers, then stored contiguously
     (:func:`gridsample._simd_linear.sweep_linear_2d_cl_groups`).  Where the engine gave the
-    plan table the row loads' rows (float32 RGB, :func:`gridsample._engine.rgb_rows_apply`),
-    each point's rows of taps are read as runs of 6 elements instead
-    (:func:`gridsample._row_loads.sweep_linear_2d_rgb_rows`)."""
+    plan table the row loads' rows (float32, 2 or 3 channels:
+    :func:`gridsample._engine.cl_rows_apply`), each point's rows of taps are read as runs
+    of ``2 C`` elements instead (:func:`gridsample._row_loads.sweep_linear_2d_cl_rows`)."""
     done = 0
     if off.shape[0] > 4:  # (4: the gathering plan's rows)
-        done = sweep_linear_2d_rgb_rows(xflat, xs_c, C, off, wts, nb, outflat, os_c, os_p,
-                                        azero)
+        done = sweep_linear_2d_cl_rows(xflat, xs_c, C, off, wts, nb, outflat, os_c, os_p,
+                                       azero)
     if done == 0:
         first = sweep_linear_2d_cl_groups(xflat, xs_c, C, off, wts, nb, outflat, os_c, os_p,
                                           azero)
