@@ -73,6 +73,9 @@ def default_cases():
         Case("volume 2x4x64³ linear random", (2, 4, 64, 64, 64), (64, 64, 64), grid="random"),
         Case("volume 1x2x96³ nearest", (1, 2, 96, 96, 96), (96, 96, 96), "nearest"),
         Case("image 1x1024²x3 linear channel-last", img, (1024, 1024), channel_last=True),
+        # a vector field (optical flow, a displacement) warped: two channels, channel-last
+        Case("field 1x1024²x2 linear channel-last", (1, 2, 1024, 1024), (1024, 1024),
+             channel_last=True),
         Case("volume 1x128³x1 linear channel-last", vol, (128, 128, 128), channel_last=True),
         Case("volume 2x64³x4 linear channel-last", (2, 4, 64, 64, 64), (64, 64, 64),
              channel_last=True),
