@@ -77,13 +77,12 @@ def table_rows(monkeypatch) -> list:
     launch = _engine.run_claimed  # how the engine runs its vector entries
     by_rows = {*_engine.ROW_LOAD_ENTRIES.values(), *AFFINE_ROW_LOAD_ENTRIES.values(),
                *PLANAR_ROW_LOAD_ENTRIES.values()}
-    # channel-last X of 2 or 3 channels: 2-D linear's channel-last entries read rows where the
-    # table has them
-    cl_rows = {table[(2, MODE_LINEAR, pad, "native")]
-               for table in (_engine.CHANNEL_LAST_ENTRIES, AFFINE_CHANNEL_LAST_ENTRIES,
-                             PLANAR_CHANNEL_LAST_ENTRIES)
-               for pad in {key[2] for key in table if key[:2] == (2, MODE_LINEAR)}
-               if (2, MODE_LINEAR, pad, "native") in table}
+    # channel-last X of 2 to 4 channels: 2-D linear's and cubic's channel-last entries read
+    # rows where the table has them
+    cl_rows = {entry for table in (_engine.CHANNEL_LAST_ENTRIES, AFFINE_CHANNEL_LAST_ENTRIES,
+                                   PLANAR_CHANNEL_LAST_ENTRIES)
+               for key, entry in table.items()
+               if key[:2] in ((2, MODE_LINEAR), (2, MODE_CUBIC)) and key[3] == "native"}
 
     def spy(entry, tasks, args, threads, scratch=()):
         if scratch:
@@ -176,85 +175,93 @@ def test_rows_with_fill_values_per_axis_paddings_and_strided_views(rng, monkeypa
     np.testing.assert_array_equal(got, general(xl, grid, mode, "border", channel_last=True))
 
 
-CL_ROWS = pytest.mark.xdist_group("vector-linear-2d")
+def _cl_kernel(mode):
+    # Beside that kernel's vector tests (conftest): each variant compiles once a run.
+    return pytest.param(mode, id=mode, marks=pytest.mark.xdist_group(f"vector-{mode}-2d"))
+
+
+CL_MODES = [_cl_kernel("linear"), _cl_kernel("cubic")]
 
 
 def channel_last(x):
     return np.ascontiguousarray(np.moveaxis(x, 1, -1))
 
 
-@CL_ROWS
-@pytest.mark.parametrize("channels", [2, 3])
+@pytest.mark.parametrize("mode", CL_MODES)
+@pytest.mark.parametrize("channels", [2, 3, 4])
 @pytest.mark.parametrize("pad", PADDINGS)
 def test_channel_last_rows_equal_gathers_the_general_kernels_and_channel_first(
-        rng, monkeypatch, pad, channels):
-    """Channel-last float32 X of 2 or 3 channels (RGB) reads each row of 2-D linear taps as
-    one run of 2 C elements (_row_loads.sweep_linear_2d_cl_rows): the bits of the gathering
-    sweeps, of the general kernels and of the same image channel-first; narrow X (a row of
-    taps wide), NaN, ±inf and huge points, whole groups and tails of either lane count."""
+        rng, monkeypatch, pad, channels, mode):
+    """Channel-last float32 X of 2 to 4 channels (RGB) reads each row of 2-D linear or cubic
+    taps as one run of taps x C elements (_row_loads.sweep_linear_2d_cl_rows,
+    sweep_cubic_2d_cl_rows): the bits of the gathering sweeps, of the general kernels and of
+    the same image channel-first; narrow X (a row of taps wide), NaN, ±inf and huge points,
+    whole groups and tails of either lane count."""
     out_spatial = SPATIAL[2][1]
     for align, in_spatial in ((False, SPATIAL[2][0]), (True, SPATIAL[2][0]),
-                              (False, NARROWEST[("linear", 2)]), (True, (40, 37))):
+                              (False, NARROWEST[(mode, 2)]), (True, (40, 37))):
         x, grid = inputs(rng, (2, channels) + in_spatial, out_spatial)
         xl = channel_last(x)
         rows = table_rows(monkeypatch)
-        got = sample(monkeypatch, "rows", xl, grid, "linear", pad, align, channel_last=True)
-        assert rows and set(rows) == {with_rows("linear", 2)}
-        assert_same_bits(got, sample(monkeypatch, "gather", xl, grid, "linear", pad, align,
+        got = sample(monkeypatch, "rows", xl, grid, mode, pad, align, channel_last=True)
+        assert rows and set(rows) == {with_rows(mode, 2)}
+        assert_same_bits(got, sample(monkeypatch, "gather", xl, grid, mode, pad, align,
                                      channel_last=True))
-        np.testing.assert_array_equal(got, general(xl, grid, "linear", pad, align,
+        np.testing.assert_array_equal(got, general(xl, grid, mode, pad, align,
                                                    channel_last=True))
-        first = sample(monkeypatch, "rows", x, grid, "linear", pad, align)
+        first = sample(monkeypatch, "rows", x, grid, mode, pad, align)
         assert_same_bits(got, np.ascontiguousarray(np.moveaxis(first, 1, -1)))
 
 
-@CL_ROWS
-@pytest.mark.parametrize("channels", [2, 3])
+@pytest.mark.parametrize("mode", CL_MODES)
+@pytest.mark.parametrize("channels", [2, 3, 4])
 def test_channel_last_rows_with_fills_per_axis_paddings_affine_maps_and_flow_fields(
-        rng, monkeypatch, channels):
+        rng, monkeypatch, channels, mode):
     x, grid = inputs(rng, (3, channels, 16, 21), (15, 19), batch_grid=1)
     xl = channel_last(x)
-    fills = [1.0, -3.0, np.inf][:channels]
+    fills = [1.0, -3.0, np.inf, 0.5][:channels]
     cases = [("constant", dict(fill_value=fills)), (("wrap", "mirror"), {}),
              (("symmetric", "wrap"), {})]
+    if mode == "cubic":
+        cases.append(("border", dict(cubic_a=-0.5)))
     for pad, kw in cases:
         rows = table_rows(monkeypatch)
-        got = sample(monkeypatch, "rows", xl, grid, "linear", pad, channel_last=True, **kw)
-        assert set(rows) == {with_rows("linear", 2)}
-        assert_same_bits(got, sample(monkeypatch, "gather", xl, grid, "linear", pad,
+        got = sample(monkeypatch, "rows", xl, grid, mode, pad, channel_last=True, **kw)
+        assert set(rows) == {with_rows(mode, 2)}
+        assert_same_bits(got, sample(monkeypatch, "gather", xl, grid, mode, pad,
                                      channel_last=True, **kw))
     # the grid held planar (a flow field's view) and affine maps: their channel-last entries
     flow = np.moveaxis(np.ascontiguousarray(np.moveaxis(grid, -1, 1)), 1, -1)
     rows.clear()
-    got = sample(monkeypatch, "rows", xl, flow, "linear", "zeros", channel_last=True)
-    assert set(rows) == {with_rows("linear", 2)}
-    assert_same_bits(got, sample(monkeypatch, "gather", xl, grid, "linear", "zeros",
+    got = sample(monkeypatch, "rows", xl, flow, mode, "zeros", channel_last=True)
+    assert set(rows) == {with_rows(mode, 2)}
+    assert_same_bits(got, sample(monkeypatch, "gather", xl, grid, mode, "zeros",
                                  channel_last=True))
     theta = (rng.uniform(-0.3, 0.3, (3, 2, 3)) + np.eye(2, 3)).astype(np.float32)
     for loads in ("rows", "gather"):
         monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", loads)
         rows.clear()
-        warped = gridsample.affine_warp(xl, theta, (17, 23), "linear", "border",
+        warped = gridsample.affine_warp(xl, theta, (17, 23), mode, "border",
                                         channel_last=True)
-        assert set(rows) == ({with_rows("linear", 2)} if loads == "rows" else {4})
+        assert set(rows) <= ({with_rows(mode, 2)} if loads == "rows" else GATHER_ROWS)
         affine = gridsample.affine_grid(theta, (3, channels, 17, 23))
-        assert_same_bits(warped, sample(monkeypatch, "gather", xl, affine, "linear", "border",
+        assert_same_bits(warped, sample(monkeypatch, "gather", xl, affine, mode, "border",
                                         channel_last=True))
 
 
-@CL_ROWS
-@pytest.mark.parametrize("case", ["four channels", "float64", "float16", "channel-first output",
-                                  "strided channels", "one pixel wide"])
-def test_channel_last_rows_only_where_they_apply(rng, monkeypatch, case):
-    """Float32, 2 or 3 channels, channel-last in X and in the output, each contiguous, rows
-    at least 2 pixels wide: elsewhere no row-load rows (and the general kernels' results)."""
-    x = rng.standard_normal((1, 3, 6, 9)).astype(np.float32)
-    if case == "four channels":
-        x = rng.standard_normal((1, 4, 6, 9)).astype(np.float32)
-    elif case in ("float64", "float16"):
+@pytest.mark.parametrize("mode", CL_MODES)
+@pytest.mark.parametrize("case", ["five channels", "one channel", "float64", "float16",
+                                  "channel-first output", "strided channels", "narrow"])
+def test_channel_last_rows_only_where_they_apply(rng, monkeypatch, case, mode):
+    """Float32, 2 to 4 channels, channel-last in X and in the output, each contiguous, rows
+    at least a row of taps wide: elsewhere no channel-last row loads (and the general
+    kernels' results)."""
+    channels = {"five channels": 5, "one channel": 1}.get(case, 3)
+    x = rng.standard_normal((1, channels, 6, 9)).astype(np.float32)
+    if case in ("float64", "float16"):
         x = x.astype(case)
-    elif case == "one pixel wide":
-        x = x[..., :1]
+    elif case == "narrow":  # narrower than a row of taps
+        x = x[..., :ROW_TAPS_OF[mode] - 1]
     xl = channel_last(x)
     if case == "strided channels":  # a pixel's channels 2 elements apart
         xl = channel_last(rng.standard_normal((1, 6, 6, 9)).astype(np.float32))[..., ::2]
@@ -262,9 +269,15 @@ def test_channel_last_rows_only_where_they_apply(rng, monkeypatch, case):
     grid = nasty_grid(rng, (1, 5, 7, 2), np.float32)
     data = x if case == "channel-first output" else xl
     rows = table_rows(monkeypatch)
-    got = sample(monkeypatch, "rows", data, grid, "linear", "border", **kw)
-    assert rows and (set(rows) <= GATHER_ROWS) == (case != "channel-first output")
-    np.testing.assert_array_equal(got, general(data, grid, "linear", "border", **kw))
+    got = sample(monkeypatch, "rows", data, grid, mode, "border", **kw)
+    # (channel-first X and one channel-last channel: the channel-first row loads)
+    plain_rows = case in ("channel-first output", "one channel")
+    assert rows and (set(rows) <= GATHER_ROWS) == (not plain_rows)
+    np.testing.assert_array_equal(got, general(data, grid, mode, "border", **kw))
+
+
+#: Taps of a row, by mode (2-D).
+ROW_TAPS_OF = {"linear": 2, "cubic": 4}
 
 
 @pytest.mark.parametrize("mode, rank", KERNELS)
@@ -298,7 +311,8 @@ def test_rows_only_where_they_apply(rng, monkeypatch, case):
         x = x[..., :3]
     elif case == "strided-rows":
         x = rng.standard_normal((1, 2, 6, 18)).astype(np.float32)[..., ::2]
-    elif case == "channel-last":
+    elif case == "channel-last":  # (5 channels: 2 to 4 read runs, channel-last rows below)
+        x = rng.standard_normal((1, 5, 6, 9)).astype(np.float32)
         x, kw = np.ascontiguousarray(np.moveaxis(x, 1, -1)), {"channel_last": True}
     elif case == "float64":
         x = x.astype(np.float64)

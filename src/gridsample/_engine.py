@@ -467,17 +467,19 @@ def row_loads_apply(plan: ForwardPlan, sizes: np.ndarray, strides: np.ndarray, o
 
 def cl_rows_apply(plan: ForwardPlan, sizes: np.ndarray, strides: np.ndarray, xs_c: int,
                   os_c: int, os_p: int) -> bool:
-    """Whether the channel-last sweep reads each row of 2-D linear taps as one run of X's
-    elements (:func:`gridsample._row_loads.sweep_linear_2d_cl_rows`): float32 channel-last X
-    of 2 or 3 channels, X's and the output's channels contiguous and a pixel apart
+    """Whether the channel-last sweep reads each row of taps as one run of X's elements
+    (:func:`gridsample._row_loads.sweep_linear_2d_cl_rows`, ``sweep_cubic_2d_cl_rows``):
+    float32 channel-last X of :data:`~gridsample._row_loads.CL_ROW_CHANNELS` channels (2 to
+    4, 2-D linear and cubic), X's and the output's channels contiguous and a pixel apart
     (``xs_c == os_c == 1``, the innermost spatial stride and ``os_p`` the channel count),
-    rows at least 2 pixels wide, where :func:`~gridsample._row_loads.row_loads` says rows
-    for 2-D linear."""
+    rows at least a row of taps wide, where :func:`~gridsample._row_loads.row_loads` says
+    rows for the kernel."""
+    key = (plan.rank, plan.kernel_mode)
     C = plan.channels
-    return (plan.rank == 2 and plan.kernel_mode == MODE_LINEAR and LITTLE_ENDIAN
-            and plan.out_dtype == np.float32 and C in CL_ROW_CHANNELS
-            and xs_c == 1 and os_c == 1 and os_p == C and strides[0] == C
-            and sizes[0] >= 2 and row_loads(2, MODE_LINEAR) == "rows")
+    return (C in CL_ROW_CHANNELS.get(key, ()) and LITTLE_ENDIAN
+            and plan.out_dtype == np.float32 and xs_c == 1 and os_c == 1 and os_p == C
+            and strides[0] == C and sizes[0] >= ROW_TAPS[key]
+            and row_loads(plan.rank, plan.kernel_mode) == "rows")
 
 
 #: The environment variable that forces the one-pass entries on or off
@@ -650,7 +652,10 @@ class PreparedForward:
             entry = functools.partial(vector_entry, r, plan.kernel_mode, self.vector_pad,
                                       plan.coord_dtype, plan.weight_dtype, sizes, strides,
                                       conv.kind)
+            # (runs of a few channels beat a point at a time: docs/kernels.md, "Channel-last
+            # rows")
             cl_rows = cl_rows_apply(plan, sizes, strides, self.xs_c, self.os_c, os_p)
+            self.vector_interleaved = self.vector_interleaved and not cl_rows
             if self.vector_interleaved:
                 self.vector = entry(interleaved=True)
                 self.vector_interleaved = self.vector is not None

@@ -66,7 +66,7 @@ __all__ = ["ROW_LOAD_ROWS", "ROW_TAPS", "LANES", "LITTLE_ENDIAN", "ROW_LOADS",
            "plan_rows_cubic_2d", "group_cubic_2d", "pair_cubic_2d",
            "plan_rows_linear_2d", "group_linear_2d", "pair_linear_2d",
            "plan_rows_linear_3d", "group_linear_3d", "pair_linear_3d",
-           "sweep_linear_2d_cl_rows", "CL_ROW_CHANNELS"]
+           "sweep_linear_2d_cl_rows", "sweep_cubic_2d_cl_rows", "CL_ROW_CHANNELS"]
 
 #: The environment variable that forces a strategy (:func:`row_loads`), and what it may say.
 ROW_LOADS_VARIABLE = "GRIDSAMPLE_ROW_LOADS"
@@ -120,19 +120,20 @@ _LINEAR_2D = _Kernel(4, (((0, 1), ()), ((2, 3), ())))
 # 3-D linear: x in rows 0-1, y in 2-3, z in 4-5; z outer, x inner, ((w_x w_y) w_z) (_sum_3d).
 _LINEAR_3D = _Kernel(6, tuple(((0, 1), (2 + ky, 4 + kz)) for kz in range(2) for ky in range(2)))
 
-# 2-D linear of C = 2 or 3 channel-last channels (RGB: r0 g0 b0 r1 g1 b1): _LINEAR_2D's
-# plan, each row of taps one run of 2 C elements, the channels summed apart and stored
-# interleaved.  (Four channels read a point at a time, a 128-bit load a tap, at least as fast:
-# _vector.sweep_linear_2d_il; as runs, a random warp of 1x1024²x4 took 1.5x its time.)
-_LINEAR_2D_CHANNEL_LAST = {C: _Kernel(4, _LINEAR_2D.rows, stride=C, channels=C)
-                           for C in (2, 3)}
+# Channel-last X of a few channels (RGB: r0 g0 b0 r1 g1 b1): the kernel's own plan, each row
+# of taps one run of taps x C elements, the channels summed apart and stored interleaved;
+# 2-D linear and cubic, 2 to 4 channels (from 5 linear, 8 cubic, a point at a time:
+# _engine.INTERLEAVED_MIN_CHANNELS, which these take precedence over).
+_CHANNEL_LAST = {(2, mode): {C: _Kernel(kernel.plan_rows, kernel.rows, stride=C, channels=C)
+                             for C in (2, 3, 4)}
+                 for mode, kernel in ((MODE_LINEAR, _LINEAR_2D), (MODE_CUBIC, _CUBIC_2D))}
 
 _KERNELS = {(2, MODE_CUBIC): _CUBIC_2D, (2, MODE_LINEAR): _LINEAR_2D, (3, MODE_LINEAR): _LINEAR_3D}
 #: int32 rows a row-load sweep adds to its kernel's plan table, by (rank, mode code).
 ROW_LOAD_ROWS = {key: len(kernel.rows) + 1 for key, kernel in _KERNELS.items()}
-#: Channel-last channel counts whose 2-D linear taps are read a run at a time
-#: (:func:`sweep_linear_2d_cl_rows`).
-CL_ROW_CHANNELS = tuple(_LINEAR_2D_CHANNEL_LAST)
+#: Channel-last channel counts whose taps are read a run at a time, by (rank, mode code)
+#: (:func:`sweep_linear_2d_cl_rows`, :func:`sweep_cubic_2d_cl_rows`).
+CL_ROW_CHANNELS = {key: tuple(kernels) for key, kernels in _CHANNEL_LAST.items()}
 #: Taps of a row, by (rank, mode code): X's rows must be at least this wide.
 ROW_TAPS = {key: kernel.taps for key, kernel in _KERNELS.items()}
 
@@ -313,17 +314,19 @@ class _Emitter:
 
     def _run_taps(self, kernel: _Kernel, plane, starts):
         """Per channel, per tap of a row: the vectors of a channel-last row of taps, read as
-        the 64-bit pairs of each point's run of ``taps x channels`` elements (starting at
-        ``starts`` in ``plane``, the first channel's): pair ``k``'s even and odd elements
-        are elements ``2 k`` and ``2 k + 1`` of every run, element ``t stride + c`` tap
-        ``t`` of channel ``c``."""
+        the 128-bit quads (or the 64-bit pairs, where the run is not whole quads) of each
+        point's run of ``taps x channels`` elements (starting at ``starts`` in ``plane``, the
+        first channel's), split into vectors of element ``w k + i`` of every run as
+        :meth:`taps` splits a channel-first row; element ``t stride + c`` is tap ``t`` of
+        channel ``c``."""
         b = self.builder
         run = kernel.taps * kernel.channels
+        width = 4 if run % 4 == 0 else 2  # (128-bit loads where the run allows)
         elements = []
-        for k in range(run // 2):
-            at = ir.Constant(self.i64, 2 * k)
-            elements += self.taps([self.load(b.gep(plane.data, [b.add(s, at)]), self.fl, 2)
-                                   for s in starts], 2)
+        for k in range(run // width):
+            at = ir.Constant(self.i64, width * k)
+            elements += self.taps([self.load(b.gep(plane.data, [b.add(s, at)]), self.fl,
+                                             width) for s in starts], width)
         return [[elements[t * kernel.stride + c] for t in range(kernel.taps)]
                 for c in range(kernel.channels)]
 
@@ -636,7 +639,7 @@ def _cl_serves(xn, off, wts, on, azero) -> bool:
 
 
 def _cl_block(b, kernel: _Kernel, xa, oa, wa, outa, za, nb) -> None:
-    """:func:`sweep_linear_2d_cl_rows`' work for ``kernel``'s channel count: every group's
+    """A channel-last row sweep's work for ``kernel`` (its channel count): every group's
     row starts and masks, then every group's sums."""
     i64 = ir.IntType(64)
 
@@ -656,43 +659,47 @@ def _cl_block(b, kernel: _Kernel, xa, oa, wa, outa, za, nb) -> None:
         _Emitter(b, oa, wa, first).sums(kernel, planes, [outa], zeros, b.sub(nb, first))
 
 
-@intrinsic
-def _sweep_linear_2d_cl_rows(typingctx, xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
-    serves = _cl_serves(xn, off, wts, on, azero)
+def _cl_rows_intrinsic(kernels: dict):
+    """The compiled channel-last row sweep of ``kernels`` (one per channel count)."""
+    rows = next(iter(kernels.values())).mask_row + 1  # (the same table for every count)
 
-    def codegen(context, builder, signature, args):
-        if not serves:
-            return context.get_constant(types.intp, 0)
-        b, i64 = builder, ir.IntType(64)
-        xa, oa, wa, outa, za = _arrays(context, b, signature, args, (0, 3, 4, 6, 9))
+    @intrinsic
+    def sweep(typingctx, xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
+        serves = _cl_serves(xn, off, wts, on, azero)
 
-        def arg(i):
-            return context.cast(b, args[i], signature.args[i], types.int64)
+        def codegen(context, builder, signature, args):
+            if not serves:
+                return context.get_constant(types.intp, 0)
+            b, i64 = builder, ir.IntType(64)
+            xa, oa, wa, outa, za = _arrays(context, b, signature, args, (0, 3, 4, 6, 9))
 
-        def equal(value, constant):
-            return b.icmp_signed("==", value, ir.Constant(i64, constant))
+            def arg(i):
+                return context.cast(b, args[i], signature.args[i], types.int64)
 
-        nb, channels = arg(5), arg(2)
-        # (every channel-last kernel's table has the same rows: 2-D linear's and the loads')
-        rows = next(iter(_LINEAR_2D_CHANNEL_LAST.values())).mask_row + 1
-        layout = b.and_(equal(b.extract_value(oa.shape, 0), rows),
-                        b.and_(equal(arg(1), 1), equal(arg(7), 1)))  # xs_c, os_c
-        done = cgutils.alloca_once_value(b, ir.Constant(i64, 0))
-        for count, kernel in _LINEAR_2D_CHANNEL_LAST.items():
-            wanted = b.and_(layout, b.and_(equal(channels, count), equal(arg(8), count)))
-            with b.if_then(wanted):
-                _cl_block(b, kernel, xa, oa, wa, outa, za, nb)
-                b.store(nb, done)
-        return b.load(done)
+            def equal(value, constant):
+                return b.icmp_signed("==", value, ir.Constant(i64, constant))
 
-    return types.intp(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero), codegen
+            nb, channels = arg(5), arg(2)
+            layout = b.and_(equal(b.extract_value(oa.shape, 0), rows),
+                            b.and_(equal(arg(1), 1), equal(arg(7), 1)))  # xs_c, os_c
+            done = cgutils.alloca_once_value(b, ir.Constant(i64, 0))
+            for count, kernel in kernels.items():
+                wanted = b.and_(layout, b.and_(equal(channels, count), equal(arg(8), count)))
+                with b.if_then(wanted):
+                    _cl_block(b, kernel, xa, oa, wa, outa, za, nb)
+                    b.store(nb, done)
+            return b.load(done)
+
+        return types.intp(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero), codegen
+
+    return sweep
 
 
-def _cl_rows_interpreted(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
-    """:func:`sweep_linear_2d_cl_rows` as plain Python (``NUMBA_DISABLE_JIT=1``): the group
-    plans, then each channel's group sums (the same float32 operations in the same order)
-    into its interleaved places."""
-    kernel = _LINEAR_2D_CHANNEL_LAST.get(C)
+def _cl_rows_interpreted(kernels, xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
+    """A channel-last row sweep as plain Python (``NUMBA_DISABLE_JIT=1``): the group plans,
+    then each channel's group sums (the same float32 operations in the same order) into its
+    interleaved places."""
+    kernel = kernels.get(C)
     if (kernel is None or off.shape[0] != kernel.mask_row + 1
             or (xs_c, os_c, os_p) != (1, 1, C)):
         return 0
@@ -706,15 +713,28 @@ def _cl_rows_interpreted(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
     return nb
 
 
-#: sweep_linear_2d_cl_rows(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero): a planned 2-D
-#: linear block of float32 channel-last X with ``C`` in :data:`CL_ROW_CHANNELS` channels
-#: (``xs_c == 1`` apart in X, output points ``os_p == C`` apart, channels ``os_c == 1``) whose
-#: plan table has the row loads' rows: its groups' row starts and masks, then each group's
-#: channels from the runs of ``2 C`` elements its rows of taps are, stored interleaved;
-#: returns ``nb``, or 0 (and does nothing) where any of that does not hold (other element
-#: types compile it as 0).
-sweep_linear_2d_cl_rows = (_cl_rows_interpreted if numba.config.DISABLE_JIT
-                           else _sweep_linear_2d_cl_rows)
+def _cl_rows_function(key):
+    """The channel-last row sweep of ``key`` (rank, mode code): the intrinsic, or its
+    interpreted twin."""
+    kernels = _CHANNEL_LAST[key]
+    if not numba.config.DISABLE_JIT:
+        return _cl_rows_intrinsic(kernels)
+
+    def sweep(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
+        return _cl_rows_interpreted(kernels, xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero)
+
+    return sweep
+
+
+#: sweep_linear_2d_cl_rows(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero),
+#: sweep_cubic_2d_cl_rows(...): a planned 2-D linear (cubic) block of float32 channel-last X
+#: with ``C`` in :data:`CL_ROW_CHANNELS` channels (``xs_c == 1`` apart in X, output points
+#: ``os_p == C`` apart, channels ``os_c == 1``) whose plan table has the row loads' rows: its
+#: groups' row starts and masks, then each group's channels from the runs of ``taps x C``
+#: elements its rows of taps are, stored interleaved; returns ``nb``, or 0 (and does
+#: nothing) where any of that does not hold (other element types compile it as 0).
+sweep_linear_2d_cl_rows = _cl_rows_function((2, MODE_LINEAR))
+sweep_cubic_2d_cl_rows = _cl_rows_function((2, MODE_CUBIC))
 
 plan_rows_cubic_2d, group_cubic_2d, pair_cubic_2d = _functions(_CUBIC_2D)
 plan_rows_linear_2d, group_linear_2d, pair_linear_2d = _functions(_LINEAR_2D)

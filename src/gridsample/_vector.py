@@ -70,6 +70,7 @@ from ._row_loads import (
     plan_rows_cubic_2d,
     plan_rows_linear_2d,
     plan_rows_linear_3d,
+    sweep_cubic_2d_cl_rows,
     sweep_linear_2d_cl_rows,
 )
 from ._simd_linear import (
@@ -1057,7 +1058,7 @@ def sweep_linear_2d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, 
     whole groups of lanes with explicit vectors first, every channel of a group summed and
     interleaved in registers, then stored contiguously
     (:func:`gridsample._simd_linear.sweep_linear_2d_cl_groups`).  Where the engine gave the
-    plan table the row loads' rows (float32, 2 or 3 channels:
+    plan table the row loads' rows (float32, 2 to 4 channels:
     :func:`gridsample._engine.cl_rows_apply`), each point's rows of taps are read as runs
     of ``2 C`` elements instead (:func:`gridsample._row_loads.sweep_linear_2d_cl_rows`)."""
     done = 0
@@ -1180,14 +1181,21 @@ def sweep_cubic_2d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azer
 @skeleton
 def sweep_cubic_2d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
     """:func:`sweep_cubic_2d` into output whose points are ``os_p`` elements apart
-    (channel-last), a channel at a time."""
-    for c in range(C):
-        zero = azero[c]
-        xc = xflat[c * xs_c:]
-        oc = outflat[c * os_c:]
-        for j in range(nb):
-            store(oc, j * os_p, _cubic_sum(xc, kind, off, wts, j, zero, 0, _tap_planar),
-                  kind)
+    (channel-last), a channel at a time; where the engine gave the plan table the row loads'
+    rows (float32, 2 to 4 channels: :func:`gridsample._engine.cl_rows_apply`), each point's
+    rows of taps read as runs of ``4 C`` elements (:func:`gridsample._row_loads.
+    sweep_cubic_2d_cl_rows`)."""
+    done = 0
+    if off.shape[0] > 8:  # (8: the gathering plan's rows)
+        done = sweep_cubic_2d_cl_rows(xflat, xs_c, C, off, wts, nb, outflat, os_c, os_p, azero)
+    if done == 0:
+        for c in range(C):
+            zero = azero[c]
+            xc = xflat[c * xs_c:]
+            oc = outflat[c * os_c:]
+            for j in range(nb):
+                store(oc, j * os_p, _cubic_sum(xc, kind, off, wts, j, zero, 0, _tap_planar),
+                      kind)
 
 
 
