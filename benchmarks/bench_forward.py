@@ -76,6 +76,8 @@ def default_cases():
         # a vector field (optical flow, a displacement) warped: two channels, channel-last
         Case("field 1x1024²x2 linear channel-last", (1, 2, 1024, 1024), (1024, 1024),
              channel_last=True),
+        Case("image 1x512²x3 cubic channel-last", (1, 3, 512, 512), (512, 512), "cubic",
+             channel_last=True),
         Case("volume 1x128³x1 linear channel-last", vol, (128, 128, 128), channel_last=True),
         Case("volume 2x64³x4 linear channel-last", (2, 4, 64, 64, 64), (64, 64, 64),
              channel_last=True),

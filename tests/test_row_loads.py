@@ -509,3 +509,44 @@ def test_gridsample_info_names_what_reads_rows(monkeypatch):
     assert ("a single linear channel in one pass" in line) == fast_gathers()
     monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "fast")
     assert "GRIDSAMPLE_ROW_LOADS='fast' is not allowed" in _strategy_line()
+
+
+@pytest.mark.parametrize("channels", [2, 3, 4])
+def test_channel_last_row_sweep_by_hand(rng, channels):
+    """sweep_linear_2d_cl_rows called on a plan made by hand: it does the work (returns
+    ``nb``; a fallback would give the same bits unseen) and gives each channel's float32 sums
+    in the gathering sweep's order, a tap outside reading the channel's outside value; it
+    refuses (returns 0, writes nothing) a layout it does not serve."""
+    C, H, W, nb = channels, 5, 6, _row_loads.LANES + 5  # a whole group and a partial one
+    x = rng.standard_normal(H * W * C).astype(np.float32)
+    width = _row_loads.table_width(nb)
+    off = np.zeros((4 + _row_loads.ROW_LOAD_ROWS[(2, MODE_LINEAR)], width), np.int32)
+    wts = np.zeros((4, width), np.float32)
+    wts[:, :nb] = rng.uniform(-1, 1, (4, nb))
+    ys, xs = rng.integers(0, H - 1, nb), rng.integers(0, W - 1, nb)
+    base = (ys * W + xs) * C
+    off[:4, :nb] = [base, base + C, base + W * C, base + W * C + C]
+    off[1, 3] = -1  # point 3's second tap outside: a miss
+    outside = np.arange(1, C + 1, dtype=np.float32) * 10
+    want = np.empty((nb, C), np.float32)
+    for j in range(nb):
+        for c in range(C):
+            taps = [x[q + c] if q >= 0 else outside[c] for q in off[:4, j]]
+            acc = wts[0, j] * taps[0]
+            for k in (1, 2, 3):
+                acc = acc + wts[k, j] * taps[k]
+            want[j, c] = acc
+
+    @numba.njit
+    def sweep(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero):
+        return _row_loads.sweep_linear_2d_cl_rows(xn, xs_c, C, off, wts, nb, on, os_c, os_p,
+                                                  azero)
+
+    out = np.full(nb * C, np.nan, np.float32)
+    assert sweep(x, 1, C, off.copy(), wts, nb, out, 1, C, outside) == nb
+    assert_same_bits(out.reshape(nb, C), want)
+    for layout in ((2, C, 1, C), (1, C, 2, C), (1, C, 1, C + 1)):  # xs_c, C, os_c, os_p
+        untouched = np.full(nb * C, np.nan, np.float32)
+        xs_c, count, os_c, os_p = layout
+        assert sweep(x, xs_c, count, off.copy(), wts, nb, untouched, os_c, os_p, outside) == 0
+        assert np.isnan(untouched).all()

@@ -98,7 +98,7 @@ class _Kernel:
     plan_rows: int
     rows: tuple
     #: Elements between neighbouring taps of a row, and channels read with each tap: 1 and 1,
-    #: or X's channel count for channel-last RGB (``stride == channels``: a row's taps and
+    #: or X's channel count for channel-last X (``stride == channels``: a row's taps and
     #: their channels are one run of ``taps x channels`` elements).
     stride: int = 1
     channels: int = 1
@@ -122,8 +122,9 @@ _LINEAR_3D = _Kernel(6, tuple(((0, 1), (2 + ky, 4 + kz)) for kz in range(2) for 
 
 # Channel-last X of a few channels (RGB: r0 g0 b0 r1 g1 b1): the kernel's own plan, each row
 # of taps one run of taps x C elements, the channels summed apart and stored interleaved;
-# 2-D linear and cubic, 2 to 4 channels (from 5 linear, 8 cubic, a point at a time:
-# _engine.INTERLEAVED_MIN_CHANNELS, which these take precedence over).
+# 2-D linear and cubic, 2 to 4 channels.  From 5 channels they are read a point at a time
+# (_engine.INTERLEAVED_MIN_CHANNELS: linear from 4, cubic from 8; these runs take precedence
+# at 4, where they measured 0.64-0.94x that sweep's time).
 _CHANNEL_LAST = {(2, mode): {C: _Kernel(kernel.plan_rows, kernel.rows, stride=C, channels=C)
                              for C in (2, 3, 4)}
                  for mode, kernel in ((MODE_LINEAR, _LINEAR_2D), (MODE_CUBIC, _CUBIC_2D))}
@@ -146,7 +147,8 @@ LITTLE_ENDIAN = sys.byteorder == "little"
 
 def row_loads(rank: int, mode: int) -> str:
     """How the vector sweep of ``(rank, mode)`` reads float32 taps: ``"rows"`` (this
-    module; 2-D cubic and linear, 3-D linear) or ``"gather"`` (a gather per tap).
+    module; 2-D cubic and linear, 3-D linear, and the channel-last runs of 2-D linear and
+    cubic) or ``"gather"`` (a gather per tap).
 
     ``GRIDSAMPLE_ROW_LOADS`` forces one (``rows``, ``gather``; read at each call, for
     tests and benchmarks) where the rows exist (:data:`ROWS_EXIST`).  ``auto`` (the
