@@ -497,15 +497,18 @@ def test_gridsample_info_names_what_reads_rows(monkeypatch):
                                           ("2-D linear", 2, MODE_LINEAR),
                                           ("3-D linear", 3, MODE_LINEAR))
             if _row_loads.row_loads(rank, mode) == "rows"]
-    assert f"a row at a time: {', '.join(want) or 'none'} (" in _strategy_line()
+    runs = ", ".join(name for name in want if name.startswith("2-D")) or "none"
+    assert (f"a row at a time: {', '.join(want) or 'none'}; channel-last, 2-4 channels: "
+            f"{runs} (") in _strategy_line()
     monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "rows")
     line = _strategy_line()
-    assert "a row at a time: 2-D cubic, 2-D linear, 3-D linear (" in line
+    assert ("a row at a time: 2-D cubic, 2-D linear, 3-D linear; channel-last, 2-4 channels: "
+            "2-D cubic, 2-D linear (") in line
     if fast_gathers():  # the single channel's one pass yields to rows where wide gathers lose
         assert ("a single linear channel in one pass" in line) == wide_gathers_beat_row_loads()
     monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "gather")
     line = _strategy_line()
-    assert "a row at a time: none (" in line
+    assert "a row at a time: none; channel-last, 2-4 channels: none (" in line
     assert ("a single linear channel in one pass" in line) == fast_gathers()
     monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "fast")
     assert "GRIDSAMPLE_ROW_LOADS='fast' is not allowed" in _strategy_line()

@@ -134,16 +134,22 @@ def _strategy_line() -> str:
     from .._engine import ONE_PASS_NEAREST_CHANNELS
     from .._errors import GridSampleError
     from .._options import MODE_NAMES
-    from .._row_loads import ROW_TAPS, row_loads
+    from .._row_loads import CL_ROW_CHANNELS, ROW_TAPS, row_loads
     from .._simd import AVAILABLE, LANES
     from .._target import fast_gathers, nearest_pass_channels, wide_gathers_beat_row_loads
 
     explicit = f"{LANES} lanes" if AVAILABLE else "not available (x86-64 with AVX2 only)"
+    def reading_rows(kernels) -> list:
+        return [f"{rank}-D {MODE_NAMES[mode]}"
+                for rank, mode in sorted(kernels, key=lambda k: (k[0], MODE_NAMES[k[1]]))
+                if row_loads(rank, mode) == "rows"]
+
     try:
-        by_rows = [f"{rank}-D {MODE_NAMES[mode]}"
-                   for rank, mode in sorted(ROW_TAPS, key=lambda k: (k[0], MODE_NAMES[k[1]]))
-                   if row_loads(rank, mode) == "rows"]
+        by_rows = reading_rows(ROW_TAPS)
         rows = ", ".join(by_rows) if by_rows else "none"
+        counts = sorted({c for channels in CL_ROW_CHANNELS.values() for c in channels})
+        runs = ", ".join(reading_rows(CL_ROW_CHANNELS)) or "none"
+        rows += f"; channel-last, {counts[0]}-{counts[-1]} channels: {runs}"
     except GridSampleError as exc:  # a bad GRIDSAMPLE_ROW_LOADS: say so, as a call would
         by_rows, rows = [], str(exc)
     # The explicit one pass takes a single linear channel ahead of the row loads, but where
