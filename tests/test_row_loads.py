@@ -77,12 +77,12 @@ def table_rows(monkeypatch) -> list:
     launch = _engine.run_claimed  # how the engine runs its vector entries
     by_rows = {*_engine.ROW_LOAD_ENTRIES.values(), *AFFINE_ROW_LOAD_ENTRIES.values(),
                *PLANAR_ROW_LOAD_ENTRIES.values()}
-    # channel-last X of 2 to 4 channels: 2-D linear's and cubic's channel-last entries read
-    # rows where the table has them
+    # channel-last X of 2 to 4 channels: the channel-last entries of the kernels with runs
+    # read rows where the table has them
     cl_rows = {entry for table in (_engine.CHANNEL_LAST_ENTRIES, AFFINE_CHANNEL_LAST_ENTRIES,
                                    PLANAR_CHANNEL_LAST_ENTRIES)
                for key, entry in table.items()
-               if key[:2] in ((2, MODE_LINEAR), (2, MODE_CUBIC)) and key[3] == "native"}
+               if key[:2] in _row_loads.CL_ROW_CHANNELS and key[3] == "native"}
 
     def spy(entry, tasks, args, threads, scratch=()):
         if scratch:
@@ -274,6 +274,45 @@ def test_channel_last_rows_only_where_they_apply(rng, monkeypatch, case, mode):
     plain_rows = case in ("channel-first output", "one channel")
     assert rows and (set(rows) <= GATHER_ROWS) == (not plain_rows)
     np.testing.assert_array_equal(got, general(data, grid, mode, "border", **kw))
+
+
+@pytest.mark.xdist_group("vector-linear-3d")
+@pytest.mark.parametrize("channels", [2, 3, 4])
+@pytest.mark.parametrize("pad", PADDINGS)
+def test_channel_last_rows_3d(rng, monkeypatch, pad, channels):
+    """3-D linear channel-last X of 2 to 4 channels read as runs (sweep_linear_3d_cl_rows):
+    the bits of the gathering sweeps, the general kernels and the volume channel-first; X a
+    row of taps wide; a grid held planar and affine maps through their channel-last entries."""
+    in_spatial, out_spatial = SPATIAL[3]
+    for align, spatial in ((False, in_spatial), (True, in_spatial),
+                           (False, NARROWEST[("linear", 3)])):
+        x, grid = inputs(rng, (2, channels) + spatial, out_spatial)
+        xl = channel_last(x)
+        rows = table_rows(monkeypatch)
+        got = sample(monkeypatch, "rows", xl, grid, "linear", pad, align, channel_last=True)
+        assert rows and set(rows) == {with_rows("linear", 3)}
+        assert_same_bits(got, sample(monkeypatch, "gather", xl, grid, "linear", pad, align,
+                                     channel_last=True))
+        np.testing.assert_array_equal(got, general(xl, grid, "linear", pad, align,
+                                                   channel_last=True))
+        first = sample(monkeypatch, "rows", x, grid, "linear", pad, align)
+        assert_same_bits(got, np.ascontiguousarray(np.moveaxis(first, 1, -1)))
+    if pad != "zeros":
+        return
+    flow = np.moveaxis(np.ascontiguousarray(np.moveaxis(grid, -1, 1)), 1, -1)
+    rows.clear()
+    got = sample(monkeypatch, "rows", xl, flow, "linear", "zeros", channel_last=True)
+    assert set(rows) == {with_rows("linear", 3)}
+    assert_same_bits(got, sample(monkeypatch, "gather", xl, grid, "linear", "zeros",
+                                 channel_last=True))
+    theta = (rng.uniform(-0.3, 0.3, (2, 3, 4)) + np.eye(3, 4)).astype(np.float32)
+    monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "rows")
+    rows.clear()
+    warped = gridsample.affine_warp(xl, theta, (6, 5, 7), "linear", "border", channel_last=True)
+    assert set(rows) == {with_rows("linear", 3)}
+    affine = gridsample.affine_grid(theta, (2, channels, 6, 5, 7))
+    assert_same_bits(warped, sample(monkeypatch, "gather", xl, affine, "linear", "border",
+                                    channel_last=True))
 
 
 #: Taps of a row, by mode (2-D).
@@ -497,13 +536,13 @@ def test_gridsample_info_names_what_reads_rows(monkeypatch):
                                           ("2-D linear", 2, MODE_LINEAR),
                                           ("3-D linear", 3, MODE_LINEAR))
             if _row_loads.row_loads(rank, mode) == "rows"]
-    runs = ", ".join(name for name in want if name.startswith("2-D")) or "none"
+    # (every kernel with row loads has channel-last runs)
     assert (f"a row at a time: {', '.join(want) or 'none'}; channel-last, 2-4 channels: "
-            f"{runs} (") in _strategy_line()
+            f"{', '.join(want) or 'none'} (") in _strategy_line()
     monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "rows")
     line = _strategy_line()
     assert ("a row at a time: 2-D cubic, 2-D linear, 3-D linear; channel-last, 2-4 channels: "
-            "2-D cubic, 2-D linear (") in line
+            "2-D cubic, 2-D linear, 3-D linear (") in line
     if fast_gathers():  # the single channel's one pass yields to rows where wide gathers lose
         assert ("a single linear channel in one pass" in line) == wide_gathers_beat_row_loads()
     monkeypatch.setenv("GRIDSAMPLE_ROW_LOADS", "gather")

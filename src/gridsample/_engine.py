@@ -470,7 +470,7 @@ def cl_rows_apply(plan: ForwardPlan, sizes: np.ndarray, strides: np.ndarray, xs_
     """Whether the channel-last sweep reads each row of taps as one run of X's elements
     (:func:`gridsample._row_loads.sweep_linear_2d_cl_rows`, ``sweep_cubic_2d_cl_rows``):
     float32 channel-last X of :data:`~gridsample._row_loads.CL_ROW_CHANNELS` channels (2 to
-    4, 2-D linear and cubic), X's and the output's channels contiguous and a pixel apart
+    4, 2-D linear and cubic, 3-D linear), X's and the output's channels contiguous and a pixel apart
     (``xs_c == os_c == 1``, the innermost spatial stride and ``os_p`` the channel count),
     rows at least a row of taps wide, where :func:`~gridsample._row_loads.row_loads` says
     rows for the kernel."""

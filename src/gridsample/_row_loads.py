@@ -66,7 +66,8 @@ __all__ = ["ROW_LOAD_ROWS", "ROW_TAPS", "LANES", "LITTLE_ENDIAN", "ROW_LOADS",
            "plan_rows_cubic_2d", "group_cubic_2d", "pair_cubic_2d",
            "plan_rows_linear_2d", "group_linear_2d", "pair_linear_2d",
            "plan_rows_linear_3d", "group_linear_3d", "pair_linear_3d",
-           "sweep_linear_2d_cl_rows", "sweep_cubic_2d_cl_rows", "CL_ROW_CHANNELS"]
+           "sweep_linear_2d_cl_rows", "sweep_cubic_2d_cl_rows",
+           "sweep_linear_3d_cl_rows", "CL_ROW_CHANNELS"]
 
 #: The environment variable that forces a strategy (:func:`row_loads`), and what it may say.
 ROW_LOADS_VARIABLE = "GRIDSAMPLE_ROW_LOADS"
@@ -125,9 +126,10 @@ _LINEAR_3D = _Kernel(6, tuple(((0, 1), (2 + ky, 4 + kz)) for kz in range(2) for 
 # 2-D linear and cubic, 2 to 4 channels.  From 5 channels they are read a point at a time
 # (_engine.INTERLEAVED_MIN_CHANNELS: linear from 4, cubic from 8; these runs take precedence
 # at 4, where they measured 0.64-0.94x that sweep's time).
-_CHANNEL_LAST = {(2, mode): {C: _Kernel(kernel.plan_rows, kernel.rows, stride=C, channels=C)
-                             for C in (2, 3, 4)}
-                 for mode, kernel in ((MODE_LINEAR, _LINEAR_2D), (MODE_CUBIC, _CUBIC_2D))}
+_CHANNEL_LAST = {key: {C: _Kernel(kernel.plan_rows, kernel.rows, stride=C, channels=C)
+                       for C in (2, 3, 4)}
+                 for key, kernel in (((2, MODE_LINEAR), _LINEAR_2D), ((2, MODE_CUBIC), _CUBIC_2D),
+                                     ((3, MODE_LINEAR), _LINEAR_3D))}
 
 _KERNELS = {(2, MODE_CUBIC): _CUBIC_2D, (2, MODE_LINEAR): _LINEAR_2D, (3, MODE_LINEAR): _LINEAR_3D}
 #: int32 rows a row-load sweep adds to its kernel's plan table, by (rank, mode code).
@@ -737,6 +739,7 @@ def _cl_rows_function(key):
 #: nothing) where any of that does not hold (other element types compile it as 0).
 sweep_linear_2d_cl_rows = _cl_rows_function((2, MODE_LINEAR))
 sweep_cubic_2d_cl_rows = _cl_rows_function((2, MODE_CUBIC))
+sweep_linear_3d_cl_rows = _cl_rows_function((3, MODE_LINEAR))
 
 plan_rows_cubic_2d, group_cubic_2d, pair_cubic_2d = _functions(_CUBIC_2D)
 plan_rows_linear_2d, group_linear_2d, pair_linear_2d = _functions(_LINEAR_2D)

@@ -72,6 +72,7 @@ from ._row_loads import (
     plan_rows_linear_3d,
     sweep_cubic_2d_cl_rows,
     sweep_linear_2d_cl_rows,
+    sweep_linear_3d_cl_rows,
 )
 from ._simd_linear import (
     plan_linear_2d_groups,
@@ -1248,8 +1249,16 @@ def sweep_linear_3d(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, aze
 
 @skeleton
 def sweep_linear_3d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero):
-    """:func:`sweep_linear_3d` into output points ``os_p`` elements apart."""
-    _sweep_3d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero, 2)
+    """:func:`sweep_linear_3d` into output points ``os_p`` elements apart; where the engine
+    gave the plan table the row loads' rows (float32, 2 to 4 channels:
+    :func:`gridsample._engine.cl_rows_apply`), each point's rows of taps read as runs of
+    ``2 C`` elements (:func:`gridsample._row_loads.sweep_linear_3d_cl_rows`)."""
+    done = 0
+    if off.shape[0] > 6:  # (6: the gathering plan's rows)
+        done = sweep_linear_3d_cl_rows(xflat, xs_c, C, off, wts, nb, outflat, os_c, os_p,
+                                       azero)
+    if done == 0:
+        _sweep_3d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero, 2)
 
 
 @skeleton
