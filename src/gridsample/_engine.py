@@ -162,7 +162,8 @@ def vector_entry(rank, mode, pad, coord_dtype, weight_dtype, sizes, strides, kin
         (VECTOR_ENTRIES, CHANNEL_LAST_ENTRIES, ROW_LOAD_ENTRIES, ONE_PASS_ENTRIES,
          INTERLEAVED_ENTRIES) if tables is None else tables)
     key = (rank, mode, pad, family)
-    # (strided rows: channel-last RGB, whose channel-last sweeps read the rows themselves)
+    # (strided rows: channel-last X of 2-4 channels, whose channel-last sweeps read the rows
+    # themselves)
     table = (points if interleaved else one_pass if one else other if strided
              else by_rows if rows else first)
     entry = table.get(key)
@@ -468,9 +469,9 @@ def row_loads_apply(plan: ForwardPlan, sizes: np.ndarray, strides: np.ndarray, o
 def cl_rows_apply(plan: ForwardPlan, sizes: np.ndarray, strides: np.ndarray, xs_c: int,
                   os_c: int, os_p: int) -> bool:
     """Whether the channel-last sweep reads each row of taps as one run of X's elements
-    (:func:`gridsample._row_loads.sweep_linear_2d_cl_rows`, ``sweep_cubic_2d_cl_rows``):
-    float32 channel-last X of :data:`~gridsample._row_loads.CL_ROW_CHANNELS` channels (2 to
-    4, 2-D linear and cubic, 3-D linear), X's and the output's channels contiguous and a pixel apart
+    (:func:`gridsample._row_loads.sweep_linear_2d_cl_rows` and its 2-D cubic and 3-D linear
+    twins): float32 channel-last X of :data:`~gridsample._row_loads.CL_ROW_CHANNELS` channels
+    (2 to 4), X's and the output's channels contiguous and a pixel apart
     (``xs_c == os_c == 1``, the innermost spatial stride and ``os_p`` the channel count),
     rows at least a row of taps wide, where :func:`~gridsample._row_loads.row_loads` says
     rows for the kernel."""

@@ -123,9 +123,9 @@ _LINEAR_3D = _Kernel(6, tuple(((0, 1), (2 + ky, 4 + kz)) for kz in range(2) for 
 
 # Channel-last X of a few channels (RGB: r0 g0 b0 r1 g1 b1): the kernel's own plan, each row
 # of taps one run of taps x C elements, the channels summed apart and stored interleaved;
-# 2-D linear and cubic, 2 to 4 channels.  From 5 channels they are read a point at a time
-# (_engine.INTERLEAVED_MIN_CHANNELS: linear from 4, cubic from 8; these runs take precedence
-# at 4, where they measured 0.64-0.94x that sweep's time).
+# 2-D linear and cubic and 3-D linear, 2 to 4 channels.  From 5 channels they are read a
+# point at a time (_engine.INTERLEAVED_MIN_CHANNELS: linear from 4, cubic from 8; these runs
+# take precedence at 4, where they measured 0.48-0.94x that sweep's time).
 _CHANNEL_LAST = {key: {C: _Kernel(kernel.plan_rows, kernel.rows, stride=C, channels=C)
                        for C in (2, 3, 4)}
                  for key, kernel in (((2, MODE_LINEAR), _LINEAR_2D), ((2, MODE_CUBIC), _CUBIC_2D),
@@ -135,7 +135,8 @@ _KERNELS = {(2, MODE_CUBIC): _CUBIC_2D, (2, MODE_LINEAR): _LINEAR_2D, (3, MODE_L
 #: int32 rows a row-load sweep adds to its kernel's plan table, by (rank, mode code).
 ROW_LOAD_ROWS = {key: len(kernel.rows) + 1 for key, kernel in _KERNELS.items()}
 #: Channel-last channel counts whose taps are read a run at a time, by (rank, mode code)
-#: (:func:`sweep_linear_2d_cl_rows`, :func:`sweep_cubic_2d_cl_rows`).
+#: (:func:`sweep_linear_2d_cl_rows`, :func:`sweep_cubic_2d_cl_rows`,
+#: :func:`sweep_linear_3d_cl_rows`).
 CL_ROW_CHANNELS = {key: tuple(kernels) for key, kernels in _CHANNEL_LAST.items()}
 #: Taps of a row, by (rank, mode code): X's rows must be at least this wide.
 ROW_TAPS = {key: kernel.taps for key, kernel in _KERNELS.items()}
@@ -149,8 +150,8 @@ LITTLE_ENDIAN = sys.byteorder == "little"
 
 def row_loads(rank: int, mode: int) -> str:
     """How the vector sweep of ``(rank, mode)`` reads float32 taps: ``"rows"`` (this
-    module; 2-D cubic and linear, 3-D linear, and the channel-last runs of 2-D linear and
-    cubic) or ``"gather"`` (a gather per tap).
+    module; 2-D cubic and linear, 3-D linear, and their channel-last runs) or ``"gather"``
+    (a gather per tap).
 
     ``GRIDSAMPLE_ROW_LOADS`` forces one (``rows``, ``gather``; read at each call, for
     tests and benchmarks) where the rows exist (:data:`ROWS_EXIST`).  ``auto`` (the
@@ -731,7 +732,8 @@ def _cl_rows_function(key):
 
 
 #: sweep_linear_2d_cl_rows(xn, xs_c, C, off, wts, nb, on, os_c, os_p, azero),
-#: sweep_cubic_2d_cl_rows(...): a planned 2-D linear (cubic) block of float32 channel-last X
+#: sweep_cubic_2d_cl_rows(...), sweep_linear_3d_cl_rows(...): a planned 2-D linear (2-D
+#: cubic, 3-D linear) block of float32 channel-last X
 #: with ``C`` in :data:`CL_ROW_CHANNELS` channels (``xs_c == 1`` apart in X, output points
 #: ``os_p == C`` apart, channels ``os_c == 1``) whose plan table has the row loads' rows: its
 #: groups' row starts and masks, then each group's channels from the runs of ``taps x C``

@@ -1062,11 +1062,8 @@ def sweep_linear_2d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, 
     plan table the row loads' rows (float32, 2 to 4 channels:
     :func:`gridsample._engine.cl_rows_apply`), each point's rows of taps are read as runs
     of ``2 C`` elements instead (:func:`gridsample._row_loads.sweep_linear_2d_cl_rows`)."""
-    done = 0
-    if off.shape[0] > 4:  # (4: the gathering plan's rows)
-        done = sweep_linear_2d_cl_rows(xflat, xs_c, C, off, wts, nb, outflat, os_c, os_p,
-                                       azero)
-    if done == 0:
+    # (0: not served, the plan table without the row loads' rows among them)
+    if sweep_linear_2d_cl_rows(xflat, xs_c, C, off, wts, nb, outflat, os_c, os_p, azero) == 0:
         first = sweep_linear_2d_cl_groups(xflat, xs_c, C, off, wts, nb, outflat, os_c, os_p,
                                           azero)
         if first == 0:
@@ -1186,10 +1183,7 @@ def sweep_cubic_2d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, a
     rows (float32, 2 to 4 channels: :func:`gridsample._engine.cl_rows_apply`), each point's
     rows of taps read as runs of ``4 C`` elements (:func:`gridsample._row_loads.
     sweep_cubic_2d_cl_rows`)."""
-    done = 0
-    if off.shape[0] > 8:  # (8: the gathering plan's rows)
-        done = sweep_cubic_2d_cl_rows(xflat, xs_c, C, off, wts, nb, outflat, os_c, os_p, azero)
-    if done == 0:
+    if sweep_cubic_2d_cl_rows(xflat, xs_c, C, off, wts, nb, outflat, os_c, os_p, azero) == 0:
         for c in range(C):
             zero = azero[c]
             xc = xflat[c * xs_c:]
@@ -1253,11 +1247,7 @@ def sweep_linear_3d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, 
     gave the plan table the row loads' rows (float32, 2 to 4 channels:
     :func:`gridsample._engine.cl_rows_apply`), each point's rows of taps read as runs of
     ``2 C`` elements (:func:`gridsample._row_loads.sweep_linear_3d_cl_rows`)."""
-    done = 0
-    if off.shape[0] > 6:  # (6: the gathering plan's rows)
-        done = sweep_linear_3d_cl_rows(xflat, xs_c, C, off, wts, nb, outflat, os_c, os_p,
-                                       azero)
-    if done == 0:
+    if sweep_linear_3d_cl_rows(xflat, xs_c, C, off, wts, nb, outflat, os_c, os_p, azero) == 0:
         _sweep_3d_cl(xflat, xs_c, off, wts, nb, C, outflat, os_c, os_p, kind, azero, 2)
 
 
