@@ -578,3 +578,13 @@ def test_matches_torch_interpol_grid_pull(degree, padding, bound, prefilter):
     want = interpol.grid_pull(torch.from_numpy(x), voxels, interpolation=degree, bound=bound,
                               extrapolate=True, prefilter=prefilter).numpy()
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
+
+
+def test_pre_padded_coefficients_too_large_say_why():
+    """Zeros padding pre-pads every axis by 12 samples on each side: a tiny x of 10 axes
+    would need ~546 TB of coefficients, more than any address space; the error says what
+    and why, not only NumPy's "Unable to allocate"."""
+    x = np.zeros((1, 1) + (2,) * 9 + (4,), np.float32)
+    grid = np.zeros((1,) + (1,) * 10 + (10,), np.float32)
+    with pytest.raises(MemoryError, match=r"x's B-spline coefficients \(x pre-padded by \[24,"):
+        gs.grid_sample(x, grid, "bspline2")

@@ -747,13 +747,43 @@ def _nifti_with_sform(path, sform, fill=0.0):
     nib.save(nib.Nifti1Image(np.full((4, 5, 6), fill, np.float32), None, header), path)
 
 
-def test_singular_nifti_affine_is_refused(tmp_path, capsys):
-    _nifti_with_sform(tmp_path / "zero.nii.gz", np.zeros((4, 4)))
-    assert main(["warp", str(tmp_path / "zero.nii.gz"), str(tmp_path / "o.nii.gz"),
-                 "--rotate", "5"]) == 1
+@pytest.mark.parametrize("sform", [np.zeros((4, 4)), np.diag([np.inf, 1.0, 1.0, 1.0])])
+@pytest.mark.parametrize("transform", [["--rotate", "5"], ["--matrix", "{eye}"]])
+def test_singular_or_infinite_nifti_affine_is_refused_in_one_line(tmp_path, capsys, sform,
+                                                                  transform):
+    """An input's affine that maps no voxel to the world (singular, infinite) is refused when
+    the input is read, in one line without warnings: a world-space warp cannot use it, and
+    nibabel cannot write it back (its message spans lines)."""
+    _nifti_with_sform(tmp_path / "bad.nii.gz", sform)
+    np.savetxt(tmp_path / "eye.txt", np.eye(4))
+    argv = [a.replace("{eye}", str(tmp_path / "eye.txt")) for a in transform]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["warp", str(tmp_path / "bad.nii.gz"), str(tmp_path / "o.nii.gz"),
+                     *argv]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("gridsample: error: the transform in world coordinates is not finite")
+    assert err.startswith("gridsample: error: the input") and "not finite or is singular" in err
+    assert err.count("\n") == 1
     assert not (tmp_path / "o.nii.gz").exists()
+
+
+def test_output_folder_that_cannot_be_made_is_one_line(files, capsys, monkeypatch):
+    """OUTPUT ``folder/`` that the system refuses to make (a read-only parent: refused here
+    by hand, since the tests may run as root): one line, before the input is sampled."""
+    src, out = files
+
+    def refuse(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    sampled = []
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    monkeypatch.setattr(gridsample.cli._warp, "warp_array",
+                        lambda *args, **kwargs: sampled.append(1))
+    assert main(["warp", str(src / "rgb.png"), str(out / "ro" / "sub") + os.sep, "-q"]) == 1
+    err = capsys.readouterr().err
+    dst = out / "ro" / "sub" / "rgb.png"
+    assert err == f"gridsample: error: cannot make the folder of {dst}: Permission denied\n"
+    assert not sampled
 
 
 def test_singular_like_reference_is_refused_before_the_warp(tmp_path, capsys):

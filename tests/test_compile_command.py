@@ -118,6 +118,45 @@ def test_compile_flow_fields(tmp_path):
     assert "interleave_grid" in found
 
 
+_COMPILE_HIGH_RANK = """
+import numpy as np, gridsample
+from gridsample import _jit
+from gridsample.cli import main
+assert main(["compile", "--rank", "7", "--mode", "linear", "bspline2", "--padding", "zeros",
+             "wrap", "--backward", "-q"]) == 0
+before = _jit.compiled_functions()
+x = np.ones((1, 2) + (3,) * 7, np.float32)
+grid = np.zeros((1,) + (2,) * 7 + (7,), np.float32)
+for mode, padding in (("linear", "zeros"), ("bspline2", "wrap")):
+    y = gridsample.grid_sample(x, grid, mode, padding)
+    gridsample.grid_sample_backward(np.ones_like(y), x, grid, mode, padding)
+assert _jit.compiled_functions() == before, "a rank-7 call compiled more"
+print("\\n".join(sorted(before)))
+"""
+
+
+def test_compile_high_ranks_compiles_what_their_calls_run(tmp_path):
+    """From rank 4 on every kernel takes the rank as data: ``--rank 7`` compiles rank 4's
+    example, which a rank-7 call then only loads (a B-spline's zeros-padded example of rank
+    7, 12 samples more on each side of every axis, would have needed 32 GiB)."""
+    assert _compiled_in_a_process(tmp_path, _COMPILE_HIGH_RANK)
+
+
+def test_compile_leaves_out_the_modes_a_rank_refuses(capsys):
+    """Every mode by default, but those that read more than 65536 taps a point at a rank
+    (B-splines of degree 4 and more at rank 7); named on purpose, a usage error."""
+    from gridsample.cli._compile import _modes_for_ranks
+
+    everything = ["linear", "nearest", "cubic"] + [f"bspline{d}" for d in range(2, 8)]
+    pairs = _modes_for_ranks([2, 7], everything, given=False)
+    assert [m for r, m in pairs if r == 2] == everything
+    assert [m for r, m in pairs if r == 7] == ["linear", "nearest", "cubic", "bspline2",
+                                               "bspline3"]
+    assert main(["compile", "--rank", "7", "--mode", "bspline4"]) == 2
+    err = capsys.readouterr().err
+    assert "--rank 7 --mode bspline4:" in err and "65536" in err
+
+
 def _dtypes_listed(text, entry):
     """The x dtypes ``gridsample info`` lists for ``entry``."""
     found = re.search(rf"\b{entry} \(([^)]*)\)", text)

@@ -509,6 +509,17 @@ def test_bad_array_likes_and_bool_chunks():
                           chunks=((True, True, True), 3))
 
 
+@pytest.mark.parametrize("as_dask", [False, True])
+def test_grid_of_another_dtype_is_refused_before_dask_chunks_it(as_dask):
+    """An object grid: Dask's automatic chunking refuses its dtype with an error of its own;
+    the grid's dtype is checked first, as in memory."""
+    grid = np.zeros((1, 3, 3, 2), object)
+    if as_dask:
+        grid = da.from_array(grid, chunks=-1)
+    with pytest.raises(gridsample.GridSampleTypeError, match="grid has dtype object"):
+        gdask.grid_sample(np.zeros((1, 1, 4, 4)), grid)
+
+
 def test_import_gridsample_does_not_import_dask():
     code = "import sys, gridsample; print('dask' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

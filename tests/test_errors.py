@@ -42,6 +42,10 @@ GRID = np.zeros((1, 3, 3, 2))
     (dict(align_corners=2), GridSampleError, ["align_corners", "2", "0 or 1"]),
     (dict(align_corners="yes"), GridSampleTypeError, ["align_corners", "'yes'", "bool"]),
     (dict(channel_last=None), GridSampleTypeError, ["channel_last", "None"]),
+    # a class where a value belongs (its ``shape`` and ``dtype`` are descriptors)
+    (dict(padding_mode="constant", fill_value=np.float32), GridSampleTypeError,
+     ["fill_value=<class 'numpy.float32'>"]),
+    (dict(mode=np.int8), GridSampleTypeError, ["mode=<class 'numpy.int8'>"]),
 ])
 def test_bad_options(kwargs, exc, words):
     with pytest.raises(exc) as info:

@@ -226,3 +226,10 @@ def test_spatial_transformer_3d(rng, mode, padding, align):
     else:
         np.testing.assert_allclose(got, _onnxruntime(model, {"X": x, "theta": theta}),
                                    **tolerance(np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, "bfloat16", "float8"])
+def test_model_of_another_element_type_is_a_type_error(dtype):
+    with pytest.raises(gridsample.GridSampleTypeError, match="dtype=.* is not one of the "
+                                                             "model's element types"):
+        gso.spatial_transformer_model((1, 1, 4, 4), (4, 4), dtype=dtype)

@@ -8,6 +8,7 @@ arrays, and stay bounded.
 
 from __future__ import annotations
 
+import collections
 import gc
 import weakref
 
@@ -161,6 +162,73 @@ def test_options_that_differ_only_in_type_are_validated_again(rng, good, bad):
         gridsample.grid_sample(x, grid, **good)
     with pytest.raises((GridSampleError, TypeError), match=next(iter(bad))):
         gridsample.grid_sample(x, grid, **bad)
+
+
+def test_a_tuple_subclass_option_is_validated_again(rng):
+    """A named tuple of paddings: its items' types belong to the key as a tuple's do."""
+    Pads = collections.namedtuple("Pads", "w h")
+    x, grid = _inputs(rng)
+    for _ in range(2):
+        gridsample.grid_sample(x, grid, padding_mode=Pads(1, "zeros"))
+    for call in (gridsample.grid_sample, lambda x, grid, **kw: gridsample.grid_sample_backward(
+            np.ones((2, 3, 5, 7)), x, grid, **kw)):
+        with pytest.raises(TypeError, match=r"padding_mode\[0\]=True is a bool"):
+            call(x, grid, padding_mode=Pads(True, "zeros"))
+
+
+def test_fills_that_differ_in_the_sign_of_a_zero_keep_their_own(rng):
+    """``(1.0, -0.0)`` equals ``(1.0, 0.0)``, but a point outside reads each fill's own
+    zero: a kept run of the one does not serve the other."""
+    x = rng.standard_normal((1, 2, 4, 4))
+    grid = np.full((1, 1, 1, 2), 5.0)  # every tap outside
+    fills = ((1.0, 0.0), (1.0, -0.0))
+    for family in ("auto", "general"):  # (the families may differ in the sign: §8)
+        with use_kernels(family):
+            cold = []
+            for fill in fills:
+                _api._prepared.entries.clear()
+                cold.append(gridsample.grid_sample(x, grid, padding_mode="constant",
+                                                   fill_value=fill))
+            for fill, want in zip(fills * 2, cold * 2):
+                got = gridsample.grid_sample(x, grid, padding_mode="constant", fill_value=fill)
+                assert np.signbit(got).tolist() == np.signbit(want).tolist()
+
+
+def test_a_run_made_while_the_settings_changed_is_not_kept(monkeypatch):
+    """A run made under settings other than its key's (another thread changed them while it
+    was made: it may have read either) is used once, not kept under the key."""
+    cache = _prepared.PreparedCache()
+    monkeypatch.setenv("GRIDSAMPLE_KERNELS", "general")
+    key = _prepared.signature((np.zeros(3),), ("linear",))
+    monkeypatch.setenv("GRIDSAMPLE_KERNELS", "auto")
+    cache.put(key, object())
+    assert cache.get(key) is None
+    monkeypatch.setenv("GRIDSAMPLE_KERNELS", "general")
+    kept = object()
+    cache.put(key, kept)
+    assert cache.get(key) is kept
+
+
+def test_the_nd_family_runs_the_general_nd_backward(rng, monkeypatch):
+    """``use_kernels("nd")``: the backward's general N-D entry alone, the same bits as the
+    rank's own general entry."""
+    x, grid = _inputs(rng)
+    grad_out = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    ran = []
+    real = _backward.run_shared
+    monkeypatch.setattr(_backward, "run_shared",
+                        lambda entry, *args: (ran.append(entry), real(entry, *args))[1])
+    from gridsample import _grad_kernels as gk
+
+    with use_kernels("general"):
+        want = gridsample.grid_sample_backward(grad_out, x, grid, "cubic")
+    assert gk.BACKWARD_ENTRIES[(2, 2)] in ran and gk.backward_nd not in ran
+    ran.clear()
+    with use_kernels("nd"):
+        got = gridsample.grid_sample_backward(grad_out, x, grid, "cubic")
+    assert gk.backward_nd in ran and gk.BACKWARD_ENTRIES[(2, 2)] not in ran
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_unhashable_options_take_the_full_path(rng):

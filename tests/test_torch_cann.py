@@ -217,6 +217,18 @@ def test_cann_graph_mode(rng):
     (lambda x4, x5, g2, g3: cann.grid_sampler_2d(x4, g2, 0, 3, False), "padding_mode=3"),
     (lambda x4, x5, g2, g3: cann.grid_sampler_2d(x4, g2, True, 0, False), "interpolation_mode"),
     (lambda x4, x5, g2, g3: cann.grid_sample(x4, g2, scheduler_mode=2), "scheduler_mode=2"),
+    # the argument's own name, and only the modes CANN defines among those allowed
+    (lambda x4, x5, g2, g3: cann.grid_sample(x4, g2, interpolation_mode=-1),
+     r"^interpolation_mode=-1 is not a valid code; allowed: 'linear', 'bilinear', 'trilinear', "
+     r"'nearest', 'cubic', 'bicubic', 'tricubic' or the integer codes 0 \(linear\), 1 "
+     r"\(nearest\), 2 \(cubic\)$"),
+    (lambda x4, x5, g2, g3: cann.grid_sample(x4, g2, interpolation_mode="bspline3"),
+     r"^interpolation_mode='bspline3' is not defined by CANN's GridSample"),
+    (lambda x4, x5, g2, g3: cann.grid_sample(x4, g2, interpolation_mode=True),
+     r"^interpolation_mode=True is a bool"),
+    (lambda x4, x5, g2, g3: cann.grid_sample(x4, g2, padding_mode=7),
+     r"^padding_mode=7 is not a valid code; allowed: 'zeros', 'border', 'reflection' or the "
+     r"integer codes 0 \(zeros\), 1 \(border\), 2 \(reflection\)$"),
     (lambda x4, x5, g2, g3: cann.grid_sample(x4, g2, scheduler_mode="fast"), "scheduler_mode"),
     (lambda x4, x5, g2, g3: cann.grid_sample(x4[0], g2[0]), "x has shape"),
     (lambda x4, x5, g2, g3: cann.grid_sampler_2d_backward(np.zeros((1, 1, 3, 3)), x4, g2, 0, 0,

@@ -239,6 +239,9 @@ class PreparedGradients:
         threads = self.threads = threads_for(plan.batch * plan.out_points, plan.channels * K,
                                              r, cost=3)
         self.interleaved = _interleaved(plan)
+        # The general entry: the rank and mode's own, or the N-D one alone (use_kernels("nd"))
+        self.general = (gk.backward_nd if kernel_family() == "nd"
+                        else gk.BACKWARD_ENTRIES.get((r, plan.kernel_mode), gk.backward_nd))
         # One fused pass (plan once, gather and scatter) for a single channel;
         # otherwise two: the grid gradient split over points only (each point
         # is independent, so any split gives the same bits), then the input
@@ -358,8 +361,7 @@ class PreparedGradients:
             args = (G, Q, xflat, xs_n, xs_c, sizes, strides, axc, kc, dk, grid3, gflat, gs_n,
                     gs_c, gs_p, gxbuf, self.x_size, rows, plan.channels, K, plan.kernel_mode,
                     plan.padding, block, self.interleaved, with_x, with_grid)
-            entry = gk.BACKWARD_ENTRIES.get((r, plan.kernel_mode), gk.backward_nd)
-            run_shared(entry, plan.batch * G * Q, (args,), threads)
+            run_shared(self.general, plan.batch * G * Q, (args,), threads)
 
         # The vector scatter zeroes its own parts of the buffers (run_scatter_blocks).
         gxbuf = None if not want_x else (np.empty if self.scatter is not None else np.zeros)(

@@ -586,7 +586,7 @@ def run_forward(plan: ForwardPlan, x: np.ndarray, grid: np.ndarray, chunks=None,
 def settings_key() -> tuple:
     """What :class:`PreparedForward` reads besides the plan and X's layout, as a hashable
     key: the kernel family, the row-load and thread settings and the thread count in force
-    (a bad setting raises here, as it would when a call runs)."""
+    (a bad kernel family raises here; the other settings raise where a call reads them)."""
     return (kernel_family(), getenv(ROW_LOADS_VARIABLE), getenv(ONE_PASS_VARIABLE),
             getenv(THREAD_MIN_WORK_VARIABLE),
             num_threads())

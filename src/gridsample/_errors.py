@@ -22,7 +22,8 @@ class GridSampleTypeError(GridSampleError, TypeError):
 
 def describe(value: object, limit: int = 60) -> str:
     """A short ``repr`` of *value* for error messages (arrays as shape/dtype)."""
-    shape = getattr(value, "shape", None)
+    # (a class such as np.float32 has ``shape`` and ``dtype`` too: descriptors, not values)
+    shape = None if isinstance(value, type) else getattr(value, "shape", None)
     dtype = getattr(value, "dtype", None)
     if shape is not None and dtype is not None:
         return f"{type(value).__name__} of shape {tuple(shape)} and dtype {dtype}"

@@ -57,9 +57,15 @@ _MODE_ALIASES = {name: m.code for m in MODES for name in (m.name, *m.aliases)}
 _PADDING_ALIASES = {name: p.code for p in PADDINGS for name in (p.name, *p.aliases)}
 
 
-def _parse_code(name: str, value: object, aliases: dict, codes: dict) -> int:
+def _parse_code(name: str, value: object, aliases: dict, codes: dict, table=None) -> int:
+    """The code of ``value`` (a name of ``aliases`` or a code of ``codes``), or the error
+    naming ``name``; ``table`` (registry entries): the errors list only these entries'
+    names and codes (an API that takes a subset, which then refuses the others by name)."""
     if isinstance(value, str) and value in aliases:  # the common case, first and cheap
         return aliases[value]
+    shown = (aliases, codes) if table is None else (
+        {a: c for a, c in aliases.items() if any(e.code == c for e in table)},
+        {c: n for c, n in codes.items() if any(e.code == c for e in table)})
     if isinstance(value, (bytes, np.bytes_)):
         value = value.decode("ascii", "replace")
     if isinstance(value, str):
@@ -67,20 +73,19 @@ def _parse_code(name: str, value: object, aliases: dict, codes: dict) -> int:
         if key in aliases:
             return aliases[key]
         raise GridSampleError(
-            f"{name}={value!r} is not a known {name}; allowed: {_allowed(aliases, codes)}")
+            f"{name}={value!r} is not a known {name}; allowed: {_allowed(*shown)}")
     if isinstance(value, (bool, np.bool_)):
         raise GridSampleTypeError(
-            f"{name}={value!r} is a bool; {name} must be one of {_allowed(aliases, codes)}"
-        )
+            f"{name}={value!r} is a bool; {name} must be one of {_allowed(*shown)}")
     if isinstance(value, numbers.Integral):
         code = int(value)
         if code in codes:
             return code
         raise GridSampleError(
-            f"{name}={value!r} is not a valid code; allowed: {_allowed(aliases, codes)}")
+            f"{name}={value!r} is not a valid code; allowed: {_allowed(*shown)}")
     raise GridSampleTypeError(
         f"{name}={describe(value)} has type {type(value).__name__}; {name} must be one of "
-        f"{_allowed(aliases, codes)}"
+        f"{_allowed(*shown)}"
     )
 
 
@@ -123,12 +128,17 @@ def parse_onnx_padding(padding_mode: object, where: str) -> int:
         raise GridSampleError(
             f"padding_mode={padding_mode!r}: {where} takes one padding for all axes "
             f"(per-axis paddings are gridsample.grid_sample's extension)")
-    return _onnx_only("padding_mode", padding_mode, parse_padding(padding_mode), PADDINGS, where)
+    onnx = tuple(e for e in PADDINGS if e.onnx)
+    code = _parse_code("padding_mode", padding_mode, _PADDING_ALIASES, PADDING_NAMES, onnx)
+    return _onnx_only("padding_mode", padding_mode, code, PADDINGS, where)
 
 
-def parse_onnx_mode(mode: object, where: str) -> int:
-    """A mode ONNX GridSample defines (linear, nearest, cubic), for ``where``'s API."""
-    return _onnx_only("mode", mode, parse_mode(mode), MODES, where)
+def parse_onnx_mode(mode: object, where: str, name: str = "mode") -> int:
+    """A mode ONNX GridSample defines (linear, nearest, cubic), for ``where``'s API, whose
+    argument is called ``name``."""
+    onnx = tuple(e for e in MODES if e.onnx)
+    return _onnx_only(name, mode, _parse_code(name, mode, _MODE_ALIASES, MODE_NAMES, onnx),
+                      MODES, where)
 
 
 def _onnx_only(name: str, value: object, code: int, table: tuple, where: str) -> int:

@@ -46,7 +46,8 @@ from ._registry import (
     taps_per_point,
 )
 
-__all__ = ["ForwardPlan", "plan_forward", "as_array", "PAD_MIXED", "common_padding"]
+__all__ = ["ForwardPlan", "plan_forward", "as_array", "check_grid_dtype", "PAD_MIXED",
+           "common_padding"]
 
 #: ``ForwardPlan.padding`` when the axes are padded differently.
 PAD_MIXED = -1
@@ -203,10 +204,14 @@ def _check_dtypes(x: np.ndarray, grid: np.ndarray, mode_code: int) -> None:
             f"mode={MODE_NAMES[mode_code]!r} is not defined for x of string dtype {x.dtype}: "
             f"strings cannot be interpolated; use mode='nearest'"
         )
-    if dtype_name(grid.dtype) not in GRID_DTYPE_NAMES:
+    check_grid_dtype(grid.dtype)
+
+
+def check_grid_dtype(dtype) -> None:
+    """A :class:`GridSampleTypeError` unless ``dtype`` is a grid's (a float type)."""
+    if dtype_name(dtype) not in GRID_DTYPE_NAMES:
         raise GridSampleTypeError(
-            f"grid has dtype {grid.dtype}; allowed dtypes: {', '.join(GRID_DTYPE_NAMES)}"
-        )
+            f"grid has dtype {dtype}; allowed dtypes: {', '.join(GRID_DTYPE_NAMES)}")
 
 
 def _parse_fill(fill_value, paddings, x: np.ndarray, channels: int):

@@ -31,6 +31,12 @@ DEFAULT_DTYPES = ("float32",)
 DEFAULT_MODES = tuple(m.name for m in MODES if m.onnx)
 DEFAULT_RANKS = (2, 3)
 
+#: The rank of the examples of every higher rank: from rank 4 on, every kernel (the general
+#: N-D kernels, the B-spline prefilter's lines) takes the rank as data, so rank 4's example
+#: compiles what rank 16's calls run, and a B-spline's pre-padded coefficients (12 samples
+#: more on each side of every axis) stay small.
+_EXAMPLE_MAX_RANK = 4
+
 #: Channels of the channel-last example: more than the planar sweep takes,
 #: so the channel-innermost kernels are compiled.
 _INTERLEAVED_CHANNELS = 5
@@ -105,15 +111,16 @@ def _example(c: Combination, channels: int | None = None):
     xd, gd = resolve_dtype(c.x_dtype), resolve_dtype(c.grid_dtype)
     # 2**(rank-1) * 4 elements: any rank the kernels take stays small, and the innermost axis
     # is a row of cubic taps wide, so that the row-load entries run where real input takes them.
-    spatial = (2,) * (c.rank - 1) + (4,)
+    rank = min(c.rank, _EXAMPLE_MAX_RANK)
+    spatial = (2,) * (rank - 1) + (4,)
     channels = channels or c.channels or (_INTERLEAVED_CHANNELS if c.channel_last else 1)
     shape = (1, *spatial, channels) if c.channel_last else (1, channels, *spatial)
     x = np.zeros(shape, xd)
     # (a flow field's view needs two points: with one, its strides are those of a C grid)
-    out_spatial = (1,) * (c.rank - 1) + ((2,) if c.flow_field else (1,))
-    grid = np.zeros((1, *out_spatial, c.rank), gd)
+    out_spatial = (1,) * (rank - 1) + ((2,) if c.flow_field else (1,))
+    grid = np.zeros((1, *out_spatial, rank), gd)
     if c.flow_field:
-        grid = np.moveaxis(np.zeros((1, c.rank, *out_spatial), gd), 1, -1)
+        grid = np.moveaxis(np.zeros((1, rank, *out_spatial), gd), 1, -1)
     out_shape = (1, *out_spatial, channels) if c.channel_last else (1, channels, *out_spatial)
     return x, grid, np.zeros(out_shape, xd)
 

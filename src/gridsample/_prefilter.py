@@ -49,6 +49,7 @@ import numpy as np
 
 from ._dtypes import dtype_name
 from ._jit import function
+from ._plan import check_allocatable
 from ._registry import (
     PAD_BORDER,
     PAD_CONSTANT,
@@ -338,7 +339,15 @@ def filter_window(x: np.ndarray, degree: int, bcs: list, margins: list, holds: l
     shape = list(x.shape)
     for ax, (low, high) in zip(axes, margins):
         shape[ax] += low + high
-    c = np.empty(shape, coefficient_dtype(x.dtype))
+    dtype = coefficient_dtype(x.dtype)
+    what = (f"x's B-spline coefficients (x pre-padded by {[sum(m) for m in margins]} samples "
+            f"per grid component)")
+    check_allocatable(shape, dtype.itemsize, what)
+    try:
+        c = np.empty(shape, dtype)
+    except MemoryError:  # (the margins multiply a small x of many axes many times over)
+        gib = math.prod(shape) * dtype.itemsize / 2**30
+        raise MemoryError(f"{what} would take {gib:.1f} GiB {tuple(shape)}") from None
     inside = [slice(None)] * x.ndim
     for ax, (low, _) in zip(axes, margins):
         inside[ax] = slice(low, low + x.shape[ax])

@@ -13,6 +13,8 @@ the full path every time).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._engine import settings_key
@@ -23,12 +25,39 @@ __all__ = ["signature", "PreparedCache"]
 _KEPT_KINDS = frozenset("biufcV")
 
 
+class _NegativeZero:
+    """The kind of a ``-0.0`` inside a tuple option (a fill per channel): equal to ``0.0``,
+    but the fill it gives carries its sign."""
+
+
+def _kind(value) -> type:
+    """``value``'s type, or :class:`_NegativeZero` for a float ``-0.0``."""
+    kind = type(value)
+    if kind is float and value == 0 and math.copysign(1.0, value) < 0:
+        return _NegativeZero
+    return kind
+
+
 def _types(options: tuple) -> tuple:
-    """The types of ``options`` and of the items of those that are tuples, beside the
-    values in a key (``True`` and ``1`` are equal, but not the same option)."""
+    """The types of ``options`` and of the items of those that are tuples (subclasses too),
+    beside the values in a key: ``True`` and ``1``, ``-0.0`` and ``0.0`` are equal, but not
+    the same option.  (A top-level ``-0.0``, a fill or ``cubic_a``, gives the bits ``0.0``
+    gives.)"""
     kinds = tuple(map(type, options))
-    if tuple in kinds:
-        kinds += tuple(_types(v) for v in options if type(v) is tuple)
+    if not _SCALARS.issuperset(kinds):  # (the common case, tested first and cheap)
+        kinds += tuple(_types_of_items(v) for v in options if isinstance(v, tuple))
+    return kinds
+
+
+#: Option types that hold no items.
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+def _types_of_items(items: tuple) -> tuple:
+    """:func:`_types` of a tuple option's items."""
+    kinds = tuple(map(_kind, items))
+    if any(isinstance(v, tuple) for v in items):
+        kinds += tuple(_types_of_items(v) for v in items if isinstance(v, tuple))
     return kinds
 
 
@@ -68,8 +97,10 @@ class PreparedCache:
             return None
 
     def put(self, key, prepared) -> None:
-        """Keep ``prepared`` for ``key`` (nothing for a None or unhashable key)."""
-        if key is None:
+        """Keep ``prepared`` for ``key`` (nothing for a None or unhashable key, nor where
+        the settings changed while it was made: another thread's, say, whose values it may
+        have read in part)."""
+        if key is None or key[-1] != settings_key():
             return
         try:
             hash(key)

@@ -187,6 +187,6 @@ def grid_sample(x, grid, interpolation_mode="bilinear", padding_mode="zeros",
             f"x has shape {x.shape}; CANN's GridSample takes 4-D (2-D sampling) or 5-D "
             f"(3-D sampling) x")
     padding = parse_onnx_padding(padding_mode, "CANN's GridSample")
-    mode = parse_onnx_mode(interpolation_mode, "CANN's GridSample")
+    mode = parse_onnx_mode(interpolation_mode, "CANN's GridSample", "interpolation_mode")
     return _grid_sample(x, grid, mode, padding, align_corners,
                         channel_last=channel_last)

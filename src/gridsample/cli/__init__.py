@@ -260,8 +260,9 @@ def main(argv=None) -> int:
     except GridSampleError as exc:  # the operator refused the data (e.g. strings with linear)
         print(f"gridsample: error: {exc}", file=sys.stderr)
         return FAILURE
-    except MemoryError:
-        print("gridsample: error: out of memory (try a smaller --size)", file=sys.stderr)
+    except MemoryError as exc:  # (NumPy's says how much; warp's and demo's --size set it)
+        print(f"gridsample: error: out of memory{': ' + str(exc) if str(exc) else ''}",
+              file=sys.stderr)
         return FAILURE
     except KeyboardInterrupt:
         print("gridsample: interrupted", file=sys.stderr)

@@ -31,8 +31,9 @@ def add_compile_parser(sub) -> None:
         "compile", help="compile kernels ahead of use (e.g. at container build time)",
         description="Compile the kernels of the given element types, ranks, modes and paddings "
                     "into the disk cache, so that later processes start without compiling. "
-                    "Default: float32 x and grid, ranks 2 and 3, every mode, the paddings "
-                    "with kernels of their own (mirror and symmetric share wrap's), "
+                    "Default: float32 x and grid, ranks 2 and 3, every mode the ranks "
+                    "allow, the paddings with kernels of their own (mirror and symmetric "
+                    "share wrap's), "
                     "forward only.")
     c.add_argument("--dtype", nargs="+", default=["float32"], metavar="DTYPE",
                    help="element types of x (default float32; e.g. float64 float16 bfloat16 "
@@ -41,8 +42,8 @@ def add_compile_parser(sub) -> None:
                    help="grid dtypes (default float32)")
     c.add_argument("--rank", nargs="+", type=int, default=[2, 3], metavar="R",
                    help="numbers of spatial axes (default 2 3)")
-    c.add_argument("--mode", nargs="+", choices=list(MODE_NAMES.values()),
-                   default=list(MODE_NAMES.values()), help="interpolation modes (default all)")
+    c.add_argument("--mode", nargs="+", choices=list(MODE_NAMES.values()), default=None,
+                   help="interpolation modes (default all that the ranks allow)")
     c.add_argument("--padding", nargs="+", choices=list(PADDING_NAMES.values()),
                    default=list(DEFAULT_PADDINGS),
                    help=f"paddings (default {' '.join(DEFAULT_PADDINGS)})")
@@ -81,6 +82,27 @@ def _check_x_dtype(name: str, modes) -> None:
             raise CLIError(f"--dtype {name}: {exc}", USAGE) from None
 
 
+def _modes_for_ranks(ranks, modes, given: bool) -> list:
+    """``(rank, mode)`` pairs the operator takes (``plan_forward`` asked of stand-ins: a mode
+    that reads too many taps a point at a rank is refused there).  A refused pair is a usage
+    error where the modes were ``given``; from the default (every mode) it is left out."""
+    from .._plan import plan_forward, stand_in
+
+    pairs = []
+    for r in ranks:
+        x, grid = stand_in((1, 1) + (2,) * r, np.float32), stand_in((1,) * (r + 1) + (r,),
+                                                                      np.float32)
+        for mode in modes:
+            try:
+                plan_forward(x, grid, mode, "zeros", False, False)
+            except GridSampleError as exc:
+                if given:
+                    raise CLIError(f"--rank {r} --mode {mode}: {exc}", USAGE) from None
+                continue
+            pairs.append((r, mode))
+    return pairs
+
+
 def run_compile(args) -> int:
     """Compile every combination the options name, with a progress bar."""
     from .. import _jit
@@ -98,14 +120,17 @@ def run_compile(args) -> int:
                 resolve_dtype(name)
             except GridSampleError as exc:
                 raise CLIError(f"{option} {name}: {exc}", USAGE) from None
+    given = args.mode is not None
+    modes = args.mode if given else list(MODE_NAMES.values())
     for name in args.dtype:
-        _check_x_dtype(name, args.mode)
+        _check_x_dtype(name, modes)
     bad = [g for g in args.grid_dtype if resolve_dtype(g).kind != "f"]
     if bad:
         raise CLIError(f"--grid-dtype {bad[0]}: grids are float16, bfloat16, float32 or "
                        "float64", USAGE)
-    todo = combinations(args.dtype, args.grid_dtype, args.rank, args.mode, args.padding,
-                        args.channel_last, args.backward, args.flow_fields)
+    todo = [c for r, m in _modes_for_ranks(args.rank, modes, given)
+            for c in combinations(args.dtype, args.grid_dtype, [r], [m], args.padding,
+                                  args.channel_last, args.backward, args.flow_fields)]
     mode = "never" if args.quiet else ("always" if args.progress else "auto")
     start = time.perf_counter()
     with progress_bar(len(todo), "compiling", "kernel", mode) as bar:

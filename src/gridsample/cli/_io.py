@@ -338,9 +338,26 @@ def _read_numpy(path, fmt, spatial_dims, key):
     return raster
 
 
+def nifti_affine(img, what: str) -> np.ndarray:
+    """The voxel-to-world affine of the nibabel image ``img`` (float64), or a
+    :class:`CLIError` that names ``what`` (the file's role and path) where it is not finite
+    or is singular: neither maps voxels to the world, and nibabel cannot write it back."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # (nibabel's, on such an affine)
+        affine = np.asarray(img.affine, np.float64)
+        fine = np.isfinite(affine).all() and np.linalg.cond(affine[:3, :3]) < 1e12
+    if not fine:
+        raise CLIError(f"{what} has an affine that is not finite or is singular: "
+                       f"{affine[:3].tolist()}", FAILURE)
+    return affine
+
+
 def _read_nifti(path, fmt, spatial_dims, key):
     nib = require("nibabel", "NIfTI files")
-    img = nib.load(str(path))
+    with warnings.catch_warnings():  # (an odd header's warnings: the checks below speak)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        img = nib.load(str(path))
+    affine = nifti_affine(img, f"the input {path}")
     slope, inter = img.header.get_slope_inter()
     scaled = not (slope in (None, 1.0) or np.isnan(slope)) or not (
         inter in (None, 0.0) or np.isnan(inter))
@@ -350,7 +367,7 @@ def _read_nifti(path, fmt, spatial_dims, key):
     if a.ndim not in (2, 3, 4):
         raise CLIError(f"cannot read {path}: the NIfTI data has shape {a.shape}; gridsample "
                        f"warps 2-D, 3-D and 3-D + channels data", FAILURE)
-    return Raster(a, 2 if a.ndim == 2 else 3, {"nifti": (img.header, img.affine)})
+    return Raster(a, 2 if a.ndim == 2 else 3, {"nifti": (img.header, affine)})
 
 
 def check_readable(path) -> None:
@@ -361,6 +378,16 @@ def check_readable(path) -> None:
                        f"{path / '*.png'})", FAILURE)
     if not path.exists():
         raise CLIError(f"cannot read {path}: no such file", FAILURE)
+
+
+def make_folder(path) -> None:
+    """Create the folder that will hold the output ``path`` (OUTPUT given as ``folder/``), or
+    raise :class:`CLIError` saying why it cannot be made."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CLIError(f"cannot make the folder of {path}: {exc.strerror or exc}",
+                       FAILURE) from None
 
 
 def check_writable(path, raster_dtype, spatial_dims: int, channels) -> str:
@@ -452,7 +479,8 @@ def write_raster(path, raster: Raster) -> None:
     except CLIError:
         raise
     except Exception as exc:
-        raise CLIError(f"cannot write {path}: {exc}", FAILURE) from None
+        # (one line: some libraries' messages hold a matrix over several)
+        raise CLIError(f"cannot write {path}: {' '.join(str(exc).split())}", FAILURE) from None
 
 
 def _write_pillow(tmp, raster, fmt):

@@ -27,6 +27,7 @@ from ._io import (
     expand_inputs,
     format_of,
     full_suffix,
+    make_folder,
     read_raster,
     size_text,
     write_raster,
@@ -381,6 +382,7 @@ def run_warp(args) -> int:
             source = _source(args, kind, raster, loaded, world)
             padding, fill = _sampling(args, raster)
             check_writable(dst, raster.array.dtype, raster.spatial_dims, raster.channels)
+            make_folder(dst)  # (OUTPUT given as "folder/": before the sampling, not after)
             t0 = time.perf_counter()
             slabs = 1 if many else slab_count(source.out_spatial)
             with progress_bar(slabs, inp.name, "slab", progress_mode) as slab_bar:
@@ -389,7 +391,6 @@ def run_warp(args) -> int:
             seconds = time.perf_counter() - t0
             out = Raster(result, raster.spatial_dims,
                          _output_meta(args, raster, source.out_spatial, world))
-            dst.parent.mkdir(parents=True, exist_ok=True)  # OUTPUT given as "folder/"
             write_raster(dst, out)
             files_bar.update(1)
             if not args.quiet:

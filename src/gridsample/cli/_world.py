@@ -41,6 +41,7 @@ from dataclasses import replace
 import numpy as np
 
 from ._errors import FAILURE, CLIError
+from ._io import nifti_affine
 from ._transforms import AffineSpec, forward_matrix
 
 __all__ = ["about", "world_transform", "stretch", "resized_affine", "world_pixel_matrix",
@@ -150,13 +151,9 @@ def reference_grid(path) -> tuple:
         with warnings.catch_warnings():  # (an odd header's warnings: the checks below speak)
             warnings.simplefilter("ignore", RuntimeWarning)
             img = nib.load(str(path))
-            affine = np.asarray(img.affine, np.float64)
     except Exception as exc:  # any complaint of nibabel's about the file
         raise CLIError(f"cannot read the --like reference {path}: {exc}", FAILURE) from None
     if len(img.shape) < 3:
         raise CLIError(f"the --like reference {path} has shape {img.shape}; it must be a "
                        f"volume", FAILURE)
-    if not (np.isfinite(affine).all() and np.linalg.cond(affine[:3, :3]) < 1e12):
-        raise CLIError(f"the --like reference {path} has an affine that is not finite or is "
-                       f"singular: {affine[:3].tolist()}", FAILURE)
-    return tuple(int(n) for n in img.shape[:3]), affine
+    return tuple(int(n) for n in img.shape[:3]), nifti_affine(img, f"the --like reference {path}")

@@ -39,7 +39,7 @@ from .._affine_warp import warp_arguments
 from .._dtypes import is_string
 from .._errors import GridSampleError, GridSampleTypeError, describe
 from .._options import parse_align_corners, parse_flag, parse_mode
-from .._plan import as_array, plan_forward, stand_in
+from .._plan import as_array, check_grid_dtype, plan_forward, stand_in
 from .._taps import AXIS_MUL, AXIS_SCALE, AXIS_SUB, axis_constants
 from ._block import (
     AffineSpec,
@@ -276,11 +276,13 @@ def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=Fals
     if isinstance(grid, da.Array):
         gd = grid
         _known_shape("grid", gd)
+        check_grid_dtype(gd.dtype)  # (before Dask's chunking, which refuses some dtypes)
         if chunks is not None:
             gd = gd.rechunk((gd.chunks[0], *_spatial_chunks(chunks, gd.shape[1:-1], gd.dtype),
                              -1))
     else:
         g = as_array("grid", grid)
+        check_grid_dtype(g.dtype)
         spatial = _spatial_chunks(chunks if chunks is not None else "auto", g.shape[1:-1],
                                   g.dtype) if g.ndim >= 2 else ()
         gd = da.from_array(g, chunks=(1, *spatial, -1) if g.ndim >= 2 else -1)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
+from .._errors import GridSampleTypeError, describe
+
 __all__ = ["spatial_transformer_model"]
 
 _ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE,
@@ -43,7 +45,12 @@ def spatial_transformer_model(x_shape, out_spatial, *, mode="linear", padding_mo
     """
     n, c = x_shape[:2]
     r = len(x_shape) - 2
-    elem = _ELEM[np.dtype(dtype)]
+    try:
+        elem = _ELEM[np.dtype(dtype)]
+    except (TypeError, KeyError):  # (np.dtype refuses some values with a TypeError)
+        raise GridSampleTypeError(
+            f"dtype={describe(dtype)} is not one of the model's element types: float32, "
+            f"float64, float16") from None
     size = numpy_helper.from_array(np.array([n, c, *out_spatial], np.int64), "size")
     nodes = [
         helper.make_node("AffineGrid", ["theta", "size"], ["grid"],
