@@ -371,6 +371,35 @@ def test_one_share_calls_skip_the_lookups_and_sample_their_own_data(rng, monkeyp
     assert list(prepared._direct) == [1]
 
 
+@pytest.mark.parametrize("mode, padding", [("linear", "zeros"), ("cubic", "reflection"),
+                                           ("nearest", "border")])
+def test_one_share_affine_warps_skip_the_lookups_and_warp_their_own_data(rng, monkeypatch,
+                                                                         mode, padding):
+    """A repeated one-thread ``affine_warp`` runs its affine entry through the prepared run's
+    own runner: the same bits as the full path and as the pair it fuses, each call's x and
+    theta."""
+    from gridsample import _affine_warp
+
+    monkeypatch.setenv("GRIDSAMPLE_THREAD_MIN_WORK", "1000000000")  # one thread
+    seen = _entries(monkeypatch)
+    with use_kernels("auto"):
+        for _ in range(3):
+            x = rng.standard_normal((2, 3, 9, 11)).astype(np.float32)
+            theta = (np.eye(2, 3) + rng.uniform(-0.3, 0.3, (2, 2, 3))).astype(np.float32)
+            got = gridsample.affine_warp(x, theta, (6, 5), mode, padding)
+            _affine_warp._prepared.entries.clear()
+            want = gridsample.affine_warp(x, theta, (6, 5), mode, padding)
+            np.testing.assert_array_equal(got, want)
+            pair = gridsample.grid_sample(x, gridsample.affine_grid(theta, (2, 3, 6, 5)), mode,
+                                          padding)
+            np.testing.assert_array_equal(got, pair)
+    affine = [entry for entry, _ in seen if entry.py_func.__name__.endswith("_affine")]
+    # each fresh warp made its runner on its first call; the repeated calls ran it
+    assert len(affine) == 6 and all(entry is affine[0] for entry in affine)
+    (warp,) = _affine_warp._prepared.entries.values()
+    assert (1, "affine") in warp.prepared._direct
+
+
 def test_a_prepared_run_takes_its_general_path_for_other_grids(rng, monkeypatch):
     """The runner serves C-contiguous grids of the dtype it was made for; a strided grid or
     one of another dtype given to the same prepared run takes the general path."""

@@ -205,12 +205,18 @@ class _Warp:
         theta_c = np.ascontiguousarray(theta[None] if theta.ndim == 2 else theta,
                                        dtype=self.dtype)
         bases, sizes = self.bases, self.sizes
+        theta_ro = read_only(theta_c)
+        prepared = self.prepared
+        if not self.half and prepared is not None and prepared.vector is not None:
+            # A vector kernel serves the plan: each of its blocks makes its own points from
+            # theta, no band is made (a float16/bfloat16 theta's grid is rounded to its dtype
+            # first, which only the bands below do).
+            return prepared.run(x, None, None, (theta_ro, bases, sizes))
         # Bands of whole rows of the outermost output axis: each a contiguous range of
         # points, made by affine_grid's row kernel from the whole grid's base coordinates.
         # One matrix (theta of batch 1) serves every item with each band; a batch of
         # matrices is banded item by item, so that a thread's share of the bands is a run of
         # whole items, as grid_sample splits a batch.
-        theta_ro = read_only(theta_c)
         width = out_spatial[-1]
         lines = math.prod(out_spatial[1:-1])  # lines of `width` points per outermost index
         items = plan.grid_batch
@@ -236,10 +242,7 @@ class _Warp:
             return (n if items > 1 else None), o0 * lines * width, grid
 
         bands = Chunks(items * per_item, band)
-        # Where a vector kernel serves the plan, each of its blocks makes its own points
-        # from theta (no band is made); a float16/bfloat16 theta's grid is rounded to its
-        # dtype first, which only the bands do.
         affine = None if self.half else (theta_ro, bases, sizes)
-        if self.prepared is not None:
-            return self.prepared.run(x, None, bands, affine)
+        if prepared is not None:
+            return prepared.run(x, None, bands, affine)
         return run_forward(plan, x, None, bands, affine)

@@ -691,6 +691,7 @@ class PreparedForward:
         # run by :meth:`run` without the general path's lookups (~4 µs of a small call's ~10).
         self._direct = {}
         self._planar = None  # _planar_entry
+        self._affine = None  # _affine_entry
         self._direct_ok = (self.vector is not None and self.out_is_storage
                            and not plan.displacement and not self.planes_exceed_cache)
 
@@ -711,11 +712,12 @@ class PreparedForward:
         xflat = self._flat_x(x)
         outflat = (out if self.out_is_storage else out.view(self.storage)).reshape(-1)
         if affine is not None and self.vector is not None:
-            from ._affine_entries import AFFINE_TABLES  # affine_warp's
-
-            self._run_vector(self._twin_entry(AFFINE_TABLES), affine, xflat, outflat,
-                             plan.out_points, plan.batch, threads, one_pass=self.one_pass,
-                             makes_points=True)
+            direct = self._direct.get((threads, "affine")) if chunks is None else None
+            if direct is not None and affine[0].dtype == direct[0]:  # (as the grid's above)
+                direct[1](xflat, *direct[2], *affine, outflat, *direct[3])
+                return out
+            self._run_vector(self._affine_entry(), affine, xflat, outflat, plan.out_points,
+                             plan.batch, threads, one_pass=self.one_pass, makes_points=True)
             return out
         if chunks is None:
             grid3 = grid.reshape(self.grid_shape)
@@ -745,6 +747,15 @@ class PreparedForward:
 
             self._planar = self._twin_entry(PLANAR_TABLES)
         return self._planar
+
+    def _affine_entry(self):
+        """The entry that makes each block's points from affine maps
+        (:func:`gridsample._vector.run_affine_blocks`), of the grid entry's form; found once."""
+        if self._affine is None:
+            from ._affine_entries import AFFINE_TABLES  # affine_warp's
+
+            self._affine = self._twin_entry(AFFINE_TABLES)
+        return self._affine
 
     def _twin_entry(self, tables: tuple):
         """The entry of the form the grid's entry (``self.vector``) has, from another kind's
@@ -796,10 +807,15 @@ class PreparedForward:
         tasks, block, groups = sizing[1], sizing[2], sizing[4]
         scratch = self._scratch(sizing, source[0].dtype, makes_points)
         xs_c, os_c = self.xs_c, self.os_c
-        if (self._direct_ok and entry is self.vector and len(source) == 1 and len(groups) == 1
-                and min(threads, tasks) == 1 and points == self.plan.out_points
-                and batch == self.plan.batch and threads not in self._direct):
-            self._direct[threads] = (
+        # (the grid's entry, keyed by the thread count, or the affine maps', by the count
+        # and "affine")
+        direct_key = threads if entry is self.vector else (threads, "affine")
+        if (self._direct_ok and (entry is self.vector and len(source) == 1
+                                 or entry is self._affine)
+                and len(groups) == 1 and min(threads, tasks) == 1
+                and points == self.plan.out_points and batch == self.plan.batch
+                and direct_key not in self._direct):
+            self._direct[direct_key] = (
                 source[0].dtype, alone_runner(entry, tasks, scratch),
                 (self.xs_n, xs_c, self.sizes, self.strides, self.axc, self.kc),
                 (self.os_n, os_c, self.os_p, self.plan.channels, block, self.wconst,
