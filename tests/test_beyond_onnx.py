@@ -282,6 +282,20 @@ def test_a_fill_past_float16_range_is_infinite_without_a_warning():
     assert out.dtype == np.float16 and out.ravel().tolist() == [np.inf, -np.inf]
 
 
+def test_bool_x_takes_a_bool_fill_and_other_x_refuse_it():
+    """``True`` fills a bool ``x`` (as ``1`` does); for numbers it is likely a slip (an
+    option's flag given in the wrong place) and stays refused."""
+    x = np.array([[[False, True, False]]])
+    grid = np.array([[[-2.0], [0.0], [2.0]]])  # outside, inside, outside (1-D)
+    got = gridsample.grid_sample(x, grid, "nearest", "constant", True, fill_value=True)
+    np.testing.assert_array_equal(got, [[[True, True, True]]])
+    np.testing.assert_array_equal(
+        got, reference.grid_sample(x, grid, "nearest", "constant", True, fill_value=1))
+    with pytest.raises(TypeError, match="fill_value=True must be a number"):
+        gridsample.grid_sample(x.astype(np.float32), grid, "nearest", "constant",
+                               fill_value=True)
+
+
 def test_strings_take_fill_and_the_new_paddings():
     x = np.array([[["a", "b", "c", "d"]]])
     grid = np.array([[[-1.0], [1.0], [-1.7], [2.6]]])

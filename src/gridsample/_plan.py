@@ -221,8 +221,9 @@ def _parse_fill(fill_value, paddings, x: np.ndarray, channels: int):
         return None
     if strings:
         values = [fill_value] if isinstance(fill_value, (str, bytes)) else fill_value
-    elif isinstance(fill_value, numbers.Number) and not isinstance(fill_value, (bool, np.bool_)):
-        values = [fill_value]
+    elif isinstance(fill_value, numbers.Number) and (
+            not isinstance(fill_value, (bool, np.bool_)) or x.dtype == np.bool_):
+        values = [fill_value]  # (a bool fills bool x only: elsewhere it is likely a slip)
     else:
         values = fill_value
     try:
