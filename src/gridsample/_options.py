@@ -55,6 +55,9 @@ PADDING_NAMES = {p.code: p.name for p in PADDINGS}
 
 _MODE_ALIASES = {name: m.code for m in MODES for name in (m.name, *m.aliases)}
 _PADDING_ALIASES = {name: p.code for p in PADDINGS for name in (p.name, *p.aliases)}
+#: The modes and paddings ONNX GridSample defines (gridsample.cann and gridsample.onnx).
+_ONNX_MODES = tuple(m for m in MODES if m.onnx)
+_ONNX_PADDINGS = tuple(p for p in PADDINGS if p.onnx)
 
 
 def _parse_code(name: str, value: object, aliases: dict, codes: dict, table=None) -> int:
@@ -63,9 +66,6 @@ def _parse_code(name: str, value: object, aliases: dict, codes: dict, table=None
     names and codes (an API that takes a subset, which then refuses the others by name)."""
     if isinstance(value, str) and value in aliases:  # the common case, first and cheap
         return aliases[value]
-    shown = (aliases, codes) if table is None else (
-        {a: c for a, c in aliases.items() if any(e.code == c for e in table)},
-        {c: n for c, n in codes.items() if any(e.code == c for e in table)})
     if isinstance(value, (bytes, np.bytes_)):
         value = value.decode("ascii", "replace")
     if isinstance(value, str):
@@ -73,24 +73,31 @@ def _parse_code(name: str, value: object, aliases: dict, codes: dict, table=None
         if key in aliases:
             return aliases[key]
         raise GridSampleError(
-            f"{name}={value!r} is not a known {name}; allowed: {_allowed(*shown)}")
+            f"{name}={value!r} is not a known {name}; allowed: "
+            f"{_allowed(aliases, codes, table)}")
     if isinstance(value, (bool, np.bool_)):
         raise GridSampleTypeError(
-            f"{name}={value!r} is a bool; {name} must be one of {_allowed(*shown)}")
+            f"{name}={value!r} is a bool; {name} must be one of "
+            f"{_allowed(aliases, codes, table)}")
     if isinstance(value, numbers.Integral):
         code = int(value)
         if code in codes:
             return code
         raise GridSampleError(
-            f"{name}={value!r} is not a valid code; allowed: {_allowed(*shown)}")
+            f"{name}={value!r} is not a valid code; allowed: "
+            f"{_allowed(aliases, codes, table)}")
     raise GridSampleTypeError(
         f"{name}={describe(value)} has type {type(value).__name__}; {name} must be one of "
-        f"{_allowed(*shown)}"
+        f"{_allowed(aliases, codes, table)}"
     )
 
 
-def _allowed(aliases: dict, codes: dict) -> str:
-    """The accepted names and codes, for error messages."""
+def _allowed(aliases: dict, codes: dict, table=None) -> str:
+    """The accepted names and codes, for error messages (``table``: only its entries')."""
+    if table is not None:
+        kept = {e.code for e in table}
+        aliases = {a: c for a, c in aliases.items() if c in kept}
+        codes = {c: n for c, n in codes.items() if c in kept}
     return ", ".join(repr(a) for a in aliases) + " or the integer codes " + ", ".join(
         f"{c} ({n})" for c, n in codes.items()
     )
@@ -128,17 +135,16 @@ def parse_onnx_padding(padding_mode: object, where: str) -> int:
         raise GridSampleError(
             f"padding_mode={padding_mode!r}: {where} takes one padding for all axes "
             f"(per-axis paddings are gridsample.grid_sample's extension)")
-    onnx = tuple(e for e in PADDINGS if e.onnx)
-    code = _parse_code("padding_mode", padding_mode, _PADDING_ALIASES, PADDING_NAMES, onnx)
+    code = _parse_code("padding_mode", padding_mode, _PADDING_ALIASES, PADDING_NAMES,
+                       _ONNX_PADDINGS)
     return _onnx_only("padding_mode", padding_mode, code, PADDINGS, where)
 
 
 def parse_onnx_mode(mode: object, where: str, name: str = "mode") -> int:
     """A mode ONNX GridSample defines (linear, nearest, cubic), for ``where``'s API, whose
     argument is called ``name``."""
-    onnx = tuple(e for e in MODES if e.onnx)
-    return _onnx_only(name, mode, _parse_code(name, mode, _MODE_ALIASES, MODE_NAMES, onnx),
-                      MODES, where)
+    code = _parse_code(name, mode, _MODE_ALIASES, MODE_NAMES, _ONNX_MODES)
+    return _onnx_only(name, mode, code, MODES, where)
 
 
 def _onnx_only(name: str, value: object, code: int, table: tuple, where: str) -> int:

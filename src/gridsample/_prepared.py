@@ -38,26 +38,18 @@ def _kind(value) -> type:
     return kind
 
 
-def _types(options: tuple) -> tuple:
-    """The types of ``options`` and of the items of those that are tuples (subclasses too),
-    beside the values in a key: ``True`` and ``1``, ``-0.0`` and ``0.0`` are equal, but not
-    the same option.  (A top-level ``-0.0``, a fill or ``cubic_a``, gives the bits ``0.0``
-    gives.)"""
-    kinds = tuple(map(type, options))
-    if not _SCALARS.issuperset(kinds):  # (the common case, tested first and cheap)
-        kinds += tuple(_types_of_items(v) for v in options if isinstance(v, tuple))
-    return kinds
-
-
 #: Option types that hold no items.
 _SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
-def _types_of_items(items: tuple) -> tuple:
-    """:func:`_types` of a tuple option's items."""
-    kinds = tuple(map(_kind, items))
-    if any(isinstance(v, tuple) for v in items):
-        kinds += tuple(_types_of_items(v) for v in items if isinstance(v, tuple))
+def _types(options: tuple, kind=type) -> tuple:
+    """The types of ``options`` and of the items of those that are tuples (subclasses too),
+    beside the values in a key: ``True`` and ``1``, ``-0.0`` and ``0.0`` are equal, but not
+    the same option.  Items are told by :func:`_kind` (a top-level ``-0.0``, a fill or
+    ``cubic_a``, gives the bits ``0.0`` gives)."""
+    kinds = tuple(map(kind, options))
+    if not _SCALARS.issuperset(kinds):  # (the common case, tested first and cheap)
+        kinds += tuple(_types(v, _kind) for v in options if isinstance(v, tuple))
     return kinds
 
 
