@@ -565,6 +565,59 @@ def test_a_single_item_shares_both_vector_passes_at_any_thread_count(rng, monkey
         np.testing.assert_array_equal(gg, results[0][1])
 
 
+@pytest.mark.parametrize("shape,out,mode,channel_last", [
+    ((1, 3, 40, 50), (45, 35), "linear", False),   # both passes as shared jobs at two
+    ((1, 1, 40, 50), (45, 35), "cubic", False),    # one plan for both gradients
+    ((4, 1, 24, 20), (25, 18), "linear", False),   # a task an item
+    ((1, 20, 24, 3), (30, 18), "linear", True),    # channel-last runs
+    ((1, 2, 10, 12, 14), (12, 10, 8), "cubic", False),  # the general kernels
+])
+def test_a_backward_while_the_workers_sleep_runs_its_one_thread_twin(rng, monkeypatch, shape,
+                                                                    out, mode, channel_last):
+    """Work worth two threads while a worker spins, but not enough to wake one
+    (:func:`gridsample._threads.threads_now`), runs the tasks cut for one thread (a twin
+    prepared run, kept): the bits of the two-thread run, NaN, ±inf and far points
+    included."""
+    from gridsample import _backward, _threads
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs 2 Numba threads")
+    x, grid = random_case(rng, shape, out, x_dtype=np.float32, grid_dtype=np.float32)
+    if channel_last:
+        x = np.ascontiguousarray(np.moveaxis(x, 1, -1))
+    grid.reshape(-1)[:4] = [np.nan, np.inf, -np.inf, 1e30]
+    go = grad_output_like(rng, x, grid, channel_last=channel_last)
+    r = grid.shape[-1]
+    channels = x.shape[-1] if channel_last else x.shape[1]
+    taps = {"linear": 2, "cubic": 4}[mode] ** r
+    work = _threads.call_work(grid[..., 0].size, channels * taps, r, cost=3)
+    # Two threads' worth, below the sleeping workers' threshold.
+    monkeypatch.setenv("GRIDSAMPLE_THREAD_MIN_WORK", str(work // 3))
+    monkeypatch.setattr(_threads, "_mark_awake", lambda: None)
+    made = []
+    twin = _backward.PreparedGradients.__init__
+
+    def spy(self, *args, threads=None):
+        made.append(threads)
+        twin(self, *args, threads=threads)
+
+    monkeypatch.setattr(_backward.PreparedGradients, "__init__", spy)
+    before = numba.get_num_threads()
+    results = []
+    try:
+        numba.set_num_threads(2)
+        for awake_until in (float("inf"), 0.0, 0.0):  # awake; asleep (the twin); asleep
+            monkeypatch.setattr(_threads._pool, "awake_until", awake_until)
+            results.append(gridsample.grid_sample_backward(go, x, grid, mode, "zeros",
+                                                           channel_last=channel_last))
+    finally:
+        numba.set_num_threads(before)
+    assert made == [None, 1]  # the prepared run, then its twin, made once
+    for gx, gg in results[1:]:
+        np.testing.assert_array_equal(gx, results[0][0])
+        np.testing.assert_array_equal(gg, results[0][1])
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape,out,channel_last,grid_batch", [
     ((4, 1, 24, 20), (25, 18), False, None),    # a batch: a task an item

@@ -55,7 +55,7 @@ from ._plan import ForwardPlan, as_array, common_padding, plan_forward
 from ._prepared import PreparedCache, signature
 from ._registry import taps_per_point
 from ._splines import coefficient_plan, input_gradient
-from ._threads import run_claimed, run_jobs, run_shared, threads_for
+from ._threads import call_work, run_claimed, run_jobs, run_shared, threads_for, threads_now
 from ._vector import fits_int32
 
 __all__ = ["grid_sample_backward", "GRAD_DTYPE_NAMES"]
@@ -213,10 +213,13 @@ class PreparedGradients:
     dtypes and the settings in force: the kernels, their constants, blocks and thread
     count.  Made from a call's arrays (as the kernels read them: ``xw``, ``g3``, None when
     no kernel runs) but holding none of them, so the public function keeps it for the next
-    call with the same signature (:mod:`gridsample._prepared`)."""
+    call with the same signature (:mod:`gridsample._prepared`).  ``threads``: at most this
+    many (default: Numba's setting)."""
 
-    def __init__(self, plan: ForwardPlan, dt, xw, g3, want_x: bool, want_grid: bool):
+    def __init__(self, plan: ForwardPlan, dt, xw, g3, want_x: bool, want_grid: bool,
+                 threads: int | None = None):
         self.plan, self.dt, self.want_x, self.want_grid = plan, dt, want_x, want_grid
+        self._alone = None  # the twin a call runs while the workers sleep (_run)
         r = plan.rank
         self.grid_in_kernel = _grid_in_kernel(plan, want_grid)
         self.empty = xw is None
@@ -236,8 +239,9 @@ class PreparedGradients:
         self.dk = np.array(slope_constants(tuple(self.kc)), dt)
         # Per tap a backward reads X (and its slopes) and adds into dL/dx: ~3x a forward's
         # work.
+        self.work = call_work(plan.batch * plan.out_points, plan.channels * K, r, cost=3)
         threads = self.threads = threads_for(plan.batch * plan.out_points, plan.channels * K,
-                                             r, cost=3)
+                                             r, cost=3, threads=threads)
         self.interleaved = _interleaved(plan)
         # The general entry: the rank and mode's own, or the N-D one alone (use_kernels("nd"))
         self.general = (gk.backward_nd if kernel_family() == "nd"
@@ -344,6 +348,15 @@ class PreparedGradients:
             grad_grid = np.zeros(grid.shape, dt) if want_grid else None
             return grad_x, grad_grid
         K, G, Q, threads = self.K, self.G, self.Q, self.threads
+        if threads > 1 and threads_now(threads, self.work) == 1:
+            # The workers sleep and the work is small (the forward's rule): the tasks cut
+            # for one thread (those cut for more, run on one, took 1.2-1.6x their time:
+            # docs/kernels.md, "The backward after a pause").  Any cut gives the same bits.
+            alone = self._alone
+            if alone is None:
+                alone = self._alone = PreparedGradients(plan, dt, xw, g3, want_x, want_grid,
+                                                        threads=1)
+            return alone._run(xw, g3, x, grid)
         xflat, gflat = flat_read(xw), flat_read(g3)
         grid3 = grid.reshape(self.grid_shape)
         cdt = plan.coord_dtype
