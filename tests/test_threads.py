@@ -144,6 +144,60 @@ def test_workers_that_went_to_sleep_still_take_jobs():
     assert all(name.startswith("gridsample-") for first, name in names if first == 1)
 
 
+def test_an_interrupted_post_counts_the_jobs_it_put():
+    """An exception between two puts (a KeyboardInterrupt, a MemoryError) must leave the
+    posted count equal to the jobs in the queue: counted short, the taken count would stay
+    above it for good and the spinning workers would never see a job again."""
+
+    class Flaky:
+        def __init__(self):
+            self.items = []
+
+        def put(self, job):
+            if len(self.items) == 1:
+                raise MemoryError("second put")
+            self.items.append(job)
+
+    pool = _threads._Pool()  # no workers started
+    pool.jobs = Flaky()
+    with pytest.raises(MemoryError, match="second put"):
+        pool.post(["first", "second", "third"])
+    assert pool.jobs.items == ["first"]
+    assert list(pool.counts) == [1, 0]
+
+
+def test_a_worker_takes_shares_their_callers_ran_without_spinning_between(monkeypatch):
+    """Jobs whose share the caller already ran (a call shorter than the worker's wake-up)
+    are taken one after another, not one per spin (each spin gives up the GIL: a loop of
+    tiny split calls queued them faster than a worker took them)."""
+    spins = []
+    spin = _spin.spin_until_greater
+
+    def counting(*args):
+        spins.append(1)
+        return spin(*args)
+
+    monkeypatch.setattr(_spin, "spin_until_greater", counting)
+    pool = _threads._Pool()
+    stale = []
+    for _ in range(200):
+        share = _threads._Share(lambda: None, ())
+        assert share.claim() is not None  # run by its caller
+        stale.append((share, np.zeros(1, np.int64), 0, threading.Lock(), []))
+    ran, done = [], threading.Lock()
+    done.acquire()
+    real = (_threads._Share(lambda: ran.append(1), ()), np.zeros(1, np.int64), 0, done, [])
+    for job in stale + [real]:
+        pool.jobs.put(job)
+    with pool.lock:
+        pool.counts[0] += len(stale) + 1
+    pool.ensure(1)
+    assert done.acquire(timeout=10)
+    assert ran == [1]
+    assert len(spins) <= 3  # before the first job, (maybe) after it, after the real one
+    assert pool.jobs.empty()
+
+
 def test_a_share_the_caller_ran_leaves_no_references_in_the_queue():
     """A job the caller took over stays queued until a worker pops it; it must not keep the
     call's arrays alive meanwhile."""
