@@ -220,9 +220,11 @@ class _Pool:
                 # gives up the GIL), so that such jobs cannot pile up behind calls shorter
                 # than a GIL hand-over (a loop of tiny calls split by
                 # GRIDSAMPLE_THREAD_MIN_WORK=1 queued 237,000 of them in 10 s).
+                if self.jobs.empty():  # (the common case, without an exception's cost)
+                    break
                 try:
                     job = self.jobs.get_nowait()
-                except queue.Empty:
+                except queue.Empty:  # another worker took it
                     break
             del job, share, done, errors, work
 
